@@ -1,0 +1,1 @@
+"""The lab's core: pure PyTorch + PyYAML. Never imports textual or rich."""
