@@ -21,8 +21,10 @@ from typing import Any
 
 import yaml
 
+from .errors import LabError
 
-class ConfigError(ValueError):
+
+class ConfigError(LabError):
     """A preset or override the lab refuses; ``str()`` is one line for the user."""
 
 

@@ -1,0 +1,39 @@
+# Two commands set everything up: `make lab` opens the lab, `make test` runs the tests.
+# Both create .venv on first use and reuse it afterwards.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+# Without an NVIDIA GPU, install a CPU build of torch first so pip never pulls the
+# multi-GB CUDA build; with one, leave the choice to pip (no cap). Override with
+# `make TORCH=...` (empty to skip) and pass a package index with TORCH_INDEX=URL.
+TORCH ?= $(shell command -v nvidia-smi >/dev/null 2>&1 || echo torch==2.13.0)
+TORCH_INDEX ?=
+ARGS ?=
+
+.PHONY: lab test lint bench screenshots clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	if [ -n "$(TORCH)" ] && ! $(PY) -c "import torch" 2>/dev/null; then \
+		$(PY) -m pip install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"; fi
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+lab: $(VENV)/.installed
+	$(VENV)/bin/tfx-lab $(ARGS)
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q $(ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check tui_lab tests bench
+
+bench: $(VENV)/.installed
+	$(PY) -m bench $(ARGS)
+
+screenshots: $(VENV)/.installed
+	$(PY) -m tui_lab.ui.screenshots
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,101 @@
+"""The `tfx-lab` command: argument parsing, and the one place core and UI meet.
+
+Heavy imports (torch, textual) happen inside the command that needs them, so
+`tfx-lab presets` stays instant and the lab paints before torch loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+
+
+class UserError(Exception):
+    """A mistake the user can fix; printed as one line, no traceback."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tfx-lab",
+        description="Build, train and look inside small Transformer models from a terminal.",
+    )
+    p.add_argument("--version", action="version", version=f"tfx-lab {__version__}")
+    p.add_argument("--preset", help="preset name or YAML path for the lab (default: copy)")
+    p.add_argument("--run", help="open the lab on an existing run folder")
+    p.add_argument("--runs-dir", help="where the lab writes runs (default: ./runs)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("presets", help="list presets")
+    s.add_argument("--json", action="store_true", help="print JSON")
+
+    s = sub.add_parser("params", help="parameter breakdown of a preset")
+    s.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+
+    s = sub.add_parser("train", help="train a preset headless; writes a run folder")
+    s.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
+    s.add_argument("--steps", type=int, help="override train.steps")
+    s.add_argument("--max-seconds", type=float, help="stop after this many seconds")
+    s.add_argument("--out", help="run folder (default: runs/<preset>-<time>)")
+    s.add_argument("--device", help="auto, cpu, cuda or mps")
+    s.add_argument("--seed", type=int, help="override train.seed")
+    s.add_argument("--resume", metavar="DIR", help="continue the run in DIR")
+    s.add_argument("--json", action="store_true", help="print a JSON summary line at the end")
+
+    s = sub.add_parser("eval", help="exact-match accuracy of a run on held-out examples")
+    s.add_argument("--run", required=True, help="run folder")
+    s.add_argument("--n", type=int, default=500, help="held-out examples (default 500)")
+    s.add_argument("--device", default="cpu", help="device (default cpu)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+
+    s = sub.add_parser("decode", help="greedy decoding of typed input with a trained run")
+    s.add_argument("--run", required=True, help="run folder")
+    s.add_argument("--input", required=True, help="input text, e.g. 31415")
+    s.add_argument("--attention", action="store_true", help="print attention heatmaps")
+    s.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    s.add_argument("--top-k", type=int, default=0, help="sample from the k best (0 = all)")
+    s.add_argument("--max-new", type=int, help="most tokens to generate")
+    s.add_argument("--json", action="store_true", help="print JSON")
+
+    s = sub.add_parser("watch", help="open the lab following a run another process writes")
+    s.add_argument("run", help="run folder")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from .core.errors import LabError
+
+    try:
+        from . import commands
+
+        handler = {
+            None: commands.lab,
+            "presets": commands.presets,
+            "params": commands.params,
+            "train": commands.train,
+            "eval": commands.evaluate,
+            "decode": commands.decode,
+            "watch": commands.watch,
+        }[args.command]
+        return handler(args) or 0
+    except (UserError, LabError) as exc:
+        print(f"tfx-lab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tfx-lab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def print_json(obj: object) -> None:
+    print(json.dumps(obj))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""What each `tfx-lab` subcommand does. Parsing lives in cli.py."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .core.errors import LabError
+
+
+def _emit_json(obj: object) -> None:
+    print(json.dumps(obj))
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+def lab(args: argparse.Namespace) -> int:
+    """Open the lab (the default command)."""
+    from .core.presets import load_preset
+
+    if args.run:
+        _require_run_folder(args.run)
+    else:
+        load_preset(args.preset)  # a bad preset fails here with one line, before the UI starts
+    from .ui.app import run_lab
+
+    run_lab(preset=args.preset, run_dir=args.run, runs_dir=args.runs_dir)
+    return 0
+
+
+def watch(args: argparse.Namespace) -> int:
+    """Open the lab following a run folder another process writes."""
+    _require_run_folder(args.run)
+    from .ui.app import run_lab
+
+    run_lab(run_dir=args.run, follow=True)
+    return 0
+
+
+def _require_run_folder(path: str) -> None:
+    p = Path(path)
+    if not p.is_dir():
+        raise LabError(f"{p}: no such run folder")
+
+
+def presets(args: argparse.Namespace) -> int:
+    """List shipped and user presets."""
+    from .core.config import ConfigError, load_file
+    from .core.presets import list_presets
+
+    rows = []
+    for info in list_presets():
+        try:
+            cfg = load_file(info.path)
+            rows.append({
+                "name": info.name,
+                "path": str(info.path),
+                "shipped": info.shipped,
+                "description": info.description,
+                "arch": cfg.model.arch,
+                "task": cfg.task.name,
+                "error": None,
+            })
+        except ConfigError as exc:
+            rows.append({"name": info.name, "path": str(info.path), "shipped": info.shipped,
+                         "description": "", "arch": None, "task": None, "error": str(exc)})
+    if args.json:
+        _emit_json(rows)
+        return 0
+    from rich.table import Table
+
+    table = Table(title="Presets", title_justify="left")
+    for col in ("name", "kind", "arch", "task", "description"):
+        table.add_column(col)
+    for r in rows:
+        desc = r["description"] if not r["error"] else f"[red]{r['error']}[/]"
+        table.add_row(r["name"], "shipped" if r["shipped"] else "user", r["arch"] or "-",
+                      r["task"] or "-", desc)
+    _console().print(table)
+    return 0
+
+
+def params(args: argparse.Namespace) -> int:
+    """Parameter breakdown of a preset."""
+    from .core.presets import load_preset
+    from .core.params import preset_report
+
+    cfg = load_preset(args.preset)
+    report = preset_report(cfg)
+    if args.json:
+        _emit_json({
+            "preset": cfg.name,
+            "total": report.total,
+            "rows": [{"name": r.name, "params": r.params, "group": r.group} for r in report.rows],
+            "fp32_bytes": report.fp32_bytes,
+            "bf16_bytes": report.bf16_bytes,
+            "train_flops_per_token": report.train_flops_per_token,
+            "infer_flops_per_token": report.infer_flops_per_token,
+        })
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"Parameters of {cfg.name}", title_justify="left")
+    table.add_column("component")
+    table.add_column("params", justify="right")
+    table.add_column("%", justify="right")
+    table.add_column("")
+    total = max(1, report.total)
+    for r in report.rows:
+        share = r.params / total
+        table.add_row(r.name, f"{r.params:,}", f"{share:.1%}", "█" * round(share * 30))
+    table.add_section()
+    table.add_row("total", f"{report.total:,}", "100%", "")
+    console = _console()
+    console.print(table)
+    console.print(
+        f"memory: {report.fp32_bytes / 2**20:.1f} MiB fp32, {report.bf16_bytes / 2**20:.1f} MiB bf16; "
+        f"FLOPs/token: {report.train_flops_per_token:,.0f} train, {report.infer_flops_per_token:,.0f} inference"
+    )
+    return 0
+
+
+def default_run_dir(name: str) -> Path:
+    return Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def train(args: argparse.Namespace) -> int:
+    """Train headless with a progress display; ctrl+c stops cleanly and saves."""
+    from .core.presets import load_preset
+
+    overrides: dict[str, Any] = {}
+    if args.resume:
+        from .core.checkpoint import load_run
+
+        cfg = load_run(args.resume).config
+        out = Path(args.resume)
+    else:
+        cfg = load_preset(args.preset)
+        out = Path(args.out) if args.out else default_run_dir(cfg.name)
+        if (out / "state.json").exists():
+            raise LabError(f"{out}: already holds a run; use --resume {out} or another --out")
+    if args.steps is not None:
+        overrides["train.steps"] = args.steps
+    if args.max_seconds is not None:
+        overrides["train.max_seconds"] = args.max_seconds
+    if args.seed is not None:
+        overrides["train.seed"] = args.seed
+    if args.device is not None:
+        overrides["train.device"] = args.device
+    if overrides:
+        cfg = cfg.with_values(overrides)
+
+    from .core.train import TrainingRun
+    from .progress import make_reporter
+
+    reporter = make_reporter(json_mode=args.json)
+    run = TrainingRun(cfg, out, on_event=reporter.on_event, resume=bool(args.resume))
+    reporter.start(run)
+
+    interrupts = 0
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1:
+            raise KeyboardInterrupt
+        run.stop()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        summary = reporter.finish(run.run())
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if args.json:
+        _emit_json(summary)
+    return 0 if summary["reason"] in ("finished", "target", "stopped", "time") else 1
+
+
+def _load_for_inference(run_dir: str, device: str = "cpu") -> Any:
+    from .core.train import open_run
+
+    return open_run(run_dir, device=device)
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """Exact match and validation loss of a run on held-out examples."""
+    if args.n <= 0:
+        raise LabError(f"--n: must be > 0, got {args.n}")
+    run = _load_for_inference(args.run, args.device)
+    ev = run.evaluate(n=args.n)
+    result = {
+        "exact_match": ev.exact_match,
+        "val_loss": ev.val_loss,
+        "n": ev.n,
+        "step": run.step,
+        "preset": run.config.name,
+        "task": run.config.task.name,
+    }
+    if args.json:
+        _emit_json(result)
+    else:
+        em = "n/a (language model)" if ev.exact_match is None else f"{ev.exact_match:.2%}"
+        print(f"{args.run}: step {run.step}, exact match {em} on {ev.n} held-out, val loss {ev.val_loss:.4f}")
+    return 0
+
+
+def decode(args: argparse.Namespace) -> int:
+    """Decode one input with a trained run."""
+    from .core.decode import generate
+    from .core.heatmap import render_text
+
+    run = _load_for_inference(args.run, "cpu")
+    result = generate(
+        run.model, run.task, args.input,
+        max_new_tokens=args.max_new, temperature=args.temperature, top_k=args.top_k,
+        capture=args.attention or args.json,
+    )
+    if args.json:
+        out = result.to_json()
+        if args.attention:
+            out["attention"] = {
+                name: {"weights": w.tolist(), "queries": result.labels[name][0], "keys": result.labels[name][1]}
+                for name, w in result.attention.items()
+            }
+        _emit_json(out)
+        return 0
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(result.output)
+    if args.attention:
+        for name, w in result.attention.items():
+            q, k = result.labels[name]
+            for h in range(w.shape[0]):
+                print(f"\n{name} head {h}")
+                print(render_text(w[h], q, k))
+    return 0

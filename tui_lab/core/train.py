@@ -1,0 +1,395 @@
+"""A training run that can be driven from another thread.
+
+`TrainingRun.run()` blocks and is meant for a worker thread (the lab) or the
+main thread (the command line). `pause()`, `resume()` and `stop()` are safe to
+call from any thread; the loop checks them every step. Everything the run does
+is reported as small event dataclasses to `on_event`, and kept on disk in the
+run folder (see checkpoint.py): a kill at any moment leaves the last
+checkpoint loadable.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from . import checkpoint as ckpt
+from .config import LabConfig
+from .decode import batch_greedy, is_decoder_only
+from .device import autocast_context, choose_device, describe, set_threads
+from .models import build_model
+from .schedule import make_optimizer, make_scheduler
+from .tasks import make_task
+from .vocab import PAD
+
+HELD_OUT_SEED_OFFSET = 1_000_003  # held-out examples never share the training seed
+
+
+@dataclass
+class StepEvent:
+    step: int
+    total_steps: int
+    loss: float
+    lr: float
+    grad_norm: float
+    tokens_per_s: float
+    elapsed: float
+    eta: float | None
+
+
+@dataclass
+class EvalEvent:
+    step: int
+    val_loss: float
+    exact_match: float | None
+    n: int
+    overlap: int | None  # held-out examples also seen in training so far
+
+
+@dataclass
+class CheckpointEvent:
+    step: int
+    path: str
+
+
+@dataclass
+class LogEvent:
+    message: str
+    level: str = "info"  # info | warning | error
+
+
+@dataclass
+class DoneEvent:
+    reason: str  # finished | target | stopped | nan | time | error
+    message: str
+    step: int
+
+
+Event = StepEvent | EvalEvent | CheckpointEvent | LogEvent | DoneEvent
+
+
+class TrainingRun:
+    """One model, its optimizer and its run folder; `run()` trains it."""
+
+    def __init__(
+        self,
+        config: LabConfig,
+        out_dir: str | Path | None = None,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        device: str | None = None,
+        resume: bool = False,
+    ) -> None:
+        self.config = config
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.on_event = on_event or (lambda event: None)
+        self.device = choose_device(device or config.train.device)
+        set_threads(config.train.threads)
+        self.device_name = describe(self.device)
+        self.task = make_task(config.task)
+        self.vocab = self.task.vocab
+        self.arch = config.model.arch
+        torch.manual_seed(config.train.seed)
+        self.model = build_model(config.model, vocab_size=len(self.vocab), pad_id=PAD).to(self.device)
+        self.optimizer = make_optimizer(self.model, config.train)
+        self.scheduler = make_scheduler(self.optimizer, config.train)
+        self.step = 0
+        self.elapsed = 0.0
+        self.best_accuracy: float | None = None
+        self.last_eval: EvalEvent | None = None
+        self.last_step: StepEvent | None = None
+        self._rng = random.Random(config.train.seed)
+        self._seen_inputs: set[str] = set()
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+        self._held_out: list[tuple[str, str]] | None = None
+        if resume:
+            self._load_state()
+
+    # ---- control from any thread -------------------------------------------------
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def total_steps(self) -> int:
+        return self.config.train.steps
+
+    # ---- the loop --------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """Train until done, stopped, out of time or at the target; returns a summary."""
+        cfg = self.config.train
+        self._prepare_folder()
+        self._log(f"training on {self.device_name} from step {self.step} to {cfg.steps}")
+        reason, message = "finished", f"finished {cfg.steps} steps"
+        last_save = time.perf_counter()
+        window_tokens, window_time = 0, 0.0
+        try:
+            while self.step < cfg.steps:
+                if self._stop.is_set():
+                    reason, message = "stopped", f"stopped at step {self.step}"
+                    break
+                if not self._running.is_set():
+                    self._running.wait(0.1)
+                    continue
+                t0 = time.perf_counter()
+                loss, grad_norm, tokens = self._train_step()
+                dt = time.perf_counter() - t0
+                if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+                    what = "loss" if not math.isfinite(loss) else "gradient norm"
+                    reason = "nan"
+                    message = (
+                        f"{what} became {loss if what == 'loss' else grad_norm} at step "
+                        f"{self.step + 1}; stopped (lower train.lr or raise warmup); "
+                        f"the last good checkpoint is kept"
+                    )
+                    break
+                self.step += 1
+                self.elapsed += dt
+                window_tokens += tokens
+                window_time += dt
+                tps = window_tokens / window_time if window_time else 0.0
+                if window_time > 2.0:  # a sliding estimate that follows speed changes
+                    window_tokens, window_time = int(tps * 1.0), 1.0
+                eta = (cfg.steps - self.step) * (self.elapsed / max(1, self.step - self._start_step))
+                event = StepEvent(
+                    self.step, cfg.steps, loss, self.scheduler.get_last_lr()[0], grad_norm,
+                    tps, self.elapsed, eta,
+                )
+                self.last_step = event
+                self._emit(event)
+                self._metric({"kind": "step", **asdict(event)})
+                if self.step % cfg.eval_every == 0 or self.step == cfg.steps:
+                    ev = self.evaluate()
+                    target = cfg.target_accuracy
+                    if target is not None and ev.exact_match is not None and ev.exact_match >= target:
+                        reason = "target"
+                        message = f"reached {ev.exact_match:.1%} exact match at step {self.step}"
+                        break
+                if cfg.max_seconds is not None and self.elapsed >= cfg.max_seconds:
+                    reason, message = "time", f"time limit of {cfg.max_seconds:g} s reached at step {self.step}"
+                    break
+                if time.perf_counter() - last_save >= cfg.checkpoint_seconds:
+                    self.save()
+                    last_save = time.perf_counter()
+        except KeyboardInterrupt:
+            reason, message = "stopped", f"interrupted at step {self.step}"
+        except ckpt.RunError as exc:
+            reason, message = "error", str(exc)
+        except RuntimeError as exc:  # device faults (CUDA errors) end the run, not the app
+            reason, message = "error", f"training failed at step {self.step}: {exc}".splitlines()[0]
+        if reason not in ("nan", "error"):
+            if self.last_eval is None or self.last_eval.step != self.step:
+                if self.step > self._start_step:
+                    self.evaluate()
+            try:
+                self.save()
+            except ckpt.RunError as exc:
+                reason, message = "error", str(exc)
+        self._log(message, "error" if reason in ("nan", "error") else "info")
+        self._emit(DoneEvent(reason, message, self.step))
+        return self.summary(reason, message)
+
+    def _train_step(self) -> tuple[float, float, int]:
+        cfg = self.config.train
+        self.model.train()
+        batch = self._next_batch()
+        with autocast_context(self.device, cfg.precision):
+            if self.arch == "decoder-only":
+                logits = self.model(batch.tgt_in)
+            else:
+                logits = self.model(batch.src, batch.tgt_in)
+            loss = F.cross_entropy(
+                logits.flatten(0, 1).float(),
+                batch.tgt_out.flatten(),
+                ignore_index=-100,
+                label_smoothing=cfg.label_smoothing,
+            )
+        loss_value = float(loss)
+        if not math.isfinite(loss_value):
+            return loss_value, 0.0, 0
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = cfg.clip if cfg.clip > 0 else float("inf")
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
+        if not math.isfinite(grad_norm):
+            return loss_value, grad_norm, 0
+        self.optimizer.step()
+        self.scheduler.step()
+        tokens = batch.tgt_in.numel() + (batch.src.numel() if batch.src is not None else 0)
+        return loss_value, grad_norm, tokens
+
+    def _next_batch(self) -> Any:
+        cfg = self.config.train
+        if self.task.is_lm:
+            batch = self.task.batch(self._rng, cfg.batch_size, self.arch)
+        else:
+            pairs = [self.task.example(self._rng) for _ in range(cfg.batch_size)]
+            if len(self._seen_inputs) < 2_000_000:
+                self._seen_inputs.update(p[0] for p in pairs)
+            batch = self.task.collate(pairs, self.arch)
+        return _to(batch, self.device)
+
+    # ---- evaluation --------------------------------------------------------------
+
+    def held_out(self) -> list[tuple[str, str]]:
+        if self._held_out is None:
+            cfg = self.config.train
+            self._held_out = self.task.held_out(cfg.eval_examples, cfg.seed + HELD_OUT_SEED_OFFSET)
+        return self._held_out
+
+    @torch.no_grad()
+    def evaluate(self, n: int | None = None) -> EvalEvent:
+        """Validation loss and (for algorithmic tasks) exact match of greedy answers."""
+        cfg = self.config.train
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            if self.task.is_lm:
+                losses = [self._batch_loss(b) for b in self.task.val_batches(cfg.batch_size, 20)]
+                val_loss = sum(losses) / max(1, len(losses))
+                event = EvalEvent(self.step, val_loss, None, len(losses) * cfg.batch_size, None)
+            else:
+                pairs = self.held_out() if n is None else self.task.held_out(n, cfg.seed + HELD_OUT_SEED_OFFSET)
+                losses = []
+                for i in range(0, len(pairs), 256):
+                    batch = self.task.collate(pairs[i : i + 256], self.arch)
+                    losses.append(self._batch_loss(batch) * len(pairs[i : i + 256]))
+                val_loss = sum(losses) / len(pairs)
+                max_new = self.config.sequence_length_needed()
+                outs = batch_greedy(self.model, self.task, [p[0] for p in pairs], max_new_tokens=max_new)
+                correct = sum(o == p[1] for o, p in zip(outs, pairs))
+                overlap = sum(p[0] in self._seen_inputs for p in pairs) if self._seen_inputs else None
+                event = EvalEvent(self.step, val_loss, correct / len(pairs), len(pairs), overlap)
+        finally:
+            self.model.train(was_training)
+        if event.exact_match is not None:
+            self.best_accuracy = max(self.best_accuracy or 0.0, event.exact_match)
+        self.last_eval = event
+        self._emit(event)
+        self._metric({"kind": "eval", **asdict(event)})
+        return event
+
+    def _batch_loss(self, batch: Any) -> float:
+        batch = _to(batch, self.device)
+        with autocast_context(self.device, self.config.train.precision):
+            if self.arch == "decoder-only":
+                logits = self.model(batch.tgt_in)
+            else:
+                logits = self.model(batch.src, batch.tgt_in)
+        return float(F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(), ignore_index=-100))
+
+    # ---- the run folder ----------------------------------------------------------
+
+    @property
+    def _start_step(self) -> int:
+        return getattr(self, "_resumed_from", 0)
+
+    def _prepare_folder(self) -> None:
+        if self.out_dir is None:
+            return
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ckpt.RunError(f"{self.out_dir}: cannot create the run folder ({exc.strerror})") from None
+        if self.step == 0:
+            self.save()
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "elapsed": self.elapsed,
+            "best_accuracy": self.best_accuracy,
+            "vocab": self.vocab.chars,
+            "world_size": 1,
+            "device": self.device_name,
+            "torch": torch.__version__,
+            "rng": self._rng.getstate()[1][-1],
+        }
+
+    def save(self) -> None:
+        """Checkpoint atomically; no-op without a run folder."""
+        if self.out_dir is None:
+            return
+        ckpt.save_checkpoint(self.out_dir, self.model, self.optimizer, self.scheduler, self.state(), self.config)
+        self._emit(CheckpointEvent(self.step, str(self.out_dir)))
+
+    def _load_state(self) -> None:
+        if self.out_dir is None:
+            raise ckpt.RunError("resume needs a run folder")
+        loaded = ckpt.load_run(self.out_dir)
+        ckpt.load_weights(self.out_dir, self.model)
+        ckpt.load_optimizer(self.out_dir, self.optimizer, self.scheduler)
+        self.step = int(loaded.state.get("step", 0))
+        self.elapsed = float(loaded.state.get("elapsed", 0.0))
+        self.best_accuracy = loaded.state.get("best_accuracy")
+        self._resumed_from = self.step
+        # A fresh data stream for the rest of the run, still determined by the seed.
+        self._rng = random.Random(self.config.train.seed * 7919 + self.step)
+
+    def _emit(self, event: Event) -> None:
+        self.on_event(event)
+
+    def _metric(self, record: dict[str, Any]) -> None:
+        if self.out_dir is not None:
+            ckpt.append_metrics(self.out_dir, record)
+
+    def _log(self, message: str, level: str = "info") -> None:
+        if self.out_dir is not None:
+            ckpt.log(self.out_dir, message)
+        self._emit(LogEvent(message, level))
+
+    def summary(self, reason: str, message: str) -> dict[str, Any]:
+        ev = self.last_eval
+        st = self.last_step
+        return {
+            "reason": reason,
+            "message": message,
+            "step": self.step,
+            "steps": self.config.train.steps,
+            "elapsed": round(self.elapsed, 3),
+            "loss": st.loss if st else None,
+            "val_loss": ev.val_loss if ev else None,
+            "exact_match": ev.exact_match if ev else None,
+            "tokens_per_s": round(st.tokens_per_s, 1) if st else None,
+            "device": self.device_name,
+            "run": str(self.out_dir) if self.out_dir else None,
+        }
+
+
+def _to(batch: Any, device: torch.device) -> Any:
+    if device.type == "cpu":
+        return batch
+    for name in ("src", "tgt_in", "tgt_out"):
+        value = getattr(batch, name, None)
+        if value is not None:
+            setattr(batch, name, value.to(device, non_blocking=True))
+    return batch
+
+
+def open_run(run_dir: str | Path, **kwargs: Any) -> TrainingRun:
+    """A TrainingRun restored from its folder (config, weights, optimizer, step)."""
+    loaded = ckpt.load_run(run_dir)
+    return TrainingRun(loaded.config, run_dir, resume=True, **kwargs)

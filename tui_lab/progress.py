@@ -1,0 +1,99 @@
+"""Progress for headless training: a rich bar on a terminal, plain lines when piped."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+
+def _fmt_acc(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+class PlainReporter:
+    """One line every few seconds and at every evaluation; nothing with --json but the summary."""
+
+    def __init__(self, quiet: bool = False, every: float = 2.0) -> None:
+        self.quiet = quiet
+        self.every = every
+        self._last = 0.0
+
+    def start(self, run: Any) -> None:
+        self._say(f"training {run.config.name} on {run.device_name} -> {run.out_dir}")
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr if self.quiet else sys.stdout, flush=True)
+
+    def on_event(self, event: Any) -> None:
+        from .core.train import DoneEvent, EvalEvent, LogEvent, StepEvent
+
+        if isinstance(event, StepEvent):
+            now = time.monotonic()
+            if now - self._last >= self.every:
+                self._last = now
+                self._say(
+                    f"step {event.step}/{event.total_steps} loss {event.loss:.4f} "
+                    f"lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s {event.elapsed:.1f}s"
+                )
+        elif isinstance(event, EvalEvent):
+            self._say(f"eval step {event.step}: val loss {event.val_loss:.4f}, exact match {_fmt_acc(event.exact_match)}")
+        elif isinstance(event, LogEvent) and event.level != "info":
+            print(f"{event.level}: {event.message}", file=sys.stderr, flush=True)
+        elif isinstance(event, DoneEvent):
+            self._say(event.message)
+
+    def finish(self, summary: dict[str, Any]) -> dict[str, Any]:
+        return summary
+
+
+class RichReporter(PlainReporter):
+    """A live progress bar with loss, accuracy, tokens/s and ETA."""
+
+    def start(self, run: Any) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+        )
+        self.progress.start()
+        self.bar = self.progress.add_task(run.config.name, total=run.total_steps, completed=run.step, stats="")
+        self.progress.console.print(f"training {run.config.name} on {run.device_name} -> {run.out_dir}")
+        self.acc: float | None = None
+
+    def on_event(self, event: Any) -> None:
+        from .core.train import DoneEvent, EvalEvent, LogEvent, StepEvent
+
+        if isinstance(event, StepEvent):
+            now = time.monotonic()
+            if now - self._last >= 0.1 or event.step == event.total_steps:
+                self._last = now
+                stats = f"loss {event.loss:.3f} acc {_fmt_acc(self.acc)} {event.tokens_per_s:,.0f} tok/s"
+                self.progress.update(self.bar, completed=event.step, stats=stats)
+        elif isinstance(event, EvalEvent):
+            self.acc = event.exact_match
+            self.progress.console.print(
+                f"step {event.step}: val loss {event.val_loss:.4f}, exact match {_fmt_acc(event.exact_match)}"
+            )
+        elif isinstance(event, LogEvent) and event.level != "info":
+            self.progress.console.print(f"[red]{event.message}")
+        elif isinstance(event, DoneEvent):
+            self.progress.console.print(event.message)
+
+    def finish(self, summary: dict[str, Any]) -> dict[str, Any]:
+        self.progress.stop()
+        return summary
+
+
+def make_reporter(json_mode: bool) -> PlainReporter:
+    if json_mode:
+        return PlainReporter(quiet=True)
+    if sys.stdout.isatty():
+        return RichReporter()
+    return PlainReporter()
