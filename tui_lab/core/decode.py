@@ -9,6 +9,7 @@ whole sequence; the two give identical tokens (tests prove it).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,9 @@ class DecodeResult:
         }
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+
+
 def is_decoder_only(model: nn.Module) -> bool:
     return not hasattr(model, "encode")
 
@@ -76,11 +80,13 @@ def clean_input(text: str, task: Any) -> tuple[str, list[str]]:
     DecodeInputError with one line for input that cannot be used.
     """
     notes: list[str] = []
+    # Terminal escape sequences (pasted colour codes) go whole, not just their ESC byte.
+    kept = _ANSI.sub("", text)
     kept = "".join(
-        ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C"
+        ch for ch in kept if ch in "\n\t" or unicodedata.category(ch)[0] != "C"
     )
     if kept != text:
-        notes.append(f"removed {len(text) - len(kept)} control character(s)")
+        notes.append(f"removed {len(text) - len(kept)} control/escape character(s)")
     if task.is_lm:
         kept = kept.replace("\t", " ")
     else:
