@@ -1,0 +1,118 @@
+"""Learning-rate schedules and the AdamW optimizer they drive.
+
+Every schedule warms up linearly over ``train.warmup_steps`` to ``train.lr``,
+then follows ``train.schedule``:
+
+- ``noam``: inverse square-root decay, ``lr * sqrt(warmup / step)``. This is
+  the shape of "Attention Is All You Need" (``d_model**-0.5 * min(step**-0.5,
+  step * warmup**-1.5)``) rescaled so its peak, reached at ``step == warmup``,
+  is exactly ``train.lr`` instead of depending on ``d_model``.
+- ``cosine``: half a cosine from ``lr`` down to ``lr * min_lr_ratio`` at
+  ``train.steps``.
+- ``linear``: a straight line from ``lr`` down to ``lr * min_lr_ratio`` at
+  ``train.steps``.
+- ``constant``: ``lr`` for the rest of the run.
+
+Steps count optimizer updates from 1: ``lr_at(1, train)`` is the rate of the
+first update, ``lr_at(train.steps, train)`` the rate of the last. With
+``warmup_steps == 0`` the first update already runs at the peak.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from tui_lab.core.config import TrainConfig
+
+
+def lr_multiplier(step: int, train: TrainConfig) -> float:
+    """Fraction of ``train.lr`` used for update number ``step`` (counted from 1).
+
+    Kept separate from ``lr_at`` because ``LambdaLR`` wants a multiplier of
+    each param group's base rate, not an absolute rate.
+    """
+    s = max(int(step), 0)
+    warmup = train.warmup_steps
+    if s < warmup:
+        return s / warmup  # linear warmup: 1/warmup, 2/warmup, ... reaching 1 at s == warmup
+    if train.schedule == "constant":
+        return 1.0
+    if train.schedule == "noam":
+        # Normalised Noam: 1 at s == warmup, halves every 4x more steps.
+        # With no warmup the decay starts from step 1 (lr / sqrt(step)).
+        return math.sqrt(max(warmup, 1) / max(s, 1))
+    # cosine and linear decay over the steps left after warmup.
+    span = max(train.steps - warmup, 1)
+    progress = min(max((s - warmup) / span, 0.0), 1.0)
+    floor = train.min_lr_ratio
+    if train.schedule == "cosine":
+        return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    if train.schedule == "linear":
+        return floor + (1.0 - floor) * (1.0 - progress)
+    raise ValueError(f"train.schedule: unknown schedule {train.schedule!r}")
+
+
+def lr_at(step: int, train: TrainConfig) -> float:
+    """Learning rate of update number ``step`` (from 1), for charts and logs."""
+    return train.lr * lr_multiplier(step, train)
+
+
+def make_scheduler(
+    optimizer: torch.optim.Optimizer, train: TrainConfig
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A ``LambdaLR`` that applies ``lr_multiplier`` to every param group.
+
+    ``LambdaLR`` counts from 0 (the rate before the first ``scheduler.step()``)
+    while ``lr_at`` counts updates from 1, hence the ``+ 1``. Call
+    ``optimizer.step()`` then ``scheduler.step()`` once per update, so update
+    ``k`` runs at ``lr_at(k, train)``.
+
+    The multiplier is a plain closure, not a callable object, so
+    ``scheduler.state_dict()`` stores ``None`` for it and the saved state holds
+    only numbers (loadable with ``torch.load(weights_only=True)``).
+    """
+
+    def multiplier(epoch: int) -> float:
+        return lr_multiplier(epoch + 1, train)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
+
+
+def parameter_groups(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+    """Split trainable parameters into (decayed, not decayed), each listed once.
+
+    Matrices (embeddings, projections, the output head) get weight decay;
+    1-D parameters (biases, LayerNorm gains and shifts) do not, because
+    shrinking them toward zero only fights the normalisation. A tied weight
+    (``lm_head.weight`` is ``tgt_embed.weight``) is one tensor under two
+    names; it appears once, or AdamW would update it twice per step.
+    """
+    seen: set[int] = set()
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    for _name, param in model.named_parameters(remove_duplicate=False):
+        if not param.requires_grad or id(param) in seen:
+            continue
+        seen.add(id(param))
+        (decay if param.ndim >= 2 else no_decay).append(param)
+    return decay, no_decay
+
+
+def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with ``train.betas``/``eps``/``weight_decay`` on matrices only.
+
+    Groups are named ``"decay"`` and ``"no_decay"`` (an empty group is left
+    out). Decay is set per group, so ``AdamW``'s own default is never used.
+    """
+    decay, no_decay = parameter_groups(model)
+    groups: list[dict] = []
+    if decay:
+        groups.append({"params": decay, "weight_decay": train.weight_decay, "name": "decay"})
+    if no_decay:
+        groups.append({"params": no_decay, "weight_decay": 0.0, "name": "no_decay"})
+    if not groups:
+        raise ValueError("make_optimizer: the model has no trainable parameters")
+    return torch.optim.AdamW(groups, lr=train.lr, betas=tuple(train.betas), eps=train.eps)
