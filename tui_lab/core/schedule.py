@@ -15,7 +15,8 @@ then follows ``train.schedule``:
 
 Steps count optimizer updates from 1: ``lr_at(1, train)`` is the rate of the
 first update, ``lr_at(train.steps, train)`` the rate of the last. With
-``warmup_steps == 0`` the first update already runs at the peak.
+``warmup_steps == 0`` the first update already runs at the peak, and the
+decay ends at ``train.steps`` either way.
 """
 
 from __future__ import annotations
@@ -40,13 +41,15 @@ def lr_multiplier(step: int, train: TrainConfig) -> float:
         return s / warmup  # linear warmup: 1/warmup, 2/warmup, ... reaching 1 at s == warmup
     if train.schedule == "constant":
         return 1.0
+    # The peak is update ``warmup`` (update 1 when there is no warmup, since
+    # updates count from 1): warmup_steps 0 and 1 give the same schedule.
+    peak = max(warmup, 1)
     if train.schedule == "noam":
-        # Normalised Noam: 1 at s == warmup, halves every 4x more steps.
-        # With no warmup the decay starts from step 1 (lr / sqrt(step)).
-        return math.sqrt(max(warmup, 1) / max(s, 1))
-    # cosine and linear decay over the steps left after warmup.
-    span = max(train.steps - warmup, 1)
-    progress = min(max((s - warmup) / span, 0.0), 1.0)
+        # Normalised Noam: 1 at the peak, halving for every 4x more steps.
+        return math.sqrt(peak / max(s, 1))
+    # cosine and linear decay over the updates from the peak to train.steps.
+    span = max(train.steps - peak, 1)
+    progress = min(max((s - peak) / span, 0.0), 1.0)
     floor = train.min_lr_ratio
     if train.schedule == "cosine":
         return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
