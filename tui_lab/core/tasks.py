@@ -204,6 +204,20 @@ class Task:
         return Batch(src=src, tgt_in=tgt_in, tgt_out=tgt_out, n_tokens=n_tokens)
 
 
+def _quoted(chars: list[str]) -> str:
+    """Up to three offending characters for a message, quoted so spaces show."""
+    more = ", ..." if len(chars) > 3 else ""
+    return ", ".join(repr(c) for c in chars[:3]) + more
+
+
+def _outside(chars: list[str], vocab: Vocab) -> str:
+    """'is/are outside the vocabulary', or 'not allowed here' for vocabulary characters."""
+    verb = "is" if len(chars) == 1 else "are"
+    if any(c not in vocab for c in chars):
+        return f"{verb} outside the vocabulary"
+    return f"{verb} not allowed here"
+
+
 class DigitTask(Task):
     """copy, reverse and sort over digit strings of length ``min_len..max_len``."""
 
@@ -234,12 +248,11 @@ class DigitTask(Task):
 
     def validate_input(self, text: str) -> str | None:
         lo, hi = self.config.min_len, self.config.max_len
-        if not text:
-            return f"type {lo} to {hi} digits, e.g. 31415"
+        if not text.strip():
+            return f"empty input: type {lo} to {hi} digits, e.g. 31415"
         bad = [c for c in dict.fromkeys(text) if c not in DIGITS]
         if bad:
-            shown = ", ".join(repr(c) for c in bad[:3])
-            return f"only the digits 0-9 are allowed here (found {shown})"
+            return f"{_quoted(bad)} {_outside(bad, self.vocab)}: type only the digits 0-9"
         if len(text) > hi:
             return f"too long: {len(text)} digits; this task uses {lo} to {hi}"
         if len(text) < lo:
@@ -293,12 +306,11 @@ class AdditionTask(Task):
     def validate_input(self, text: str) -> str | None:
         d = self.config.max_digits
         example = "123+45" if d >= 3 else "1+2"
-        if not text:
-            return f"type two numbers joined by '+', e.g. {example}"
+        if not text.strip():
+            return f"empty input: type two numbers joined by '+', e.g. {example}"
         bad = [c for c in dict.fromkeys(text) if c not in "0123456789+"]
         if bad:
-            shown = ", ".join(repr(c) for c in bad[:3])
-            return f"only digits and one '+' are allowed (found {shown})"
+            return f"{_quoted(bad)} {_outside(bad, self.vocab)}: type digits and one '+'"
         if text.count("+") != 1:
             return f"write exactly one '+' between two numbers, e.g. {example}"
         for operand in text.split("+"):
@@ -453,11 +465,10 @@ class CharLMTask(Task):
     def validate_input(self, text: str) -> str | None:
         block = self.config.block_size
         if not text:
-            return "type the start of a text for the model to continue"
+            return "empty input: type the start of a text for the model to continue"
         unknown = self.vocab.unknown_chars(text)
         if unknown:
-            shown = ", ".join(repr(c) for c in unknown[:3])
-            return f"characters outside the vocabulary (printable ASCII): {shown}"
+            return f"{_quoted(unknown)} {_outside(unknown, self.vocab)}: type printable ASCII"
         if len(text) > block:
             return f"too long: {len(text)} characters; the model sees at most {block}"
         return None
