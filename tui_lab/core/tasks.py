@@ -436,7 +436,13 @@ class CharLMTask(Task):
         self.data = _encode_bytes(self.vocab, self.text)  # (N,) uint8
         self.train_data = self.data[:split]
         self.val_data = self.data[split:]
-        self._offsets = torch.arange(block)  # (block,)
+        # Every window of the training split as a view (no copy): row s holds
+        # characters s..s+block-1, and the targets are the same windows shifted
+        # by one. A batch is then one index_select per tensor.
+        self._train_in = self.train_data[:-1].unfold(0, block, 1)  # (N-block, block)
+        self._train_out = self.train_data[1:].unfold(0, block, 1)  # (N-block, block)
+        self._val_in = self.val_data[:-1].unfold(0, block, 1)
+        self._val_out = self.val_data[1:].unfold(0, block, 1)
         # Held-out pairs: half a window of prompt, then a short continuation;
         # both fit in one window, which the split check above guarantees.
         self._prompt_len = max(1, block // 2)
@@ -499,29 +505,29 @@ class CharLMTask(Task):
         if arch != "decoder-only":
             raise ValueError("char-lm trains decoder-only models")
         g = torch.Generator().manual_seed(rng.getrandbits(63))
-        block = self.config.block_size
-        high = len(self.train_data) - block  # exclusive: a window needs block+1 characters
-        starts = torch.randint(0, high, (batch_size,), generator=g)  # (B,)
-        return self._windows(self.train_data, starts)
+        starts = torch.randint(0, len(self._train_in), (batch_size,), generator=g)  # (B,)
+        return self._windows(self._train_in, self._train_out, starts)
 
     def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
         """Deterministic validation batches: windows evenly spread over the validation split."""
         block = self.config.block_size
-        high = len(self.val_data) - block - 1  # last start
-        available = high // block + 1  # non-overlapping windows that fit
+        last = len(self._val_in) - 1  # last window start
+        available = last // block + 1  # non-overlapping windows that fit
         count = max(1, min(available, batch_size * max_batches))
         if count == 1:
             starts = torch.zeros(1, dtype=torch.long)
         else:
-            starts = torch.linspace(0, high, count).round().long()  # (count,)
-        return [self._windows(self.val_data, chunk) for chunk in starts.split(batch_size)]
+            starts = torch.linspace(0, last, count).round().long()  # (count,)
+        return [
+            self._windows(self._val_in, self._val_out, chunk) for chunk in starts.split(batch_size)
+        ]
 
-    def _windows(self, data: torch.Tensor, starts: torch.Tensor) -> Batch:
-        idx = starts[:, None] + self._offsets  # (B, block)
-        # Two gathers rather than slicing one window: both results are
-        # contiguous, so the loss can ``.view(-1)`` them.
-        tgt_in = data[idx].long()  # (B, block)
-        tgt_out = data[idx + 1].long()  # (B, block), shifted by one character
+    @staticmethod
+    def _windows(
+        windows_in: torch.Tensor, windows_out: torch.Tensor, starts: torch.Tensor
+    ) -> Batch:
+        tgt_in = windows_in.index_select(0, starts).long()  # (B, block)
+        tgt_out = windows_out.index_select(0, starts).long()  # (B, block)
         return Batch(src=None, tgt_in=tgt_in, tgt_out=tgt_out, n_tokens=tgt_out.numel())
 
     def collate(self, pairs: list[tuple[str, str]], arch: str = "decoder-only") -> Batch:
