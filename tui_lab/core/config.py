@@ -418,6 +418,8 @@ def load_file(path: str | os.PathLike[str]) -> LabConfig:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ConfigError(f"{p}: YAML syntax error{where}: {problem}") from None
+    except RecursionError:  # PyYAML recurses once per nesting level
+        raise ConfigError(f"{p}: YAML nested too deeply to be a preset") from None
     if data is None:
         raise ConfigError(f"{p}: the file is empty (a preset needs at least a description)")
     return from_dict(data, source=str(p), name=p.stem)
