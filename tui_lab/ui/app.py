@@ -1,0 +1,342 @@
+"""The lab's Textual app: five panes in tabs, a status bar, the footer and the palette.
+
+Thin on purpose: the panes own their widgets and actions; the app routes
+messages between them, owns the global keys (1-5, ?, q, escape) and loads
+torch in a thread worker after the first frame is on screen.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Input, TabbedContent, TabPane
+
+from tui_lab.core.config import ConfigError, LabConfig, default_config
+from tui_lab.core.presets import load_preset
+from tui_lab.ui.messages import (
+    ConfigChanged,
+    ConfigInvalid,
+    CoreLoaded,
+    Decoded,
+    ModelChanged,
+    ReportReady,
+)
+from tui_lab.ui.runs import runs_root
+from tui_lab.ui.widgets.attention_pane import AttentionPane
+from tui_lab.ui.widgets.build_pane import BuildPane
+from tui_lab.ui.widgets.decode_pane import DecodePane
+from tui_lab.ui.widgets.params_pane import ParamsPane
+from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice
+from tui_lab.ui.widgets.status_bar import StatusBar
+from tui_lab.ui.widgets.train_pane import TrainPane
+
+PANES = ("build", "train", "decode", "attention", "params")
+PANE_TITLES = {"build": "Build", "train": "Train", "decode": "Decode", "attention": "Attention", "params": "Params"}
+PANES_GROUP = Binding.Group("Panes", compact=True)
+
+
+class LabApp(App[None]):
+    """Build, train, decode and look inside small Transformers."""
+
+    TITLE = "tfx-lab"
+    CSS_PATH = [
+        "styles/app.tcss",
+        "styles/build.tcss",
+        "styles/train.tcss",
+        "styles/decode.tcss",
+        "styles/attention.tcss",
+        "styles/params.tcss",
+    ]
+    BINDINGS = [
+        *(
+            Binding(str(i), f"show_pane('{pane}')", PANE_TITLES[pane], group=PANES_GROUP)
+            for i, pane in enumerate(PANES, start=1)
+        ),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+        Binding("escape", "leave_field", "Leave field", show=False),
+    ]
+
+    def __init__(
+        self,
+        preset: str | None = None,
+        run_dir: str | os.PathLike[str] | None = None,
+        runs_dir: str | os.PathLike[str] | None = None,
+        follow: bool = False,
+        user_dir: Path | None = None,
+        load_core: bool = True,
+    ) -> None:
+        super().__init__()
+        self.start_error: str | None = None
+        try:
+            self.config: LabConfig = load_preset(preset)
+        except ConfigError as exc:
+            self.start_error = str(exc)
+            self.config = default_config()
+        self.run_dir = Path(run_dir) if run_dir else None
+        self.follow_run = follow
+        self.runs_root = runs_root(runs_dir)
+        self.user_dir = user_dir
+        self.core: Any = None
+        self.core_state = "loading torch…"
+        self._load_core = load_core
+        self._report_generation = 0
+
+    # ---- layout -------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with TabbedContent(initial="build", id="tabs"):
+            with TabPane("1 Build", id="build"):
+                yield BuildPane(self.config, self.user_dir, id="build-pane")
+            with TabPane("2 Train", id="train"):
+                yield TrainPane(self.config, self.runs_root, id="train-pane")
+            with TabPane("3 Decode", id="decode"):
+                yield DecodePane(id="decode-pane")
+            with TabPane("4 Attention", id="attention"):
+                yield AttentionPane(id="attention-pane")
+            with TabPane("5 Params", id="params"):
+                yield ParamsPane(id="params-pane")
+        yield SizeNotice(id="size-notice")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show the first frame now; load torch once it is painted."""
+        self._update_status()
+        self.query_one(BuildPane).focus_default()
+        if self.start_error:
+            self.notify(self.start_error, title="Preset not loaded; using the default", severity="error")
+        if self.run_dir is not None:
+            if self.follow_run:
+                self.query_one(TrainPane).follow(self.run_dir)
+            else:
+                self.query_one(TrainPane).open_run_dir(self.run_dir)
+        if self._load_core:
+            self.call_after_refresh(self._load_core_worker)
+
+    def on_resize(self) -> None:
+        """Below 80x24, show a notice instead of a squeezed layout."""
+        width, height = self.size
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
+        self.screen.set_class(small, "-too-small")
+        if small:
+            self.query_one(SizeNotice).show_size(width, height)
+
+    def _update_status(self) -> None:
+        train = self.query_one(TrainPane)
+        build = self.query_one(BuildPane)
+        training = {"running": "training", "paused": "paused", "stopping": "stopping"}.get(train.state, "")
+        name = build.config.name + (" (edited)" if build.edited else "")
+        self.query_one(StatusBar).show(name, self.core_state, training)
+
+    @property
+    def training_active(self) -> bool:
+        """True while a training loop is running or paused."""
+        return self.query_one(TrainPane).state in ("running", "paused", "stopping", "building")
+
+    # ---- torch loading ----------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="core")
+    def _load_core_worker(self) -> None:
+        """Import torch and the core (a second or two) off the UI thread."""
+        from tui_lab.ui.core_access import load_core
+
+        try:
+            core = load_core()
+        except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
+            self.post_message(CoreLoaded(None, str(exc).splitlines()[0] if str(exc) else repr(exc)))
+            return
+        self.post_message(CoreLoaded(core))
+
+    def on_core_loaded(self, message: CoreLoaded) -> None:
+        """Torch is here: panes that need it come alive."""
+        if message.core is None:
+            self.core_state = f"torch failed to load: {message.error}"
+            self.notify(self.core_state, severity="error", timeout=10)
+            self._update_status()
+            return
+        self.core = message.core
+        torch = message.core.torch
+        self.core_state = f"torch {torch.__version__.split('+')[0]} ready"
+        self._update_status()
+        self.query_one(TrainPane).core_ready()
+        self._request_report(self.query_one(BuildPane).config, self.query_one(BuildPane).edited)
+
+    # ---- routing between panes ---------------------------------------------------
+
+    def on_config_changed(self, message: ConfigChanged) -> None:
+        """A valid config from Build: Train uses it next, Params recounts it."""
+        self.config = message.config
+        self.query_one(TrainPane).config_changed(message.config)
+        self._update_status()
+        self._request_report(message.config, message.edited)
+
+    def on_config_invalid(self, message: ConfigInvalid) -> None:
+        """The form is invalid: Params says its table is stale."""
+        self.query_one(ParamsPane).show_invalid(message.message)
+
+    def show_run_config(self, config: LabConfig) -> None:
+        """An opened run's config becomes the one shown in Build and Params."""
+        build = self.query_one(BuildPane)
+        build._show(config)
+        self.config = config
+        self._update_status()
+        self._request_report(config, False)
+
+    def _request_report(self, config: LabConfig, edited: bool) -> None:
+        if self.core is None:
+            return
+        self._report_generation += 1
+        self._report_worker(config, edited, self._report_generation)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="report")
+    def _report_worker(self, config: LabConfig, edited: bool, generation: int) -> None:
+        """Count parameters on the meta device (thread); cached per config by the core."""
+        try:
+            vocab_size = self.vocab_size(config)
+            report = self.core.params.parameter_report(config.model, vocab_size)
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(ReportReady(config, None, 0, str(exc).splitlines()[0]))
+            return
+        if generation == self._report_generation:
+            self.post_message(ReportReady(config, report, vocab_size, edited=edited))
+
+    _vocab_cache: dict[Any, int] = {}
+
+    def vocab_size(self, config: LabConfig) -> int:
+        """Vocabulary size of the config's task (the task is built once per task config)."""
+        if config.task not in self._vocab_cache:
+            self._vocab_cache[config.task] = len(self.core.tasks.make_task(config.task).vocab)
+        return self._vocab_cache[config.task]
+
+    def on_report_ready(self, message: ReportReady) -> None:
+        """Show the new counts in Build's summary and the Params table."""
+        if message.report is None:
+            self.query_one(ParamsPane).show_invalid(message.error or "cannot count")
+            return
+        self.query_one(BuildPane).show_report(message.report, message.vocab_size)
+        self.query_one(ParamsPane).show_report(message.report, message.config, message.vocab_size, message.edited)
+
+    def on_model_changed(self, message: ModelChanged) -> None:
+        """Decode uses the newest model."""
+        self.query_one(DecodePane).set_run(message.run)
+        self._update_status()
+
+    def on_decoded(self, message: Decoded) -> None:
+        """Attention shows the newest decode."""
+        self.query_one(AttentionPane).set_result(message.result, message.model, message.task, message.options)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Whichever way a pane was chosen, focus lands where its keys work."""
+        pane_id = event.pane.id or ""
+        self._focus_pane(pane_id)
+
+    def _focus_pane(self, pane_id: str) -> None:
+        widget = {
+            "build": BuildPane, "train": TrainPane, "decode": DecodePane,
+            "attention": AttentionPane, "params": ParamsPane,
+        }.get(pane_id)
+        if widget is not None:
+            self.query_one(widget).focus_default()
+
+    def on_worker_state_changed(self, event: Any) -> None:
+        """Keep the status bar in step with training."""
+        self._update_status()
+
+    # ---- actions ------------------------------------------------------------------
+
+    def action_show_pane(self, pane: str) -> None:
+        """Switch to a pane (1-5)."""
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != pane:
+            tabs.active = pane
+        self._focus_pane(pane)
+
+    def action_help(self) -> None:
+        """Open the help screen listing every binding."""
+        from tui_lab.ui.screens.help import FIELD_KEYS, HelpScreen, binding_rows
+        from tui_lab.ui.widgets.heatmap import Heatmap
+
+        everywhere = binding_rows(list(self.BINDINGS), self)
+        everywhere += [("ctrl+p", "command palette: every action by name"), ("ctrl+q", "quit (also q outside text fields)")]
+        sections = [
+            ("Everywhere", everywhere),
+            ("In text fields", FIELD_KEYS),
+            ("1 Build", binding_rows(BuildPane.BINDINGS, self)),
+            ("2 Train", binding_rows(TrainPane.BINDINGS, self)),
+            ("3 Decode", binding_rows(DecodePane.BINDINGS, self) + [("enter", "decode the input / the chosen example")]),
+            ("4 Attention", binding_rows(AttentionPane.BINDINGS, self) + binding_rows(Heatmap.BINDINGS, self)),
+            ("5 Params", binding_rows(ParamsPane.BINDINGS, self)),
+        ]
+        self.push_screen(HelpScreen(sections))
+
+    def action_leave_field(self) -> None:
+        """Escape: leave a text field so the single-key bindings work again."""
+        focused = self.focused
+        if isinstance(focused, Input):
+            pane = self.query_one(TabbedContent).active
+            if pane == "build":
+                self.query_one("#form").focus()
+            elif pane == "decode":
+                self.query_one("#decode-steps").focus()
+            else:
+                self.set_focus(None)
+
+    async def action_quit(self) -> None:
+        """Quit at once; a training loop is told to stop and saves its checkpoint."""
+        self.query_one(TrainPane).stop_training()
+        self.exit()
+
+    def run_pane_action(self, pane: str, action: str) -> None:
+        """Switch to ``pane`` and run one of its actions (for the command palette)."""
+        self.action_show_pane(pane)
+        widget = {"build": BuildPane, "train": TrainPane, "decode": DecodePane,
+                  "attention": AttentionPane, "params": ParamsPane}[pane]
+        target = self.query_one(widget)
+        self.call_later(self.run_action, action, target)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette offers every lab action by name, plus Textual's own."""
+        yield from super().get_system_commands(screen)
+        for i, pane in enumerate(PANES, start=1):
+            yield SystemCommand(f"Go to {PANE_TITLES[pane]}", f"Show the {PANE_TITLES[pane]} pane (key {i})",
+                                lambda p=pane: self.action_show_pane(p))
+        commands = [
+            ("build", "save_as", "Save preset as…", "Write the edited settings as a preset YAML (ctrl+s)"),
+            ("build", "revert", "Revert edits", "Back to the preset as loaded (ctrl+r)"),
+            ("train", "start", "Start training", "Train the current config (space)"),
+            ("train", "pause", "Pause training", "Pause the running loop (space)"),
+            ("train", "resume", "Resume training", "Resume a paused loop (space)"),
+            ("train", "stop", "Stop training", "Stop after this step and save (s)"),
+            ("train", "reset", "Reset training", "Forget the run; next start builds a fresh model (r)"),
+            ("train", "toggle_log", "Toggle log scale", "Loss chart linear/log (l)"),
+            ("train", "open_run", "Open run folder…", "Show a run's curves and continue it (o)"),
+            ("decode", "next_example", "Next example input", "Put an example in the input (ctrl+n)"),
+            ("decode", "toggle_sampling", "Toggle sampling", "Greedy or sampled decoding (ctrl+t)"),
+            ("attention", "cycle_kind(1)", "Next attention kind", "Encoder self, decoder self, cross (k)"),
+            ("attention", "cycle_layer(1)", "Next attention layer", "(l)"),
+            ("attention", "cycle_head(1)", "Next attention head", "(h)"),
+            ("attention", "toggle_overview", "All heads overview", "Every head of the layer (a)"),
+            ("attention", "toggle_walkthrough", "Attention walkthrough", "Scores, softmax and weighted sum (w)"),
+            ("params", "toggle_grouped", "Group parameter rows", "One row per layer (g)"),
+        ]
+        for pane, action, title, help_text in commands:
+            yield SystemCommand(title, help_text, lambda p=pane, a=action: self.run_pane_action(p, a))
+        yield SystemCommand("Help: keys", "List every key binding (?)", self.action_help)
+
+
+def run_lab(
+    preset: str | None = None,
+    run_dir: str | None = None,
+    runs_dir: str | None = None,
+    follow: bool = False,
+) -> None:
+    """Open the lab (the ``tfx-lab`` command with no subcommand)."""
+    LabApp(preset=preset, run_dir=run_dir, runs_dir=runs_dir, follow=follow).run()

@@ -1,0 +1,28 @@
+"""Loads the torch-backed core modules; called from a thread worker after the first paint.
+
+The UI never imports these at module level, so the first frame does not wait
+for torch. ``load_core()`` returns a namespace the panes use once it arrives.
+"""
+
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+
+def load_core() -> SimpleNamespace:
+    """Import torch and the core modules the lab needs (takes a second or two)."""
+    # A CPU torch without numpy warns on import; the lab never needs numpy.
+    warnings.filterwarnings("ignore", message=".*NumPy.*")
+    import torch
+
+    from tui_lab.core import checkpoint, decode, params, tasks, train
+
+    return SimpleNamespace(
+        torch=torch,
+        checkpoint=checkpoint,
+        decode=decode,
+        params=params,
+        tasks=tasks,
+        train=train,
+    )

@@ -1,0 +1,102 @@
+"""The curves of one run, appended from the training thread and read by the UI.
+
+The trainer's callback appends every step here (cheap, under a lock) and posts
+a mergeable progress message; the Train pane reads a snapshot a few times a
+second to redraw its charts, so no point is lost when messages are merged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class HistorySnapshot:
+    """Copies of the series, safe to use on the UI thread."""
+
+    steps: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    eval_steps: list[int] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    accuracy: list[float | None] = field(default_factory=list)
+
+
+class RunHistory:
+    """Thread-safe step and evaluation series of one run."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._data = HistorySnapshot()
+        self.version = 0
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data = HistorySnapshot()
+            self.version += 1
+
+    def add_step(self, step: int, loss: float, lr: float) -> None:
+        with self._lock:
+            d = self._data
+            if d.steps and step <= d.steps[-1]:
+                # A resumed run repeats steps after its last checkpoint: keep the newest.
+                keep = next((i for i, s in enumerate(d.steps) if s >= step), len(d.steps))
+                del d.steps[keep:], d.loss[keep:], d.lr[keep:]
+            d.steps.append(step)
+            d.loss.append(loss)
+            d.lr.append(lr)
+            self.version += 1
+
+    def add_eval(self, step: int, val_loss: float, accuracy: float | None) -> None:
+        with self._lock:
+            d = self._data
+            if d.eval_steps and step <= d.eval_steps[-1]:
+                keep = next((i for i, s in enumerate(d.eval_steps) if s >= step), len(d.eval_steps))
+                del d.eval_steps[keep:], d.val_loss[keep:], d.accuracy[keep:]
+            d.eval_steps.append(step)
+            d.val_loss.append(val_loss)
+            d.accuracy.append(accuracy)
+            self.version += 1
+
+    def load_records(self, records: Iterable[dict[str, Any]]) -> None:
+        """Fill from a run folder's ``metrics.jsonl`` records (``kind`` step or eval)."""
+        for r in records:
+            try:
+                if r.get("kind") == "step":
+                    self.add_step(int(r["step"]), float(r["loss"]), float(r["lr"]))
+                elif r.get("kind") == "eval":
+                    acc = r.get("exact_match")
+                    self.add_eval(int(r["step"]), float(r["val_loss"]), None if acc is None else float(acc))
+            except (KeyError, TypeError, ValueError):
+                continue
+
+    def snapshot(self) -> HistorySnapshot:
+        with self._lock:
+            d = self._data
+            return HistorySnapshot(
+                list(d.steps), list(d.loss), list(d.lr),
+                list(d.eval_steps), list(d.val_loss), list(d.accuracy),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data.steps)
+
+
+def thin(xs: list[int], ys: list[float], max_points: int) -> tuple[list[float], list[float]]:
+    """At most ``max_points`` points: the mean of each equal-width bucket of steps."""
+    n = len(xs)
+    if n <= max_points or max_points <= 0:
+        return [float(x) for x in xs], list(ys)
+    out_x: list[float] = []
+    out_y: list[float] = []
+    size = n / max_points
+    for b in range(max_points):
+        lo, hi = int(b * size), max(int((b + 1) * size), int(b * size) + 1)
+        chunk_x, chunk_y = xs[lo:hi], ys[lo:hi]
+        out_x.append(sum(chunk_x) / len(chunk_x))
+        out_y.append(sum(chunk_y) / len(chunk_y))
+    return out_x, out_y

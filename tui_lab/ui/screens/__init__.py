@@ -1,0 +1,1 @@
+"""Modal screens: help, save-as, open run."""

@@ -1,0 +1,70 @@
+"""The help screen: every key binding of the lab, by where it applies."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+FIELD_KEYS = [
+    ("escape", "leave the text field (then 1-5, q and ? work again)"),
+    ("enter", "submit (decode the input, save, open)"),
+    ("tab / shift+tab", "next / previous control"),
+    ("up / down", "previous / next form field (Build)"),
+]
+
+
+def binding_rows(bindings: list[Binding], app: object) -> list[tuple[str, str]]:
+    """(keys, what they do) for a BINDINGS list; one key's several actions are joined."""
+    rows: dict[str, list[str]] = {}
+    for b in bindings:
+        if not isinstance(b, Binding):
+            b = Binding(*b)
+        key = app.get_key_display(b) if hasattr(app, "get_key_display") else b.key  # type: ignore[attr-defined]
+        description = b.description or b.action
+        if description not in rows.setdefault(key, []):
+            rows[key].append(description)
+    return [(key, " / ".join(descriptions)) for key, descriptions in rows.items()]
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists the bindings of the app, each pane and text fields; any of ?/escape/q closes it."""
+
+    CSS_PATH = "help.tcss"
+    BINDINGS = [
+        Binding("escape,question_mark,q", "close", "Close"),
+    ]
+
+    def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.sections = sections
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Static(self._render_sections(), id="help-text")
+
+    def _render_sections(self) -> Table:
+        outer = Table.grid(padding=(0, 0))
+        outer.add_column()
+        outer.add_row(Text("tfx-lab keys", style="bold underline"))
+        outer.add_row(Text("Every action is also in the command palette (ctrl+p).", style="dim"))
+        for title, rows in self.sections:
+            outer.add_row("")
+            outer.add_row(Text(title, style="bold cyan"))
+            table = Table.grid(padding=(0, 2))
+            table.add_column(style="bold yellow", no_wrap=True, min_width=16)
+            table.add_column()
+            for key, what in rows:
+                table.add_row(key, what)
+            outer.add_row(table)
+        outer.add_row("")
+        outer.add_row(Text("escape, ? or q closes this screen", style="dim"))
+        return outer
+
+    def action_close(self) -> None:
+        """Close the help screen."""
+        self.dismiss(None)

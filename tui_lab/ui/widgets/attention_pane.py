@@ -1,0 +1,273 @@
+"""Attention pane: heatmaps of the last decode per kind, layer and head; overview; walkthrough."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from tui_lab.ui.widgets.head_grid import HeadGrid
+from tui_lab.ui.widgets.heatmap import Heatmap
+from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
+
+KINDS = (
+    ("encoder self", re.compile(r"^encoder\.(\d+)\.self$")),
+    ("decoder self", re.compile(r"^decoder\.(\d+)\.self$")),
+    ("cross", re.compile(r"^decoder\.(\d+)\.cross$")),
+)
+
+
+class ProjectionsReady(Message):
+    """The walkthrough's q/k/v arrived from the worker."""
+
+    def __init__(self, result: Any, projections: dict[str, Any] | None, error: str | None) -> None:
+        super().__init__()
+        self.result = result
+        self.projections = projections
+        self.error = error
+
+
+class AttentionPane(Vertical):
+    """Cycle kind (k), layer (l) and head (h); a overview; w walkthrough; arrows move the cursor."""
+
+    BINDINGS = [
+        Binding("k", "cycle_kind(1)", "Kind"),
+        Binding("l", "cycle_layer(1)", "Layer"),
+        Binding("h", "cycle_head(1)", "Head"),
+        Binding("K", "cycle_kind(-1)", "Previous kind", show=False),
+        Binding("L", "cycle_layer(-1)", "Previous layer", show=False),
+        Binding("H", "cycle_head(-1)", "Previous head", show=False),
+        Binding("a", "toggle_overview", "All heads"),
+        Binding("w", "toggle_walkthrough", "Walkthrough"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.result: Any = None
+        self.model: Any = None
+        self.lab_task: Any = None
+        self.options: dict[str, Any] | None = None
+        self.kinds: list[tuple[str, list[str]]] = []  # (kind, names by layer)
+        self.kind_index = 0
+        self.layer_index = 0
+        self.head_index = 0
+        self.overview = False
+        self.walkthrough = False
+        self.projections: dict[str, Any] | None = None
+        self._projections_for: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="attn-header")
+        with Horizontal(id="attn-body"):
+            with VerticalScroll(id="attn-scroll"):
+                yield Heatmap(id="heatmap")
+                yield HeadGrid(id="head-grid")
+            with VerticalScroll(id="walkthrough-scroll"):
+                yield WalkthroughView(id="walkthrough")
+        yield Static(id="attn-cursor")
+
+    def on_mount(self) -> None:
+        """Start empty, explaining how to get a heatmap."""
+        self.query_one(Heatmap).clear("No decode yet: decode an input in the Decode pane (3), then come back.")
+        self.query_one("#head-grid").display = False
+        self.query_one("#walkthrough-scroll").display = False
+        self._update_header()
+
+    def focus_default(self) -> None:
+        """The heatmap takes focus so the arrows move its cursor."""
+        self.query_one(Heatmap).focus()
+
+    # ---- data ------------------------------------------------------------------
+
+    def set_result(self, result: Any, model: Any = None, task: Any = None, options: dict[str, Any] | None = None) -> None:
+        """Show the attention of a new decode (keeps kind/layer/head where they still exist)."""
+        self.result, self.model, self.lab_task, self.options = result, model, task, options
+        self.projections = None
+        self._projections_for = None
+        names = list(result.attention) if result is not None else []
+        self.kinds = []
+        for kind, pattern in KINDS:
+            layers = sorted(
+                ((int(m.group(1)), n) for n in names if (m := pattern.match(n))), key=lambda p: p[0]
+            )
+            if layers:
+                self.kinds.append((kind, [n for _, n in layers]))
+        self.kind_index = min(self.kind_index, max(0, len(self.kinds) - 1))
+        self.layer_index = min(self.layer_index, max(0, len(self._names()) - 1))
+        self.head_index = min(self.head_index, max(0, self._n_heads() - 1))
+        self._render()
+        if self.walkthrough:
+            self._request_projections()
+
+    def _names(self) -> list[str]:
+        return self.kinds[self.kind_index][1] if self.kinds else []
+
+    @property
+    def capture_name(self) -> str | None:
+        """The capture name on show (``decoder.0.cross``...)."""
+        names = self._names()
+        return names[self.layer_index] if names else None
+
+    def _n_heads(self) -> int:
+        name = self.capture_name
+        if name is None or self.result is None:
+            return 0
+        return int(self.result.attention[name].shape[0])
+
+    def _update_header(self) -> None:
+        header = self.query_one("#attn-header", Static)
+        if not self.kinds:
+            header.update(Text("Attention · nothing decoded yet", style="dim"))
+            return
+        text = Text()
+        for i, (kind, _) in enumerate(self.kinds):
+            if i:
+                text.append(" │ ", style="dim")
+            text.append(kind, style="bold reverse" if i == self.kind_index else "dim")
+        text.append("   layer ", style="dim")
+        text.append(f"{self.layer_index + 1}/{len(self._names())}", style="bold")
+        text.append("   head ", style="dim")
+        text.append("all" if self.overview else f"{self.head_index + 1}/{self._n_heads()}", style="bold")
+        text.append(f"   {self.capture_name}", style="dim italic")
+        text.append(f"   input {self.result.input!r} → {self.result.output!r}", style="dim")
+        header.update(text)
+
+    def _render(self) -> None:
+        self._update_header()
+        heatmap = self.query_one(Heatmap)
+        grid = self.query_one(HeadGrid)
+        name = self.capture_name
+        if name is None:
+            heatmap.clear("No attention captured in the last decode.")
+            return
+        weights = self.result.attention[name]  # (H, Tq, Tk)
+        rows, cols = self.result.labels.get(name, ([], []))
+        n_q, n_k = int(weights.shape[1]), int(weights.shape[2])
+        rows = list(rows[:n_q]) + [str(i) for i in range(len(rows), n_q)]
+        cols = list(cols[:n_k]) + [str(j) for j in range(len(cols), n_k)]
+        if self.overview:
+            heatmap.display = False
+            grid.display = True
+            grid.show(weights.tolist(), rows, cols, self.head_index, name, self.query_one("#attn-scroll").size.width or 100)
+        else:
+            grid.display = False
+            heatmap.display = True
+            heatmap.set_matrix(weights[self.head_index].tolist(), rows, cols)
+        self._show_walkthrough()
+
+    # ---- cursor and walkthrough -------------------------------------------------
+
+    def on_heatmap_cursor_moved(self, event: Heatmap.CursorMoved) -> None:
+        """Say which query/key pair is under the cursor, and its weight."""
+        event.stop()
+        heatmap = event.heatmap
+        q = heatmap.rows[event.row] if event.row < len(heatmap.rows) else "?"
+        k = heatmap.cols[event.col] if event.col < len(heatmap.cols) else "?"
+        text = Text()
+        text.append("query ", style="dim")
+        text.append(f"{q!r}", style="bold")
+        text.append(f" (row {event.row + 1}) → key ", style="dim")
+        text.append(f"{k!r}", style="bold")
+        text.append(f" (col {event.col + 1}): weight ", style="dim")
+        text.append(f"{event.value:.4f}", style="bold yellow")
+        self.query_one("#attn-cursor", Static).update(text)
+        if self.walkthrough:
+            self._show_walkthrough()
+
+    def _show_walkthrough(self) -> None:
+        if not self.walkthrough:
+            return
+        view = self.query_one(WalkthroughView)
+        if self.result is None or self.capture_name is None:
+            view.show_message("Decode an input first.")
+            return
+        if self.projections is None:
+            view.show_message("computing q, k and v from the model…")
+            self._request_projections()
+            return
+        proj = self.projections.get(self.capture_name)
+        if proj is None:
+            view.show_message(f"no projections recorded for {self.capture_name}")
+            return
+        from tui_lab.ui.walkthrough import walk
+
+        row = self.query_one(Heatmap).cursor[0]
+        view.show_row(walk(proj, self.result, self.capture_name, self.head_index, row))
+
+    def _request_projections(self) -> None:
+        if self.model is None or self.result is None or self._projections_for is self.result:
+            return
+        self._projections_for = self.result
+        self._projections_worker(self.model, self.lab_task, self.result, self.options)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="walkthrough")
+    def _projections_worker(self, model: Any, task: Any, result: Any, options: dict[str, Any] | None) -> None:
+        """Replay the decode with hooks to get every module's q, k and v (thread)."""
+        from tui_lab.ui.walkthrough import collect_projections
+
+        try:
+            projections = collect_projections(model, task, result, options)
+        except Exception as exc:  # noqa: BLE001 - show it, never crash the lab
+            self.post_message(ProjectionsReady(result, None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+            return
+        self.post_message(ProjectionsReady(result, projections, None))
+
+    def on_projections_ready(self, message: ProjectionsReady) -> None:
+        """Keep the q/k/v of the decode on show, then draw the walkthrough."""
+        message.stop()
+        if message.result is not self.result:
+            return
+        if message.error:
+            self.query_one(WalkthroughView).show_message(f"walkthrough unavailable: {message.error}")
+            return
+        self.projections = message.projections
+        self._show_walkthrough()
+
+    # ---- actions -------------------------------------------------------------------
+
+    def _need_data(self) -> bool:
+        if not self.kinds:
+            self.notify("decode an input first (3, type, Enter)", severity="warning", timeout=3)
+            return False
+        return True
+
+    def action_cycle_kind(self, step: int) -> None:
+        """Next attention kind: encoder self, decoder self, cross."""
+        if self._need_data():
+            self.kind_index = (self.kind_index + step) % len(self.kinds)
+            self.layer_index = min(self.layer_index, len(self._names()) - 1)
+            self.head_index = min(self.head_index, self._n_heads() - 1)
+            self._render()
+
+    def action_cycle_layer(self, step: int) -> None:
+        """Next layer of the current kind."""
+        if self._need_data():
+            self.layer_index = (self.layer_index + step) % len(self._names())
+            self._render()
+
+    def action_cycle_head(self, step: int) -> None:
+        """Next head."""
+        if self._need_data():
+            self.head_index = (self.head_index + step) % max(1, self._n_heads())
+            self._render()
+
+    def action_toggle_overview(self) -> None:
+        """Switch between one head and all heads of the layer."""
+        if self._need_data():
+            self.overview = not self.overview
+            self._render()
+            if not self.overview:
+                self.query_one(Heatmap).focus()
+
+    def action_toggle_walkthrough(self) -> None:
+        """Show or hide the step-by-step numbers of the cursor's query row."""
+        self.walkthrough = not self.walkthrough
+        self.query_one("#walkthrough-scroll").display = self.walkthrough
+        self._show_walkthrough()

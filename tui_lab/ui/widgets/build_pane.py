@@ -1,0 +1,186 @@
+"""Build pane: pick a preset, see its YAML, edit key settings with inline validation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rich.syntax import Syntax
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Label, OptionList, Static
+
+from tui_lab.core.config import ConfigError, LabConfig, load_file
+from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
+from tui_lab.ui.widgets.config_form import FIELDS, ConfigForm
+from tui_lab.ui.widgets.model_summary import ModelSummary
+from tui_lab.ui.widgets.preset_list import PresetList
+
+_KEY = re.compile(r"\b((?:model|task|train)\.[a-z_]+)")
+
+
+def split_config_error(message: str) -> tuple[str | None, str]:
+    """'src: model.d_model: 30 is not ...' -> ('model.d_model', '30 is not ...')."""
+    match = _KEY.search(message)
+    if not match:
+        return None, message.split(": ", 1)[-1] if message.startswith("<") else message
+    return match.group(1), message[match.end():].lstrip(": ").strip() or message
+
+
+class BuildPane(Vertical):
+    """Presets, the hyperparameter form, live size/cost and the YAML preview."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save_as", "Save as"),
+        Binding("ctrl+r", "revert", "Revert"),
+        Binding("p", "focus_presets", "Presets", show=False),
+        Binding("f", "focus_form", "Form", show=False),
+    ]
+
+    def __init__(self, config: LabConfig, user_dir: Path | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.base = config
+        self.config = config
+        self.edited = False
+        self.user_dir = user_dir
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="build-left"):
+            yield Label("Presets", classes="pane-title")
+            yield PresetList(self.user_dir, id="presets")
+            yield ModelSummary(id="summary")
+        with Vertical(id="build-form-col"):
+            yield Label("Hyperparameters", classes="pane-title", id="form-title")
+            yield ConfigForm(id="form")
+            yield Static("tab/↑↓ move · enter opens a choice · escape leaves a field", id="form-help")
+        with Vertical(id="build-yaml-col"):
+            yield Label("YAML", classes="pane-title", id="yaml-title")
+            with VerticalScroll(id="yaml-scroll"):
+                yield Static(id="yaml")
+
+    def on_mount(self) -> None:
+        """Show the starting preset."""
+        self.query_one(PresetList).reload(select=Path(self.base.source) if self.base.source.endswith(".yaml") else self.base.name)
+        self._show(self.base)
+        self.query_one(ModelSummary).show_loading()
+
+    def focus_default(self) -> None:
+        """Put the cursor where a visitor starts: the preset list."""
+        self.query_one(PresetList).focus()
+
+    # ---- loading and editing ----------------------------------------------------
+
+    def _show(self, config: LabConfig) -> None:
+        """Load ``config`` into the form as the new unedited base."""
+        self.base = self.config = config
+        self.edited = False
+        self.query_one(ConfigForm).load(config)
+        self._update_titles()
+        self._show_yaml(config)
+
+    def _update_titles(self) -> None:
+        mark = " (edited)" if self.edited else ""
+        self.query_one("#form-title", Label).update(f"Hyperparameters · {self.base.name}{mark}")
+
+    def _show_yaml(self, config: LabConfig, stale: str = "") -> None:
+        text = "# what a saved preset holds\n" + (config.to_yaml() or "{}  # all defaults\n")
+        if stale:
+            text = f"# {stale}\n# showing the last valid settings\n" + text
+        text += "\n# every setting, defaults included\n" + config.to_yaml(full=True)
+        self.query_one("#yaml", Static).update(
+            Syntax(text, "yaml", theme="ansi_dark", background_color="default", word_wrap=True)
+        )
+
+    def load_preset_file(self, path: Path) -> bool:
+        """Load a preset file into the form; a bad file is reported, nothing changes."""
+        try:
+            config = load_file(path)
+        except ConfigError as exc:
+            self.notify(str(exc), title="Cannot load preset", severity="error")
+            return False
+        self._show(config)
+        self.post_message(ConfigChanged(config, edited=False))
+        self.notify(f"Loaded preset {config.name}", timeout=2)
+        return True
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a preset loads it into the form."""
+        event.stop()
+        info = self.query_one(PresetList).preset_at(event.option_index)
+        if info is not None:
+            self.load_preset_file(info.path)
+
+    def on_config_form_edited(self, event: ConfigForm.Edited) -> None:
+        """Re-validate after every edit; show errors inline and keep the last valid config."""
+        event.stop()
+        form = self.query_one(ConfigForm)
+        errors = dict(event.parse_errors)
+        banner = ""
+        config: LabConfig | None = None
+        try:
+            config = self.base.with_values(event.values)
+        except ConfigError as exc:
+            key, text = split_config_error(str(exc))
+            if key in FIELDS and key not in errors:
+                errors[key] = text
+            elif key not in errors:
+                banner = f"{key}: {text}" if key else text
+        if errors or banner or config is None:
+            form.show_errors(errors, banner)
+            first = next(iter(errors.items()), None)
+            message = f"{FIELDS[first[0]].label}: {first[1]}" if first else banner
+            self._show_yaml(self.config, stale="invalid edit: " + message)
+            self.query_one(ModelSummary).show_invalid(message)
+            self.post_message(ConfigInvalid(message))
+            return
+        form.show_errors({})
+        self.config = config
+        self.edited = config.to_dict() != self.base.to_dict()
+        self._update_titles()
+        self._show_yaml(config)
+        self.post_message(ConfigChanged(config, edited=self.edited))
+
+    def on_config_form_field_focused(self, event: ConfigForm.FieldFocused) -> None:
+        """Show the focused field's setting name and meaning under the form."""
+        event.stop()
+        self.query_one("#form-help", Static).update(event.help)
+
+    # ---- actions ------------------------------------------------------------------
+
+    def action_focus_presets(self) -> None:
+        """Move focus to the preset list."""
+        self.query_one(PresetList).focus()
+
+    def action_focus_form(self) -> None:
+        """Move focus to the first form field."""
+        self.query_one(ConfigForm).focus_first()
+
+    def action_revert(self) -> None:
+        """Drop all edits: back to the preset as loaded."""
+        self._show(self.base)
+        self.post_message(ConfigChanged(self.base, edited=False))
+        self.notify(f"Reverted to preset {self.base.name}", timeout=2)
+
+    def action_save_as(self) -> None:
+        """Ask for a name and write the edited settings as a preset YAML."""
+        from tui_lab.ui.screens.save_preset import SavePresetScreen
+
+        if self.query_one(ConfigForm).has_errors:
+            self.notify("Fix the marked fields before saving", severity="warning")
+            return
+
+        def saved(path: Path | None) -> None:
+            if path is not None:
+                self.query_one(PresetList).reload(select=path)
+                self.base = self.config = load_file(path)
+                self.edited = False
+                self._update_titles()
+                self._show_yaml(self.config)
+                self.notify(f"Saved preset to {path}", title="Preset saved")
+
+        self.app.push_screen(SavePresetScreen(self.config, self.user_dir), saved)
+
+    def show_report(self, report: object, vocab_size: int) -> None:
+        """Show the live parameter count for the current config."""
+        self.query_one(ModelSummary).show_report(report, vocab_size, self.edited)

@@ -1,0 +1,230 @@
+"""Decode pane: type an input, Enter decodes it (greedy or sampled) with the current model."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Checkbox, DataTable, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tui_lab.ui.messages import DecodeFailed, Decoded
+
+N_EXAMPLES = 8
+TOP_K_SHOWN = 5
+
+
+class DecodePane(Vertical):
+    """Input, sampling options, the output, per-step top-k and example inputs."""
+
+    BINDINGS = [
+        Binding("ctrl+n", "next_example", "Example"),
+        Binding("ctrl+t", "toggle_sampling", "Sampling"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run: Any = None
+        self.lab_task: Any = None
+        self.examples: list[str] = []
+        self._example_index = -1
+        self.result: Any = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="decode-input-row"):
+            yield Label("input ", classes="field-label")
+            yield Input(placeholder="type an input, e.g. 31415, then Enter", id="decode-input")
+        yield Static("", id="decode-error", classes="field-error")
+        with Horizontal(id="decode-options"):
+            yield Checkbox("sample", compact=True, id="sample")
+            yield Label(" temperature ", classes="opt-label")
+            yield Input("0.8", compact=True, id="temperature", classes="opt-input")
+            yield Label(" top-k ", classes="opt-label")
+            yield Input("0", compact=True, id="top-k", classes="opt-input")
+            yield Static("", id="decode-model")
+        with Horizontal(id="decode-body"):
+            with Vertical(id="decode-main"):
+                yield Static(id="decode-output")
+                yield DataTable(id="decode-steps", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="decode-side"):
+                yield Label("Examples", classes="pane-title")
+                yield OptionList(id="examples")
+
+    def on_mount(self) -> None:
+        """Set up the steps table and say there is no model yet."""
+        table = self.query_one("#decode-steps", DataTable)
+        table.add_columns("#", "token", "p", f"top-{TOP_K_SHOWN} next tokens")
+        self._show_model()
+        self.query_one("#decode-output", Static).update(
+            Text("Train a model (2, then space) or open a run (2, then o) to decode.", style="dim")
+        )
+
+    def focus_default(self) -> None:
+        """Focus lands in the input."""
+        self.query_one("#decode-input", Input).focus()
+
+    # ---- model and task -------------------------------------------------------
+
+    def set_run(self, run: Any) -> None:
+        """Decode with this run's model from now on (None: no model)."""
+        self.run = run
+        task = run.task if run is not None else None
+        if task is not self.lab_task:
+            self.lab_task = task
+            self._fill_examples()
+        self._show_model()
+
+    def _show_model(self) -> None:
+        label = self.query_one("#decode-model", Static)
+        if self.run is None:
+            label.update(Text("  no model yet", style="dim italic"))
+        else:
+            label.update(Text(f"  model: {self.run.config.name} at step {self.run.step:,}", style="dim"))
+
+    def _fill_examples(self) -> None:
+        options = self.query_one("#examples", OptionList)
+        options.clear_options()
+        self.examples = []
+        self._example_index = -1
+        if self.lab_task is None:
+            return
+        try:
+            self.examples = list(self.lab_task.examples_for_display(N_EXAMPLES))
+        except Exception:  # noqa: BLE001 - examples are a convenience
+            self.examples = []
+        for i, text in enumerate(self.examples):
+            shown = text.replace("\n", "↵")
+            options.add_option(Option(shown[:40], id=f"ex-{i}"))
+        if self.examples:
+            self.query_one("#decode-input", Input).placeholder = (
+                f"type an input, e.g. {self.examples[0].splitlines()[0][:20]}, then Enter"
+            )
+
+    # ---- decoding -------------------------------------------------------------
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the input (or an option field) decodes the input text."""
+        event.stop()
+        self.decode(self.query_one("#decode-input", Input).value)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on an example puts it in the input and decodes it."""
+        event.stop()
+        text = self.examples[event.option_index]
+        self.query_one("#decode-input", Input).value = text
+        self.decode(text)
+
+    def _options(self) -> tuple[float, int] | None:
+        if not self.query_one("#sample", Checkbox).value:
+            return 0.0, 0
+        try:
+            temperature = float(self.query_one("#temperature", Input).value)
+            top_k = int(self.query_one("#top-k", Input).value or 0)
+        except ValueError:
+            self._error("temperature must be a number and top-k a whole number")
+            return None
+        if temperature <= 0 or top_k < 0:
+            self._error("temperature must be > 0 and top-k >= 0 (0 = all tokens)")
+            return None
+        return temperature, top_k
+
+    def decode(self, text: str) -> None:
+        """Decode ``text`` in a thread worker; errors show under the input."""
+        if self.app.core is None:
+            self._error("torch is still loading; try again in a moment")
+            return
+        if self.run is None:
+            self._error("no model yet: train one in the Train pane (2, then space)")
+            return
+        options = self._options()
+        if options is None:
+            return
+        self._error("")
+        self.query_one("#decode-output", Static).update(Text("decoding…", style="dim"))
+        training = getattr(self.app, "training_active", False)
+        self._decode_worker(self.run, text, options[0], options[1], training)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="decode")
+    def _decode_worker(self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool) -> None:
+        """Run the core's decoder (thread); a copy of the model if it is training."""
+        core = self.app.core
+        model = copy.deepcopy(run.model) if snapshot else run.model
+        options = {"temperature": temperature, "top_k": top_k, "report_k": TOP_K_SHOWN}
+        try:
+            result = core.decode.generate(model, run.task, text, **options)
+        except Exception as exc:  # DecodeInputError and friends: one line, inline
+            lines = str(exc).strip().splitlines()
+            self.post_message(DecodeFailed(lines[0] if lines else type(exc).__name__))
+            return
+        self.post_message(Decoded(result, model=model, task=run.task, options=options))
+
+    def on_decode_failed(self, message: DecodeFailed) -> None:
+        """Show why the input was refused."""
+        message.stop()
+        self._error(message.message)
+        self.query_one("#decode-output", Static).update("")
+
+    def on_decoded(self, message: Decoded) -> None:
+        """Show the output and each step's top-k; let the app pass it to Attention."""
+        self.result = message.result
+        self._show_result(message.result)
+        self._show_model()
+
+    def _error(self, text: str) -> None:
+        widget = self.query_one("#decode-error", Static)
+        widget.update(f"↳ {text}" if text else "")
+        widget.set_class(bool(text), "-shown")
+
+    def _show_result(self, result: Any) -> None:
+        out = Text()
+        out.append("input  ", style="dim")
+        out.append(result.input.replace("\n", "↵"), style="bold")
+        out.append("\noutput ", style="dim")
+        out.append(result.output.replace("\n", "↵") or "(empty)", style="bold green")
+        stopped = "end-of-sequence" if result.stopped == "eos" else "length limit"
+        out.append(f"\n{len(result.steps)} steps, stopped at {stopped}", style="dim")
+        if self.lab_task is not None and not self.lab_task.is_lm:
+            try:
+                expected = self.lab_task.solve(result.input)
+            except Exception:  # noqa: BLE001
+                expected = None
+            if expected is not None:
+                ok = expected == result.output
+                out.append("  ·  ", style="dim")
+                out.append("✓ correct" if ok else f"✗ expected {expected}", style="green" if ok else "red")
+        for note in result.notes:
+            out.append(f"\nnote: {note}", style="yellow")
+        self.query_one("#decode-output", Static).update(out)
+        table = self.query_one("#decode-steps", DataTable)
+        table.clear()
+        for i, step in enumerate(result.steps, start=1):
+            top = Text()
+            for j, (token, prob) in enumerate(step.top):
+                if j:
+                    top.append("  ")
+                top.append(token, style="bold" if token == step.token else "")
+                top.append(f" {prob:.2f}", style="dim")
+            table.add_row(str(i), step.token, f"{step.prob:.3f}", top)
+
+    # ---- actions ----------------------------------------------------------------
+
+    def action_next_example(self) -> None:
+        """Put the next example input in the field."""
+        if not self.examples:
+            self.notify("no examples until a model exists", severity="warning", timeout=2)
+            return
+        self._example_index = (self._example_index + 1) % len(self.examples)
+        field = self.query_one("#decode-input", Input)
+        field.value = self.examples[self._example_index]
+        field.focus()
+
+    def action_toggle_sampling(self) -> None:
+        """Switch between greedy decoding and sampling."""
+        box = self.query_one("#sample", Checkbox)
+        box.value = not box.value
+        self.notify("sampling on" if box.value else "greedy decoding", timeout=2)

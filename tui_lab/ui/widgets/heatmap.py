@@ -1,0 +1,157 @@
+"""An attention heatmap: Unicode shades with colour, token labels on both axes, a cell cursor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.color import Color
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+SHADES = " ░▒▓█"
+LOW = (40, 60, 110)  # dark blue for weights near 0
+HIGH = (255, 210, 80)  # warm yellow for weights near 1
+
+
+def shade(value: float) -> str:
+    """One character for a weight in [0, 1]."""
+    v = min(max(value, 0.0), 1.0)
+    return SHADES[min(len(SHADES) - 1, int(v * (len(SHADES) - 1) + 0.5))]
+
+
+def colour(value: float) -> Color:
+    """A colour between LOW and HIGH for a weight in [0, 1] (square-root scale shows small weights)."""
+    v = min(max(value, 0.0), 1.0) ** 0.5
+    return Color.from_rgb(*(lo + (hi - lo) * v for lo, hi in zip(LOW, HIGH)))
+
+
+def short_label(label: str, width: int) -> str:
+    """A token label cut to a column's width (special tokens lose their brackets)."""
+    text = label.strip("⟨⟩<>") if len(label) > width else label
+    return text[:width]
+
+
+def cell_text(value: float, width: int) -> str:
+    """A cell: the shade repeated, with a dot for an exact zero (masked or padding)."""
+    if value == 0.0:
+        return "·".center(width)
+    return shade(value) * width
+
+
+class Heatmap(Widget, can_focus=True):
+    """Rows are queries, columns keys; the arrow keys move a cursor over the cells."""
+
+    BINDINGS = [
+        Binding("up", "move(-1, 0)", "Up", show=False),
+        Binding("down", "move(1, 0)", "Down", show=False),
+        Binding("left", "move(0, -1)", "Left", show=False),
+        Binding("right", "move(0, 1)", "Right", show=False),
+        Binding("home", "jump(0)", "First key", show=False),
+        Binding("end", "jump(-1)", "Last key", show=False),
+    ]
+
+    cursor: reactive[tuple[int, int]] = reactive((0, 0))
+
+    @dataclass
+    class CursorMoved(Message):
+        """The cursor is on (row, col) whose weight is ``value``."""
+
+        heatmap: Heatmap
+        row: int
+        col: int
+        value: float
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.weights: list[list[float]] = []
+        self.rows: list[str] = []
+        self.cols: list[str] = []
+        self.empty_text = "no attention yet"
+
+    def set_matrix(self, weights: list[list[float]], rows: list[str], cols: list[str]) -> None:
+        """Show a (Tq, Tk) matrix of weights with its query and key labels."""
+        self.weights, self.rows, self.cols = weights, rows, cols
+        r, c = self.cursor
+        self.cursor = (min(r, max(0, len(rows) - 1)), min(c, max(0, len(cols) - 1)))
+        self.refresh(layout=True)
+        self._announce()
+
+    def clear(self, text: str) -> None:
+        """Show ``text`` instead of a matrix."""
+        self.weights, self.rows, self.cols = [], [], []
+        self.empty_text = text
+        self.refresh(layout=True)
+
+    @property
+    def value(self) -> float | None:
+        """The weight under the cursor."""
+        r, c = self.cursor
+        if 0 <= r < len(self.weights) and 0 <= c < len(self.weights[r]):
+            return self.weights[r][c]
+        return None
+
+    def _announce(self) -> None:
+        value = self.value
+        if value is not None:
+            self.post_message(self.CursorMoved(self, self.cursor[0], self.cursor[1], value))
+
+    def action_move(self, d_row: int, d_col: int) -> None:
+        """Move the cursor one cell."""
+        if not self.weights:
+            return
+        r, c = self.cursor
+        self.cursor = (
+            min(max(r + d_row, 0), len(self.rows) - 1),
+            min(max(c + d_col, 0), len(self.cols) - 1),
+        )
+        self._announce()
+
+    def action_jump(self, col: int) -> None:
+        """Move the cursor to the first or last key of its row."""
+        if self.weights:
+            self.cursor = (self.cursor[0], col % len(self.cols))
+            self._announce()
+
+    def _label_width(self) -> int:
+        return min(8, max((len(r) for r in self.rows), default=1))
+
+    def _cell_width(self) -> int:
+        avail = max(1, self.size.width - self._label_width() - 2)
+        return max(1, min(4, avail // max(1, len(self.cols))))
+
+    def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[no-untyped-def]
+        """One line per query, plus the key labels and a gap."""
+        return len(self.rows) + 2 if self.rows else 1
+
+    def render(self) -> Text:
+        """Draw labels and cells; the cursor cell is reversed, its row and column marked."""
+        if not self.weights:
+            return Text(self.empty_text, style="dim italic")
+        lw, cw = self._label_width(), self._cell_width()
+        cur_r, cur_c = self.cursor
+        focused = self.has_focus
+        out = Text(no_wrap=True, overflow="crop")
+        out.append(" " * (lw + 1))
+        for j, label in enumerate(self.cols):
+            style = "bold reverse" if j == cur_c and focused else ("bold" if j == cur_c else "dim")
+            out.append(short_label(label, cw).center(cw), style=style)
+        out.append("\n")
+        for i, (label, row) in enumerate(zip(self.rows, self.weights)):
+            style = "bold reverse" if i == cur_r and focused else ("bold" if i == cur_r else "dim")
+            out.append(short_label(label, lw).rjust(lw), style=style)
+            out.append(" ")
+            for j, value in enumerate(row[: len(self.cols)]):
+                cell_style = Style(color=colour(value))
+                if i == cur_r and j == cur_c:
+                    cell_style = Style(color="black", bgcolor="white", bold=True) if focused else Style(reverse=True)
+                out.append(cell_text(value, cw), style=cell_style)
+            out.append("\n")
+        out.append(" " * (lw + 1) + "0 ", style="dim")
+        for v in (0.1, 0.3, 0.6, 1.0):
+            out.append(shade(v), style=Style(color=colour(v)))
+        out.append(" 1  · = 0 (masked)", style="dim")
+        return out

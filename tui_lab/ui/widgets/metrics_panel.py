@@ -1,0 +1,74 @@
+"""The Train pane's figures: step, losses, accuracy, lr, grad norm, speed, time, device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from tui_lab.ui.widgets.model_summary import human
+
+STATE_STYLES = {
+    "idle": ("○ idle", "dim"),
+    "loading": ("◌ loading torch", "yellow"),
+    "building": ("◌ building model", "yellow"),
+    "ready": ("○ ready", "cyan"),
+    "running": ("● training", "green"),
+    "paused": ("‖ paused", "yellow"),
+    "stopping": ("◌ stopping", "yellow"),
+    "done": ("■ done", "cyan"),
+    "following": ("◉ following", "magenta"),
+}
+
+
+def clock(seconds: float | None) -> str:
+    """Seconds as m:ss or h:mm:ss; '-' when unknown."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return "-"
+    s = int(seconds + 0.5)
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class MetricsPanel(Static):
+    """A two-column grid of the run's latest numbers."""
+
+    def show(
+        self,
+        state: str,
+        step: Any = None,
+        evaluation: Any = None,
+        total_steps: int | None = None,
+        device: str = "",
+        best: float | None = None,
+        reason: str = "",
+    ) -> None:
+        """Render the latest StepEvent/EvalEvent and the run state."""
+        label, style = STATE_STYLES.get(state, (state, ""))
+        if state == "done" and reason:
+            label = f"■ {reason}"
+        grid = Table.grid(padding=(0, 1), expand=True)
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(justify="right", no_wrap=True)
+        grid.add_row("state", Text(label, style=f"bold {style}"))
+        total = step.total_steps if step is not None else total_steps
+        grid.add_row("step", f"{step.step:,} / {total:,}" if step is not None else f"0 / {total or 0:,}")
+        grid.add_row("loss", f"{step.loss:.4f}" if step is not None else "-")
+        grid.add_row("val loss", f"{evaluation.val_loss:.4f}" if evaluation is not None else "-")
+        acc = evaluation.exact_match if evaluation is not None else None
+        acc_text = Text(f"{acc:.1%}" if acc is not None else "-", style="bold" if acc else "")
+        if acc is not None and acc >= 0.99:
+            acc_text.stylize("green")
+        grid.add_row("exact match", acc_text)
+        if best is not None:
+            grid.add_row("best", f"{best:.1%}")
+        grid.add_row("lr", f"{step.lr:.2e}" if step is not None else "-")
+        grid.add_row("grad norm", f"{step.grad_norm:.3f}" if step is not None else "-")
+        grid.add_row("tokens/s", human(step.tokens_per_s) if step is not None else "-")
+        grid.add_row("elapsed", clock(step.elapsed) if step is not None else "-")
+        grid.add_row("ETA", clock(step.eta) if step is not None else "-")
+        grid.add_row("device", device or "-")
+        self.update(grid)

@@ -1,0 +1,127 @@
+"""Params pane: parameter breakdown by component with bars, totals, memory and FLOPs per token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from tui_lab.ui.widgets.model_summary import human, human_bytes
+
+BAR_WIDTH = 20
+EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+def bar(fraction: float, width: int = BAR_WIDTH) -> str:
+    """A horizontal bar with eighth-block precision."""
+    cells = max(0.0, min(1.0, fraction)) * width
+    full = int(cells)
+    part = EIGHTHS[int((cells - full) * 8)] if full < width else ""
+    return ("█" * full + part).ljust(width)
+
+
+class ParamsPane(Vertical, can_focus=False):
+    """Follows the Build pane's config: every component's count, share and bar."""
+
+    BINDINGS = [Binding("g", "toggle_grouped", "Group rows")]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.report: Any = None
+        self.config: Any = None
+        self.vocab_size = 0
+        self.grouped = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="params-title")
+        yield DataTable(id="params-table", cursor_type="row", zebra_stripes=True)
+        yield Static(id="params-totals")
+
+    def on_mount(self) -> None:
+        """Columns, and a note until torch (and so the counter) is loaded."""
+        table = self.query_one(DataTable)
+        table.add_column("component", key="name")
+        table.add_column("params", key="params")
+        table.add_column("%", key="pct")
+        table.add_column("share", key="bar")
+        table.add_column("note", key="note")
+        self.query_one("#params-title", Static).update(Text("Parameters: loading torch…", style="dim"))
+
+    def focus_default(self) -> None:
+        """The table takes focus so it can be scrolled with the keys."""
+        self.query_one(DataTable).focus()
+
+    def show_invalid(self, message: str) -> None:
+        """The form is invalid: keep the last table, say why it is stale."""
+        title = self.query_one("#params-title", Static)
+        title.update(Text(f"Parameters (stale: {message})", style="yellow"))
+
+    def show_report(self, report: Any, config: Any, vocab_size: int, edited: bool = False) -> None:
+        """Fill the table and the totals from a ParamReport."""
+        self.report, self.config, self.vocab_size = report, config, vocab_size
+        m = config.model
+        title = Text()
+        title.append("Parameters of ", style="dim")
+        title.append(config.name + (" (edited)" if edited else ""), style="bold")
+        title.append(
+            f"  ·  {m.arch}, d_model {m.d_model}, {m.n_heads} heads, "
+            f"{m.n_encoder_layers if m.arch == 'encoder-decoder' else 0}+{m.n_decoder_layers} layers, "
+            f"vocab {vocab_size}",
+            style="dim",
+        )
+        self.query_one("#params-title", Static).update(title)
+        self._fill_table()
+        self._fill_totals()
+
+    def _fill_table(self) -> None:
+        report = self.report
+        table = self.query_one(DataTable)
+        table.clear()
+        total = max(1, report.total)
+        if self.grouped:
+            rows = [(group, n, "") for group, n in report.groups().items()]
+        else:
+            rows = [(r.name, r.params, r.note) for r in report.rows]
+        for name, n, note in rows:
+            share = n / total
+            table.add_row(
+                name,
+                Text(f"{n:,}", justify="right"),
+                Text(f"{share:6.1%}", justify="right"),
+                Text(bar(share), style="cyan"),
+                Text(note, style="dim italic"),
+            )
+
+    def _fill_totals(self) -> None:
+        r = self.report
+        grid = Table.grid(padding=(0, 2))
+        for _ in range(4):
+            grid.add_column()
+        grid.add_row(
+            Text("total", style="dim"), Text(f"{r.total:,}", style="bold"),
+            Text("FLOPs/token train", style="dim"), Text(human(r.train_flops_per_token), style="bold"),
+        )
+        grid.add_row(
+            Text("non-embedding", style="dim"), Text(f"{r.non_embedding:,}"),
+            Text("FLOPs/token infer", style="dim"), Text(human(r.infer_flops_per_token)),
+        )
+        grid.add_row(
+            Text("memory fp32", style="dim"), Text(human_bytes(r.fp32_bytes)),
+            Text("memory bf16", style="dim"), Text(human_bytes(r.bf16_bytes)),
+        )
+        grid.add_row(
+            Text("AdamW training", style="dim"), Text(human_bytes(r.train_bytes) + " + activations"),
+            Text("context", style="dim"), Text(f"{r.context_len} tokens"),
+        )
+        self.query_one("#params-totals", Static).update(grid)
+
+    def action_toggle_grouped(self) -> None:
+        """Switch between one row per tensor group and one row per layer."""
+        self.grouped = not self.grouped
+        if self.report is not None:
+            self._fill_table()

@@ -1,0 +1,58 @@
+"""The list of presets: the shipped ones, then the user's own folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from tui_lab.core.presets import PresetInfo, list_presets
+
+
+class PresetList(OptionList):
+    """Shipped and user presets; Enter loads the highlighted one."""
+
+    def __init__(self, user_dir: Path | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.user_dir = user_dir
+        self.presets: list[PresetInfo] = []
+
+    def on_mount(self) -> None:
+        """Fill the list when the widget appears."""
+        self.reload()
+
+    def reload(self, select: str | Path | None = None) -> None:
+        """Re-read both folders; highlight the preset named (or at the path) ``select``."""
+        try:
+            self.presets = list_presets(self.user_dir)
+        except OSError:
+            self.presets = []
+        self.clear_options()
+        options = []
+        for i, info in enumerate(self.presets):
+            label = Text(info.name, style="bold")
+            if not info.shipped:
+                label.append("  (yours)", style="italic")
+            if info.description:
+                label.append("\n" + info.description, style="dim")
+            options.append(Option(label, id=f"preset-{i}"))
+        self.add_options(options)
+        if select is not None:
+            self.highlight_preset(select)
+
+    def highlight_preset(self, select: str | Path) -> None:
+        """Move the highlight to a preset given by name or path."""
+        for i, info in enumerate(self.presets):
+            if str(select) in (info.name, str(info.path)) or (
+                isinstance(select, Path) and select.resolve() == info.path.resolve()
+            ):
+                self.highlighted = i
+                return
+
+    def preset_at(self, index: int | None) -> PresetInfo | None:
+        """The preset shown at ``index`` (None if out of range)."""
+        if index is None or not 0 <= index < len(self.presets):
+            return None
+        return self.presets[index]

@@ -1,0 +1,25 @@
+"""The one-line bar at the top: app name, preset, torch/device state, key hints."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+class StatusBar(Static):
+    """Shows what the lab is working on; says when torch is still loading."""
+
+    def show(self, preset: str, core_state: str, training: str = "") -> None:
+        """Redraw with the preset name, the core state and the training state."""
+        text = Text()
+        text.append(" tfx-lab ", style="bold reverse")
+        text.append("  preset ", style="dim")
+        text.append(preset, style="bold")
+        text.append("  ·  ", style="dim")
+        style = "yellow" if "loading" in core_state else ("red" if "failed" in core_state else "green")
+        text.append(core_state, style=style)
+        if training:
+            text.append("  ·  ", style="dim")
+            text.append(training, style="bold")
+        text.append("   1-5 panes · ? help · ctrl+p commands", style="dim")
+        self.update(text)
