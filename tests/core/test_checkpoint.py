@@ -39,7 +39,7 @@ from tui_lab.core.checkpoint import (
 )
 from tui_lab.core.config import from_dict
 from tui_lab.core.errors import LabError
-from tui_lab.core.schedule import make_optimizer, make_scheduler
+from tui_lab.core.schedule import lr_at, make_optimizer, make_scheduler
 
 CONFIG = from_dict(
     {"description": "checkpoint test", "train": {"steps": 50, "warmup_steps": 5}},
@@ -531,3 +531,24 @@ def test_folder_still_loads_after_sigkill_during_saves(tmp_path: Path) -> None:
     assert len(set(seen_steps)) == len(seen_steps)  # every round saved something new
     assert len(temps(run)) <= 3  # at most the last killed writer's leftovers
     json.loads((run / "state.json").read_text())
+
+
+def test_resume_keeps_progress_but_takes_hyperparameters_from_the_config(tmp_path: Path) -> None:
+    """Edited train.lr/betas apply on resume; moments and schedule position come from the file."""
+    run, _model, opt, sched = saved_run(tmp_path)
+    edited = CONFIG.with_values({"train.lr": 0.5, "train.betas": [0.5, 0.6]})
+    fresh = Tied()
+    load_weights(run, fresh)
+    fresh_opt = make_optimizer(fresh, edited.train)
+    fresh_sched = make_scheduler(fresh_opt, edited.train)
+    load_optimizer(run, fresh_opt, fresh_sched)
+    assert fresh_sched.last_epoch == sched.last_epoch == 3
+    expected = lr_at(4, edited.train)  # the 4th update runs next
+    assert fresh_sched.get_last_lr() == [pytest.approx(expected)] * 2
+    for group in fresh_opt.param_groups:
+        assert group["lr"] == pytest.approx(expected)
+        assert group["betas"] == (0.5, 0.6) and group["initial_lr"] == 0.5
+    saved_state = opt.state_dict()["state"]
+    for i, state in fresh_opt.state_dict()["state"].items():
+        assert torch.equal(state["exp_avg"], saved_state[i]["exp_avg"])
+        assert torch.equal(state["step"], saved_state[i]["step"])

@@ -664,9 +664,17 @@ def load_optimizer(
 ) -> list[str]:
     """Restore optimizer (and scheduler) state from ``optimizer.pt`` to resume a run.
 
-    Build the optimizer and scheduler exactly as for a fresh run first. The
-    file is read only with ``torch.load(weights_only=True)``: anything that
-    would need real unpickling is refused and never retried another way.
+    Build the optimizer and scheduler from the run's (possibly edited) config
+    first, as for a fresh run. What comes back from the file is *progress*:
+    AdamW's moments and step counts, and the scheduler's position. The
+    hyperparameters (lr, betas, eps, weight decay, the scheduler's base rates)
+    stay the ones just built from the config, so editing ``train.lr`` or
+    ``train.steps`` and resuming takes effect instead of being silently
+    overwritten by the saved values; the current rate is then recomputed for
+    the restored position.
+
+    The file is read only with ``torch.load(weights_only=True)``: anything
+    that would need real unpickling is refused and never retried another way.
     Returns notes (a save cut off midway) like ``load_weights``.
     """
     run = _existing_run(run_dir)
@@ -685,6 +693,8 @@ def load_optimizer(
         )
     notes = _check_against_state(path, _read_state(run), payload.get(SAVE_ID_KEY))
     _check_optimizer_shapes(path, payload["optimizer"], optimizer)
+    settings = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+    base_lrs = list(scheduler.base_lrs) if scheduler is not None else None
     try:
         optimizer.load_state_dict(payload["optimizer"])
         saved_scheduler = payload.get("scheduler")
@@ -692,4 +702,16 @@ def load_optimizer(
             scheduler.load_state_dict(saved_scheduler)
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
         raise RunError(f"{path}: does not fit this optimizer ({_reason(exc)})") from exc
+    for group, setting in zip(optimizer.param_groups, settings, strict=True):
+        group.update(setting)
+    if scheduler is not None and base_lrs is not None:
+        scheduler.base_lrs = base_lrs
+        if isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
+            rates = [
+                base * fn(scheduler.last_epoch)
+                for base, fn in zip(base_lrs, scheduler.lr_lambdas, strict=True)
+            ]
+            for group, rate in zip(optimizer.param_groups, rates, strict=True):
+                group["lr"] = rate
+            scheduler._last_lr = rates  # what get_last_lr() reports
     return notes
