@@ -187,6 +187,7 @@ def test_batch_layout_decodes_back(name, arch):
     assert batch.tgt_in.is_contiguous() and batch.tgt_out.is_contiguous()
     pairs = decode_batch(task, batch, arch)
     assert all(task.solve(i) == a and task.validate_input(i) is None for i, a in pairs)
+    assert batch.examples == pairs
     assert batch.n_tokens == int((batch.tgt_out != IGNORE).sum())
     assert batch.n_tokens == sum(len(a) + 1 for _, a in pairs)
     # Padding is to the longest row of this batch, not beyond.

@@ -56,6 +56,10 @@ class Batch:
     tgt_in: torch.Tensor  # (B, T) long, PAD-padded
     tgt_out: torch.Tensor  # (B, T) long, IGNORE where no loss is taken
     n_tokens: int
+    # The (input, answer) pairs the rows were built from (None for char-lm
+    # windows): lets the trainer note which inputs it has seen without
+    # generating examples one by one.
+    examples: list[tuple[str, str]] | None = None
 
     @property
     def size(self) -> int:
@@ -69,6 +73,7 @@ class Batch:
             tgt_in=self.tgt_in.to(device, non_blocking=non_blocking),
             tgt_out=self.tgt_out.to(device, non_blocking=non_blocking),
             n_tokens=self.n_tokens,
+            examples=self.examples,
         )
 
 
@@ -201,7 +206,7 @@ class Task:
         tgt_in, tgt_out = both.view(2, len(pairs), -1)  # (B, T) each
         tgt_out = tgt_out.masked_fill(tgt_out == PAD, IGNORE)
         n_tokens = sum(map(len, answers)) + len(pairs)  # answer + EOS per row
-        return Batch(src=src, tgt_in=tgt_in, tgt_out=tgt_out, n_tokens=n_tokens)
+        return Batch(src, tgt_in, tgt_out, n_tokens, examples=list(pairs))
 
 
 def _quoted(chars: list[str]) -> str:
@@ -229,7 +234,7 @@ class DigitTask(Task):
         self._lengths = range(config.min_len, config.max_len + 1)
 
     def sample_input(self, rng: random.Random) -> str:
-        return self.sample_inputs(rng, 1)[0]
+        return "".join(rng.choices(DIGITS, k=rng.choice(self._lengths)))
 
     def sample_inputs(self, rng: random.Random, n: int) -> list[str]:
         # Lengths uniform over min_len..max_len, then every digit in one draw
@@ -549,7 +554,7 @@ class CharLMTask(Task):
         tgt_in, tgt_out = both.view(2, len(pairs), -1)  # (B, T) each
         tgt_out = tgt_out.masked_fill(tgt_out == PAD, IGNORE)
         n_tokens = sum(len(r) - r.count(_PAD_CHAR) for r in rows_out)
-        return Batch(src=None, tgt_in=tgt_in, tgt_out=tgt_out, n_tokens=n_tokens)
+        return Batch(None, tgt_in, tgt_out, n_tokens, examples=list(pairs))
 
 
 def _encode_bytes(vocab: Vocab, text: str) -> torch.Tensor:
