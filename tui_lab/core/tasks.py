@@ -21,6 +21,7 @@ import itertools
 import math
 import random
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,6 +43,7 @@ _PAD_CHAR = chr(PAD)
 _BOS_CHAR = chr(BOS)
 _EOS_CHAR = chr(EOS)
 _SEP_CHAR = chr(SEP)
+_UTF32_NATIVE = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
 
 
 @dataclass
@@ -84,7 +86,7 @@ def _id_rows_to_tensor(rows: list[str], width: int) -> torch.Tensor:
     ``torch.tensor`` over nested lists of Python ints.
     """
     flat = "".join([r.ljust(width, _PAD_CHAR) for r in rows])
-    buf = bytearray(flat.encode("utf-32-le"))
+    buf = bytearray(flat.encode(_UTF32_NATIVE))  # one int32 per id, in machine byte order
     return torch.frombuffer(buf, dtype=torch.int32).view(len(rows), width).long()
 
 
