@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,11 +147,10 @@ def generate(
     vocab: Vocab = task.vocab
     device = next(model.parameters()).device
     limit = max_positions(model)
-    was_training = model.training
-    model.eval()
     gen = torch.Generator(device="cpu").manual_seed(seed) if temperature > 0 else None
     ids = vocab.encode(text)
-    if is_decoder_only(model):
+    decoder_only = is_decoder_only(model)
+    if decoder_only:
         prompt = ids if task.is_lm else [*ids, SEP]
         if task.is_lm and len(prompt) >= limit:
             prompt = prompt[-(limit // 2) :]
@@ -168,51 +168,42 @@ def generate(
     steps: list[StepTopK] = []
     out_ids: list[int] = []
     stopped = "max_len"
-    store_ctx = capture_attention(model) if capture else None
-    store = store_ctx.__enter__() if store_ctx else None
+    was_training = model.training
+    model.eval()
     try:
-        if is_decoder_only(model):
-            seq = torch.tensor([prompt], device=device)  # (1, T)
+        src = torch.tensor([ids], device=device)  # (1, S)
+        memory: Tensor | None = None
+
+        def run(tokens: list[int], cache: Any) -> Tensor:
+            """Logits (1, T, V) for ``tokens`` (only the new ones when cached)."""
+            x = torch.tensor([tokens], device=device)  # (1, T)
+            return model(x, cache=cache) if decoder_only else model.decode(x, memory, src, cache=cache)
+
+        # Without a cache every step re-runs the whole sequence; its attention is
+        # taken from one full pass at the end instead of piling up every step's copy.
+        with capture_attention(model) if capture and use_cache else nullcontext() as store:
+            memory = None if decoder_only else model.encode(src)
             cache = model.new_cache() if use_cache else None
-            logits = model(seq, cache=cache)[:, -1]
-            for _ in range(budget):
+            logits = run(prompt, cache)[:, -1]
+            while len(out_ids) < budget:
                 nxt = _record(logits, temperature, top_k, gen, vocab, report_k, steps)
                 out_ids.append(nxt)
                 if nxt == EOS and not task.is_lm:
                     stopped = "eos"
                     break
-                if len(out_ids) == budget:
-                    break
-                step_in = torch.tensor([[nxt]], device=device)
-                seq = torch.cat([seq, step_in], dim=1)
-                logits = (model(step_in, cache=cache) if use_cache else model(seq))[:, -1]
-        else:
-            src = torch.tensor([ids], device=device)  # (1, S)
-            memory = model.encode(src)
-            tgt = torch.tensor([prompt], device=device)  # (1, T)
-            cache = model.new_cache() if use_cache else None
-            logits = model.decode(tgt, memory, src, cache=cache)[:, -1]
-            for _ in range(budget):
-                nxt = _record(logits, temperature, top_k, gen, vocab, report_k, steps)
-                out_ids.append(nxt)
-                if nxt == EOS:
-                    stopped = "eos"
-                    break
-                if len(out_ids) == budget:
-                    break
-                step_in = torch.tensor([[nxt]], device=device)
-                tgt = torch.cat([tgt, step_in], dim=1)
-                new = step_in if use_cache else tgt
-                logits = model.decode(new, memory, src, cache=cache)[:, -1]
+                if len(out_ids) < budget:
+                    logits = run([nxt] if use_cache else [*prompt, *out_ids], cache)[:, -1]
+        if capture and not use_cache:
+            with capture_attention(model) as store:
+                memory = None if decoder_only else model.encode(src)
+                run([*prompt, *out_ids[:-1]], None)
     finally:
-        if store_ctx:
-            store_ctx.__exit__(None, None, None)
         model.train(was_training)
 
     output = vocab.decode(out_ids)
     result = DecodeResult(text, output, out_ids, steps, notes=notes, stopped=stopped)
-    if store is not None:
-        _attach_attention(result, store, vocab, ids, prompt, out_ids, is_decoder_only(model))
+    if capture:
+        _attach_attention(result, store, vocab, ids, prompt, out_ids)
     return result
 
 
@@ -241,7 +232,6 @@ def _attach_attention(
     src_ids: list[int],
     prompt: list[int],
     out_ids: list[int],
-    decoder_only: bool,
 ) -> None:
     """Attention of the decoded sequence, with labels for both axes of every matrix."""
     lab = vocab.label
@@ -259,7 +249,6 @@ def _attach_attention(
             labels = (fed_labels[: w.shape[1]], fed_labels[: w.shape[2]])
         result.attention[name] = w
         result.labels[name] = labels
-    del decoder_only
 
 
 @torch.no_grad()

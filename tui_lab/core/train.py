@@ -155,6 +155,7 @@ class TrainingRun:
                     self._running.wait(0.1)
                     continue
                 t0 = time.perf_counter()
+                lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
                 loss, grad_norm, tokens = self._train_step()
                 dt = time.perf_counter() - t0
                 if not (math.isfinite(loss) and math.isfinite(grad_norm)):
@@ -175,7 +176,7 @@ class TrainingRun:
                     window_tokens, window_time = int(tps * 1.0), 1.0
                 eta = (cfg.steps - self.step) * (self.elapsed / max(1, self.step - self._start_step))
                 event = StepEvent(
-                    self.step, cfg.steps, loss, self.scheduler.get_last_lr()[0], grad_norm,
+                    self.step, cfg.steps, loss, lr, grad_norm,
                     tps, self.elapsed, eta,
                 )
                 self.last_step = event
@@ -227,7 +228,7 @@ class TrainingRun:
                 ignore_index=-100,
                 label_smoothing=cfg.label_smoothing,
             )
-        loss_value = float(loss)
+        loss_value = float(loss.detach())
         if not math.isfinite(loss_value):
             return loss_value, 0.0, 0
         self.optimizer.zero_grad(set_to_none=True)
@@ -242,14 +243,9 @@ class TrainingRun:
         return loss_value, grad_norm, tokens
 
     def _next_batch(self) -> Any:
-        cfg = self.config.train
-        if self.task.is_lm:
-            batch = self.task.batch(self._rng, cfg.batch_size, self.arch)
-        else:
-            pairs = [self.task.example(self._rng) for _ in range(cfg.batch_size)]
-            if len(self._seen_inputs) < 2_000_000:
-                self._seen_inputs.update(p[0] for p in pairs)
-            batch = self.task.collate(pairs, self.arch)
+        batch = self.task.batch(self._rng, self.config.train.batch_size, self.arch)
+        if batch.examples and len(self._seen_inputs) < 2_000_000:
+            self._seen_inputs.update(p[0] for p in batch.examples)
         return _to(batch, self.device)
 
     # ---- evaluation --------------------------------------------------------------
@@ -340,8 +336,10 @@ class TrainingRun:
         if self.out_dir is None:
             raise ckpt.RunError("resume needs a run folder")
         loaded = ckpt.load_run(self.out_dir)
-        ckpt.load_weights(self.out_dir, self.model)
-        ckpt.load_optimizer(self.out_dir, self.optimizer, self.scheduler)
+        notes = ckpt.load_weights(self.out_dir, self.model)
+        notes += ckpt.load_optimizer(self.out_dir, self.optimizer, self.scheduler)
+        for note in notes:
+            self._log(note, "warning")
         self.step = int(loaded.state.get("step", 0))
         self.elapsed = float(loaded.state.get("elapsed", 0.0))
         self.best_accuracy = loaded.state.get("best_accuracy")
