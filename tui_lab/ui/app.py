@@ -54,6 +54,9 @@ class LabApp(App[None]):
         "styles/attention.tcss",
         "styles/params.tcss",
     ]
+    # Screen classes the .tcss files use to fit 80x24 as well as large terminals.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         *(
             Binding(str(i), f"show_pane('{pane}')", PANE_TITLES[pane], group=PANES_GROUP)
@@ -105,7 +108,7 @@ class LabApp(App[None]):
             with TabPane("5 Params", id="params"):
                 yield ParamsPane(id="params-pane")
         yield SizeNotice(id="size-notice")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         """Show the first frame now; load torch once it is painted."""

@@ -18,6 +18,10 @@ def load_core() -> SimpleNamespace:
 
     from tui_lab.core import checkpoint, decode, params, tasks, train
 
+    # The first optimizer pulls in more of torch (seconds on a slow machine):
+    # do it now, in the background, so pressing space starts training promptly.
+    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
+
     return SimpleNamespace(
         torch=torch,
         checkpoint=checkpoint,

@@ -102,7 +102,7 @@ class AttentionPane(Vertical):
         self.kind_index = min(self.kind_index, max(0, len(self.kinds) - 1))
         self.layer_index = min(self.layer_index, max(0, len(self._names()) - 1))
         self.head_index = min(self.head_index, max(0, self._n_heads() - 1))
-        self._render()
+        self._redraw_map()
         if self.walkthrough:
             self._request_projections()
 
@@ -139,7 +139,7 @@ class AttentionPane(Vertical):
         text.append(f"   input {self.result.input!r} → {self.result.output!r}", style="dim")
         header.update(text)
 
-    def _render(self) -> None:
+    def _redraw_map(self) -> None:
         self._update_header()
         heatmap = self.query_one(Heatmap)
         grid = self.query_one(HeadGrid)
@@ -244,25 +244,25 @@ class AttentionPane(Vertical):
             self.kind_index = (self.kind_index + step) % len(self.kinds)
             self.layer_index = min(self.layer_index, len(self._names()) - 1)
             self.head_index = min(self.head_index, self._n_heads() - 1)
-            self._render()
+            self._redraw_map()
 
     def action_cycle_layer(self, step: int) -> None:
         """Next layer of the current kind."""
         if self._need_data():
             self.layer_index = (self.layer_index + step) % len(self._names())
-            self._render()
+            self._redraw_map()
 
     def action_cycle_head(self, step: int) -> None:
         """Next head."""
         if self._need_data():
             self.head_index = (self.head_index + step) % max(1, self._n_heads())
-            self._render()
+            self._redraw_map()
 
     def action_toggle_overview(self) -> None:
         """Switch between one head and all heads of the layer."""
         if self._need_data():
             self.overview = not self.overview
-            self._render()
+            self._redraw_map()
             if not self.overview:
                 self.query_one(Heatmap).focus()
 

@@ -23,6 +23,7 @@ class DecodePane(Vertical):
     """Input, sampling options, the output, per-step top-k and example inputs."""
 
     BINDINGS = [
+        Binding("i,slash", "edit_input", "Edit input"),
         Binding("ctrl+n", "next_example", "Example"),
         Binding("ctrl+t", "toggle_sampling", "Sampling"),
     ]
@@ -110,7 +111,9 @@ class DecodePane(Vertical):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter in the input (or an option field) decodes the input text."""
         event.stop()
-        self.decode(self.query_one("#decode-input", Input).value)
+        if self.decode(self.query_one("#decode-input", Input).value):
+            # Leave the field so 1-5 work at once; i or / comes back to it.
+            self.query_one("#decode-steps", DataTable).focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """Enter on an example puts it in the input and decodes it."""
@@ -133,21 +136,22 @@ class DecodePane(Vertical):
             return None
         return temperature, top_k
 
-    def decode(self, text: str) -> None:
-        """Decode ``text`` in a thread worker; errors show under the input."""
+    def decode(self, text: str) -> bool:
+        """Decode ``text`` in a thread worker; False (and a message) if it cannot start."""
         if self.app.core is None:
             self._error("torch is still loading; try again in a moment")
-            return
+            return False
         if self.run is None:
             self._error("no model yet: train one in the Train pane (2, then space)")
-            return
+            return False
         options = self._options()
         if options is None:
-            return
+            return False
         self._error("")
         self.query_one("#decode-output", Static).update(Text("decoding…", style="dim"))
         training = getattr(self.app, "training_active", False)
         self._decode_worker(self.run, text, options[0], options[1], training)
+        return True
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="decode")
     def _decode_worker(self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool) -> None:
@@ -168,6 +172,7 @@ class DecodePane(Vertical):
         message.stop()
         self._error(message.message)
         self.query_one("#decode-output", Static).update("")
+        self.query_one("#decode-input", Input).focus()
 
     def on_decoded(self, message: Decoded) -> None:
         """Show the output and each step's top-k; let the app pass it to Attention."""
@@ -212,6 +217,10 @@ class DecodePane(Vertical):
             table.add_row(str(i), step.token, f"{step.prob:.3f}", top)
 
     # ---- actions ----------------------------------------------------------------
+
+    def action_edit_input(self) -> None:
+        """Back into the input field to type another input."""
+        self.query_one("#decode-input", Input).focus()
 
     def action_next_example(self) -> None:
         """Put the next example input in the field."""

@@ -119,19 +119,32 @@ class Heatmap(Widget, can_focus=True):
     def _label_width(self) -> int:
         return min(8, max((len(r) for r in self.rows), default=1))
 
-    def _cell_width(self) -> int:
-        avail = max(1, self.size.width - self._label_width() - 2)
-        return max(1, min(4, avail // max(1, len(self.cols))))
+    def _geometry(self, width: int, height: int) -> tuple[int, int]:
+        """(cell width, row height): as large as fits, up to 6x3 (a square on screen)."""
+        n_rows, n_cols = max(1, len(self.rows)), max(1, len(self.cols))
+        by_width = max(1, (width - self._label_width() - 2) // n_cols)
+        by_height = max(1, (height - 3) // n_rows)
+        row_h = max(1, min(3, by_height, by_width // 2))
+        cell_w = max(1, min(by_width, 2 * row_h if row_h > 1 else 4))
+        return cell_w, row_h
+
+    def _available_height(self) -> int:
+        parent = self.parent
+        return parent.size.height if parent is not None and parent.size.height else 24  # type: ignore[attr-defined]
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[no-untyped-def]
-        """One line per query, plus the key labels and a gap."""
-        return len(self.rows) + 2 if self.rows else 1
+        """Rows of cells plus the key labels and the legend."""
+        if not self.rows:
+            return 1
+        _, row_h = self._geometry(width, container.height or self._available_height())
+        return len(self.rows) * row_h + 2
 
     def render(self) -> Text:
-        """Draw labels and cells; the cursor cell is reversed, its row and column marked."""
+        """Draw labels and cells; the cursor cell is highlighted and shows its value."""
         if not self.weights:
             return Text(self.empty_text, style="dim italic")
-        lw, cw = self._label_width(), self._cell_width()
+        lw = self._label_width()
+        cw, rh = self._geometry(self.size.width, self._available_height())
         cur_r, cur_c = self.cursor
         focused = self.has_focus
         out = Text(no_wrap=True, overflow="crop")
@@ -141,15 +154,22 @@ class Heatmap(Widget, can_focus=True):
             out.append(short_label(label, cw).center(cw), style=style)
         out.append("\n")
         for i, (label, row) in enumerate(zip(self.rows, self.weights)):
-            style = "bold reverse" if i == cur_r and focused else ("bold" if i == cur_r else "dim")
-            out.append(short_label(label, lw).rjust(lw), style=style)
-            out.append(" ")
-            for j, value in enumerate(row[: len(self.cols)]):
-                cell_style = Style(color=colour(value))
-                if i == cur_r and j == cur_c:
-                    cell_style = Style(color="black", bgcolor="white", bold=True) if focused else Style(reverse=True)
-                out.append(cell_text(value, cw), style=cell_style)
-            out.append("\n")
+            for line in range(rh):
+                middle = line == rh // 2
+                if middle:
+                    style = "bold reverse" if i == cur_r and focused else ("bold" if i == cur_r else "dim")
+                    out.append(short_label(label, lw).rjust(lw), style=style)
+                else:
+                    out.append(" " * lw)
+                out.append(" ")
+                for j, value in enumerate(row[: len(self.cols)]):
+                    if i == cur_r and j == cur_c:
+                        cursor_style = Style(color="black", bgcolor="white", bold=True) if focused else Style(reverse=True)
+                        text = f"{value:.2f}".lstrip("0")[:cw].center(cw) if middle and cw >= 3 else cell_text(value, cw)
+                        out.append(text, style=cursor_style)
+                    else:
+                        out.append(cell_text(value, cw) if middle or value != 0.0 else " " * cw, style=Style(color=colour(value)))
+                out.append("\n")
         out.append(" " * (lw + 1) + "0 ", style="dim")
         for v in (0.1, 0.3, 0.6, 1.0):
             out.append(shade(v), style=Style(color=colour(v)))

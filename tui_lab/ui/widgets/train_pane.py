@@ -80,6 +80,7 @@ class TrainPane(Vertical, can_focus=True):
         self._pending_open: Path | None = None
         self._stop_requested = threading.Event()
         self._starting = True
+        self._start_when_ready = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="train-status")
@@ -154,6 +155,9 @@ class TrainPane(Vertical, can_focus=True):
             self.open_run_dir(path)
         elif self._follow_dir is not None:
             self._follow_tick()
+        if self._start_when_ready and self._follow_dir is None:
+            self._start_when_ready = False
+            self.action_start()
 
     def config_changed(self, config: LabConfig) -> None:
         """The Build pane's config changed: used by the next new run."""
@@ -345,7 +349,8 @@ class TrainPane(Vertical, can_focus=True):
     def action_start(self) -> None:
         """Start training: a new run, or continue a stopped/opened one."""
         if self.app.core is None:
-            self.notify("torch is still loading; try again in a moment", severity="warning", timeout=3)
+            self._start_when_ready = True
+            self.notify("training starts as soon as torch has loaded", timeout=3)
             return
         if self._follow_dir is not None:
             self.notify("following another process's run: it cannot be trained from here", severity="warning")
@@ -384,6 +389,7 @@ class TrainPane(Vertical, can_focus=True):
 
     def action_stop(self) -> None:
         """Stop the loop after the current step; it saves a final checkpoint."""
+        self._start_when_ready = False
         self._stop_requested.set()
         if self._live_run is not None and not self.loop_finished.is_set():
             self._live_run.stop()

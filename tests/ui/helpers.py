@@ -1,0 +1,75 @@
+"""Shared helpers for the lab's UI tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from tui_lab.ui.app import LabApp
+from tests.ui.conftest import TINY
+
+SIZE = (120, 40)
+
+
+def tiny_app(**kwargs: object) -> LabApp:
+    """The lab on the tiny test preset (runs and presets go to the test's folder)."""
+    kwargs.setdefault("preset", str(TINY))
+    return LabApp(**kwargs)  # type: ignore[arg-type]
+
+
+async def wait_until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    """Let the app run until ``predicate()`` holds; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        await pilot.pause(0.05)
+
+
+async def ready(pilot: Pilot) -> LabApp:
+    """Wait for torch and the first parameter count."""
+    app = pilot.app
+    assert isinstance(app, LabApp)
+    await wait_until(pilot, lambda: app.core is not None, 60, "torch to load")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    return app
+
+
+async def settle(pilot: Pilot) -> None:
+    """For snapshots: finish workers, drop toasts, stop cursors blinking."""
+    app = pilot.app
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.3)
+    for field in app.query(Input):
+        field.cursor_blink = False
+    app.clear_notifications()
+    await pilot.pause()
+
+
+async def type_text(pilot: Pilot, text: str) -> None:
+    """Type characters one by one into whatever has focus."""
+    for ch in text:
+        await pilot.press(ch)
+
+
+def plain(widget: object) -> str:
+    """What a Static shows, as plain text (works for strings, Text and tables)."""
+    import io
+
+    from rich.console import Console
+    from textual.content import Content
+
+    content = getattr(widget, "content", None)
+    if content is None:
+        content = widget.render()  # type: ignore[attr-defined]
+    if isinstance(content, Content):
+        return content.plain
+    if isinstance(content, str):
+        return Content.from_markup(content).plain
+    console = Console(width=200, file=io.StringIO(), record=True, color_system=None)
+    console.print(content)
+    return console.export_text()

@@ -1,0 +1,143 @@
+"""Pilot tests for the frame: pane keys, text fields, help, palette, quit, small sizes, startup."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from textual.command import CommandPalette
+from textual.widgets import Input, TabbedContent
+
+from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
+from tui_lab.ui.screens.help import HelpScreen
+from tui_lab.ui.widgets.size_notice import SizeNotice
+
+
+def test_ui_import_does_not_load_torch() -> None:
+    """The first frame must not wait for torch: importing the app leaves it unloaded."""
+    code = "import sys, tui_lab.ui.app; assert 'torch' not in sys.modules, 'torch imported'; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "ok" in out.stdout
+
+
+async def test_first_frame_before_torch() -> None:
+    """Without loading the core the lab still paints Build with the preset and says it loads torch."""
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "build"
+        assert app.core is None
+        assert "loading torch" in app.core_state
+
+
+async def test_number_keys_switch_panes_and_focus_lands() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        tabs = app.query_one(TabbedContent)
+        expected_focus = {
+            "2": ("train", "train-pane"),
+            "3": ("decode", "decode-input"),
+            "4": ("attention", "heatmap"),
+            "5": ("params", "params-table"),
+            "1": ("build", "presets"),
+        }
+        for key, (pane, focus_id) in expected_focus.items():
+            if isinstance(app.focused, Input):
+                await pilot.press("escape")
+            await pilot.press(key)
+            await pilot.pause()
+            assert tabs.active == pane, key
+            assert app.focused is not None and app.focused.id == focus_id, (key, app.focused)
+
+
+async def test_keys_type_into_text_fields_and_escape_leaves() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("3")
+        field = app.query_one("#decode-input", Input)
+        assert app.focused is field
+        await type_text(pilot, "12q?")
+        assert field.value == "12q?"
+        assert app.query_one(TabbedContent).active == "decode"
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.focused, Input)
+        await pilot.press("2")
+        assert app.query_one(TabbedContent).active == "train"
+
+
+async def test_help_lists_every_binding() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = " ".join(f"{k} {v}" for _, rows in app.screen.sections for k, v in rows)
+        from tui_lab.ui.app import LabApp
+        from tui_lab.ui.widgets.attention_pane import AttentionPane
+        from tui_lab.ui.widgets.build_pane import BuildPane
+        from tui_lab.ui.widgets.decode_pane import DecodePane
+        from tui_lab.ui.widgets.params_pane import ParamsPane
+        from tui_lab.ui.widgets.train_pane import TrainPane
+
+        for cls in (LabApp, BuildPane, TrainPane, DecodePane, AttentionPane, ParamsPane):
+            for binding in cls.BINDINGS:
+                assert binding.description in text, (cls.__name__, binding.description)
+        for word in ("escape", "ctrl+p", "ctrl+q"):
+            assert word in text
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_command_palette_offers_lab_actions() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        for title in ("Start training", "Pause training", "Stop training", "Reset training", "Toggle log scale",
+                      "Open run folder…", "Save preset as…", "Next attention head", "Attention walkthrough",
+                      "Go to Params", "Help: keys"):
+            assert title in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await type_text(pilot, "go to params")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "params", 5)
+
+
+async def test_quit_keys() -> None:
+    for key in ("q", "ctrl+q"):
+        app = tiny_app()
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press(key)
+            await pilot.pause()
+            assert app._exit, key
+
+
+async def test_small_terminal_shows_notice_and_80x24_shows_panes() -> None:
+    app = tiny_app()
+    async with app.run_test(size=(70, 20)) as pilot:
+        await ready(pilot)
+        notice = app.query_one(SizeNotice)
+        assert notice.display and notice.region.height > 0
+        assert "70×20" in plain(notice)
+        assert app.query_one(TabbedContent).region.height == 0
+    app = tiny_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        assert app.query_one(SizeNotice).region.height == 0
+        for key in "12345":
+            if isinstance(app.focused, Input):
+                await pilot.press("escape")
+            await pilot.press(key)
+            await pilot.pause()
+            focused = app.focused
+            assert focused is not None and focused.region.height > 0, key
+            assert focused.region.right <= 80 and focused.region.bottom <= 24

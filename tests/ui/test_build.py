@@ -1,0 +1,140 @@
+"""Pilot tests for the Build pane: presets, inline validation, live counts, save-as."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Input, Select, Static
+
+from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
+from tui_lab.core.config import load_file
+from tui_lab.ui.screens.save_preset import SavePresetScreen
+from tui_lab.ui.widgets.build_pane import BuildPane, split_config_error
+from tui_lab.ui.widgets.config_form import ConfigForm
+from tui_lab.ui.widgets.params_pane import ParamsPane
+from tui_lab.ui.widgets.preset_list import PresetList
+
+
+def error_text(app, key: str) -> str:  # type: ignore[no-untyped-def]
+    return plain(app.query_one(f"#field-{key.replace('.', '-')}-error", Static))
+
+
+async def set_field(pilot, key: str, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Type ``text`` into a form field the way a user would (select all, type)."""
+    field = pilot.app.query_one(f"#field-{key.replace('.', '-')}", Input)
+    field.focus()
+    field.value = ""
+    await type_text(pilot, text)
+    await pilot.pause(0.1)
+
+
+def test_split_config_error() -> None:
+    key, text = split_config_error("copy.yaml: model.d_model: 30 is not divisible by n_heads=4")
+    assert key == "model.d_model" and text == "30 is not divisible by n_heads=4"
+    assert split_config_error("model: about 1e12 parameters")[0] is None
+
+
+async def test_invalid_value_is_flagged_and_nothing_changes() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        build = app.query_one(BuildPane)
+        before = app.config
+        await set_field(pilot, "model.d_model", "15")
+        assert "not divisible by n_heads=2" in error_text(app, "model.d_model")
+        assert app.query_one("#field-model-d_model-row").has_class("-invalid")
+        assert app.config == before and build.config == before
+        assert "stale" in plain(app.query_one("#params-title", Static))
+        await set_field(pilot, "model.d_model", "abc")
+        assert "not a whole number" in error_text(app, "model.d_model")
+        await set_field(pilot, "train.lr", "-1")
+        assert "train.lr" not in error_text(app, "train.lr")  # the message is shown without the source
+        assert "positive" in error_text(app, "train.lr")
+        await set_field(pilot, "model.d_model", "16")
+        await set_field(pilot, "train.lr", "0.002")
+        assert error_text(app, "model.d_model") == "" and error_text(app, "train.lr") == ""
+        assert app.config.train.lr == 0.002
+        assert not app.query_one(ConfigForm).has_errors
+
+
+async def test_relation_errors_go_to_the_right_field() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.query_one("#field-task-name", Select).value = "char-lm"
+        await pilot.pause(0.2)
+        assert "decoder-only" in error_text(app, "task.name")
+
+
+async def test_params_follow_edits_live() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        params = app.query_one(ParamsPane)
+        await wait_until(pilot, lambda: params.report is not None, 10, "first count")
+        first = params.report.total
+        await set_field(pilot, "model.d_model", "32")
+        await wait_until(pilot, lambda: params.report.total != first, 10, "recount")
+        from tui_lab.core.params import parameter_report
+
+        expected = parameter_report(app.config.model, app.vocab_size(app.config)).total
+        assert params.report.total == expected
+        assert f"{expected:,}" in plain(app.query_one("#summary", Static))
+        assert app.config.model.d_model == 32
+        assert app.query_one(BuildPane).edited
+
+
+async def test_pick_another_preset() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        presets = app.query_one(PresetList)
+        names = [p.name for p in presets.presets]
+        assert "copy" in names and "reverse" in names
+        presets.focus()
+        presets.highlighted = names.index("reverse")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.config.task.name == "reverse"
+        assert app.query_one("#field-task-name", Select).value == "reverse"
+
+
+async def test_save_as_writes_a_preset(lab_folders: Path) -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await set_field(pilot, "model.d_ff", "48")
+        await pilot.press("escape")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, SavePresetScreen)
+        name = app.screen.query_one("#name", Input)
+        name.value = ""
+        name.focus()
+        await type_text(pilot, "my-tiny")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, SavePresetScreen)
+        path = lab_folders / "my-presets" / "my-tiny.yaml"
+        assert path.is_file()
+        saved = load_file(path)
+        assert saved.model.d_ff == 48 and saved.model.d_model == 16
+        assert "my-tiny" in [p.name for p in app.query_one(PresetList).presets]
+
+
+async def test_save_as_refuses_bad_names(lab_folders: Path) -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        screen = app.screen
+        screen.query_one("#name", Input).value = "../evil"
+        screen.query_one("#name", Input).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, SavePresetScreen)
+        assert "letters" in plain(screen.query_one("#save-error", Static))
+        await pilot.press("escape")
+        assert not isinstance(app.screen, SavePresetScreen)
+        assert not (lab_folders / "evil.yaml").exists()
