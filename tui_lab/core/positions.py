@@ -1,0 +1,146 @@
+"""Positional information: fixed sinusoids, a learned table, or rotary embeddings.
+
+Attention by itself is blind to order (permute the tokens and every output is
+permuted the same way), so the model must be told where each token sits.
+
+- ``SinusoidalPositions`` adds the fixed table of "Attention Is All You Need"
+  to the token embeddings. It has no parameters and grows when a longer
+  sequence arrives.
+- ``LearnedPositions`` adds a trained vector per position (GPT-2 style); it
+  cannot go past ``max_len``.
+- ``RotaryEmbedding`` (RoPE) rotates queries and keys inside attention by an
+  angle proportional to their position, so the score ``q . k`` depends only on
+  the distance between the two tokens.
+
+Every module takes an ``offset``: during incremental decoding with a KV cache
+the new tokens start at position ``offset`` rather than 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def _on_meta(device: torch.device | None) -> bool:
+    """True when tensors made on ``device`` (or the default device) have no data.
+
+    On the meta device the tables are left empty: there is nothing to compute,
+    and the first arithmetic op there imports torch._dynamo (about 2 s), which
+    the params report, called on every keystroke, must not pay.
+    """
+    return torch.empty(0, device=device).is_meta
+
+
+def sinusoid_table(length: int, d_model: int, device: torch.device | None = None) -> torch.Tensor:
+    """``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(...)``: (length, d_model)."""
+    if _on_meta(device):
+        return torch.empty(length, d_model, device=device)
+    position = torch.arange(length, dtype=torch.float32, device=device).unsqueeze(1)  # (L, 1)
+    # 1 / 10000^(2i/d) for 2i = 0, 2, 4, ...: computed in log space for accuracy.
+    div_term = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float32, device=device)
+        * (-math.log(10000.0) / d_model)
+    )  # (ceil(d/2),)
+    table = torch.zeros(length, d_model, device=device)
+    table[:, 0::2] = torch.sin(position * div_term)
+    table[:, 1::2] = torch.cos(position * div_term[: d_model // 2])  # odd d_model: one cos fewer
+    return table
+
+
+class SinusoidalPositions(nn.Module):
+    """The fixed sine/cosine table, added to the (already scaled) token embeddings.
+
+    The table is a non-persistent buffer: it is recomputed from the formula, so
+    it is not stored in checkpoints and a checkpoint does not depend on
+    ``max_len``. A sequence longer than the table extends it instead of failing.
+    """
+
+    def __init__(self, d_model: int, max_len: int = 512) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.register_buffer("pe", sinusoid_table(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``x`` (B, T, D) plus the encodings of positions ``offset .. offset+T-1``."""
+        end = offset + x.size(1)
+        if end > self.pe.size(0):
+            # Grow geometrically so a long decode does not rebuild the table every step.
+            self.pe = sinusoid_table(max(end, 2 * self.pe.size(0)), self.d_model, x.device)
+        return x + self.pe[offset:end].to(x.dtype)  # (T, D) broadcasts over B
+
+
+class LearnedPositions(nn.Module):
+    """One trained vector per position, ``weight`` of shape (max_len, d_model).
+
+    The parameter lives directly on this module (not in a nested ``nn.Embedding``)
+    so the model's parameter is called ``pos.weight``.
+    """
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        self.max_len = max_len
+        self.weight = nn.Parameter(torch.empty(max_len, d_model))
+        if not self.weight.is_meta:  # nothing to fill on meta (and normal_ there is slow)
+            nn.init.normal_(self.weight, mean=0.0, std=0.02)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``x`` (B, T, D) plus the learned vectors of positions ``offset .. offset+T-1``."""
+        end = offset + x.size(1)
+        if end > self.max_len:
+            raise ValueError(
+                f"sequence reaches position {end}, past the learned table's max_len={self.max_len}"
+            )
+        return x + self.weight[offset:end]  # (T, D) broadcasts over B
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1) on the two halves of the last dimension."""
+    x1, x2 = x.chunk(2, dim=-1)  # (..., d/2) each
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE (Su et al. 2021), "rotate half" layout as in GPT-NeoX and Llama.
+
+    Dimension pairs ``(j, j + d/2)`` of a query or key at position ``p`` are
+    rotated by the angle ``p * base^(-2j/d)``. Rotations compose, so
+    ``rot(p) q . rot(s) k = q . rot(s - p) k``: the score depends only on the
+    relative position ``s - p``. No parameters; cos/sin tables are cached and
+    extended on demand.
+    """
+
+    def __init__(self, d_head: int, base: float = 10000.0, max_len: int = 0) -> None:
+        super().__init__()
+        if d_head % 2:
+            raise ValueError(f"rotary embeddings need an even head size, got {d_head}")
+        self.d_head = d_head
+        self.base = base
+        if _on_meta(None):
+            inv_freq = torch.empty(d_head // 2)
+        else:
+            inv_freq = 1.0 / (base ** (torch.arange(0, d_head, 2, dtype=torch.float32) / d_head))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d/2,)
+        cos, sin = self._tables(max_len)
+        self.register_buffer("cos", cos, persistent=False)  # (max_len, d_head)
+        self.register_buffer("sin", sin, persistent=False)
+
+    def _tables(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.inv_freq.is_meta:
+            empty = torch.empty(length, self.d_head, device="meta")
+            return empty, empty
+        t = torch.arange(length, dtype=torch.float32, device=self.inv_freq.device)
+        freqs = torch.outer(t, self.inv_freq)  # (L, d/2)
+        angles = torch.cat((freqs, freqs), dim=-1)  # (L, d_head)
+        return angles.cos(), angles.sin()
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """Rotate ``x`` (..., T, d_head) as if its rows sat at positions ``offset..offset+T-1``."""
+        end = offset + x.size(-2)
+        if end > self.cos.size(0):
+            self.cos, self.sin = self._tables(max(end, 2 * self.cos.size(0)))
+        cos = self.cos[offset:end].to(x.dtype)  # (T, d_head)
+        sin = self.sin[offset:end].to(x.dtype)
+        return x * cos + rotate_half(x) * sin
