@@ -1,9 +1,9 @@
 """The numbers behind one attention row, taken from the real model.
 
 ``collect_projections`` replays the decode that produced a ``DecodeResult``
-with forward hooks on every attention module's ``w_q``, ``w_k`` and ``w_v``
-(the KV cache means each is called step by step: the outputs are
-concatenated). ``walk`` then writes the formula out for one head and one
+with a forward pre-hook on every attention module, then projects the inputs it
+saw with the module's own ``w_q``, ``w_k`` and ``w_v`` (with the KV cache each
+step brings only the new tokens: the projections are concatenated). ``walk`` then writes the formula out for one head and one
 query row: raw scores ``q·k``, scaled by ``1/sqrt(d_head)``, the softmax, and
 the weighted sum of the value rows; the weights are compared with those the
 decode captured. Torch is imported only when these run (after the lab loaded it).
@@ -50,45 +50,57 @@ class WalkRow:
 
 
 def collect_projections(model: Any, task: Any, result: Any, options: dict[str, Any] | None) -> dict[str, Projections]:
-    """Replay ``result``'s decode with hooks; q/k/v of every attention module by capture name."""
+    """Replay ``result``'s decode; q/k/v of every attention module, by capture name.
+
+    A forward pre-hook on each ``MultiHeadAttention`` records the inputs of
+    every call (with a KV cache: the new tokens of each step). The module's
+    own ``w_q``, ``w_k``, ``w_v`` then project them; a cross-attention call
+    whose static cache is already filled adds queries only.
+    """
+    import inspect
+
     import torch
 
     from tui_lab.core.attention import MultiHeadAttention
     from tui_lab.core.decode import generate
 
     modules = {m.capture_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}
-    outputs: dict[tuple[str, str], list[Any]] = {}
+    calls: dict[str, list[tuple[Any, Any, Any, bool]]] = {}
     handles = []
     for name, module in modules.items():
-        for part in ("q", "k", "v"):
-            linear = getattr(module, f"w_{part}")
+        signature = inspect.signature(module.forward)
 
-            def hook(_mod: Any, _inp: Any, out: Any, key: tuple[str, str] = (name, part)) -> None:
-                outputs.setdefault(key, []).append(out.detach())
+        def hook(mod: Any, args: Any, kwargs: Any, name: str = name, signature: Any = signature) -> None:
+            bound = signature.bind(*args, **kwargs)
+            cache = bound.arguments.get("cache")
+            reused = cache is not None and cache.static and cache.filled
+            a = bound.arguments
+            calls.setdefault(name, []).append((a["query"].detach(), a["key"].detach(), a["value"].detach(), reused))
 
-            handles.append(linear.register_forward_hook(hook))
+        handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
     try:
-        opts = dict(options or {})
-        generate(model, task, result.input, capture=False, **opts)
+        generate(model, task, result.input, capture=False, **dict(options or {}))
     finally:
         for h in handles:
             h.remove()
     found: dict[str, Projections] = {}
-    for name, module in modules.items():
-        parts = []
-        for part in ("q", "k", "v"):
-            chunks = outputs.get((name, part))
-            if not chunks:
-                break
-            x = torch.cat(chunks, dim=1)[0].float()  # (T, d_model)
-            x = x.view(x.size(0), module.n_heads, module.d_head).transpose(0, 1)  # (H, T, d_head)
-            parts.append(x)
-        if len(parts) != 3:
-            continue
-        q, k, v = parts
-        if module.rope is not None:
-            q, k = module.rope(q, 0), module.rope(k, 0)
-        found[name] = Projections(q, k, v, causal=name.startswith("decoder") and name.endswith(".self"))
+    with torch.no_grad():
+        for name, module in modules.items():
+            recorded = calls.get(name)
+            if not recorded:
+                continue
+
+            def heads(x: Any, module: Any = module) -> Any:
+                x = x[0].float()  # (T, d_model)
+                return x.view(x.size(0), module.n_heads, module.d_head).transpose(0, 1)  # (H, T, d_head)
+
+            q = torch.cat([heads(module.w_q(query)) for query, _, _, _ in recorded], dim=1)
+            fresh = [(key, value) for _, key, value, reused in recorded if not reused]
+            k = torch.cat([heads(module.w_k(key)) for key, _ in fresh], dim=1)
+            v = torch.cat([heads(module.w_v(value)) for _, value in fresh], dim=1)
+            if module.rope is not None:
+                q, k = module.rope(q, 0), module.rope(k, 0)
+            found[name] = Projections(q, k, v, causal=name.startswith("decoder") and name.endswith(".self"))
     return found
 
 

@@ -263,8 +263,8 @@ class AttentionPane(Vertical):
         if self._need_data():
             self.overview = not self.overview
             self._redraw_map()
-            if not self.overview:
-                self.query_one(Heatmap).focus()
+            # The heatmap hides in the overview: keep focus inside the pane so its keys work.
+            (self.query_one("#attn-scroll") if self.overview else self.query_one(Heatmap)).focus()
 
     def action_toggle_walkthrough(self) -> None:
         """Show or hide the step-by-step numbers of the cursor's query row."""

@@ -1,0 +1,141 @@
+"""Pilot tests for the Decode and Attention panes, on a run the fixture trained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable, Input, Static, TabbedContent
+
+from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
+from tui_lab.ui.widgets.attention_pane import AttentionPane
+from tui_lab.ui.widgets.decode_pane import DecodePane
+from tui_lab.ui.widgets.heatmap import Heatmap
+from tui_lab.ui.widgets.train_pane import TrainPane
+
+
+async def open_trained(pilot) -> None:  # type: ignore[no-untyped-def]
+    app = await ready(pilot)
+    pane = app.query_one(TrainPane)
+    await wait_until(pilot, lambda: pane.state == "ready" and app.query_one(DecodePane).run is not None, 30)
+
+
+async def decode(pilot, text: str) -> DecodePane:  # type: ignore[no-untyped-def]
+    await pilot.press("3")
+    pane = pilot.app.query_one(DecodePane)
+    pane.query_one("#decode-input", Input).value = ""
+    await type_text(pilot, text)
+    await pilot.press("enter")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    return pane
+
+
+async def test_decode_without_a_model_says_what_to_do() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = await decode(pilot, "123")
+        assert "no model yet" in plain(pane.query_one("#decode-error", Static))
+
+
+async def test_decode_typed_input(trained_run: Path) -> None:
+    app = tiny_app(run_dir=str(trained_run))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_trained(pilot)
+        pane = await decode(pilot, "3141")
+        assert pane.result is not None and pane.result.input == "3141"
+        output = plain(pane.query_one("#decode-output", Static))
+        assert "3141" in output and "steps" in output
+        table = pane.query_one("#decode-steps", DataTable)
+        assert table.row_count == len(pane.result.steps) >= 1
+        # Enter leaves the field so the pane keys work at once.
+        assert not isinstance(app.focused, Input)
+        await pilot.press("4")
+        assert app.query_one(TabbedContent).active == "attention"
+
+
+async def test_bad_input_is_explained_inline(trained_run: Path) -> None:
+    app = tiny_app(run_dir=str(trained_run))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_trained(pilot)
+        pane = await decode(pilot, "12a")
+        message = plain(pane.query_one("#decode-error", Static))
+        assert "outside the vocabulary" in message
+        assert app.focused is pane.query_one("#decode-input", Input)
+
+
+async def test_examples_and_sampling(trained_run: Path) -> None:
+    app = tiny_app(run_dir=str(trained_run))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_trained(pilot)
+        await pilot.press("3")
+        pane = app.query_one(DecodePane)
+        assert pane.examples
+        await pilot.press("ctrl+n")
+        assert pane.query_one("#decode-input", Input).value == pane.examples[0]
+        await pilot.press("ctrl+t")
+        assert pane.query_one("#sample").value is True
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert pane.result is not None and pane.result.input == pane.examples[0]
+
+
+async def test_attention_cycles_kind_layer_head_and_walkthrough(trained_run: Path) -> None:
+    app = tiny_app(run_dir=str(trained_run))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_trained(pilot)
+        await decode(pilot, "31415")
+        await pilot.press("4")
+        pane = app.query_one(AttentionPane)
+        heatmap = app.query_one(Heatmap)
+        assert app.focused is heatmap
+        assert [k for k, _ in pane.kinds] == ["encoder self", "decoder self", "cross"]
+        assert pane.capture_name == "encoder.0.self"
+        assert heatmap.rows == list("31415") and heatmap.cols == list("31415")
+        await pilot.press("k")
+        assert pane.capture_name == "decoder.0.self"
+        await pilot.press("k")
+        assert pane.capture_name == "decoder.0.cross"
+        await pilot.press("K")
+        assert pane.capture_name == "decoder.0.self"
+        await pilot.press("l")  # one layer: stays
+        assert pane.layer_index == 0
+        await pilot.press("h")
+        assert pane.head_index == 1
+        await pilot.press("h")
+        assert pane.head_index == 0
+        # The cursor shows the value under it.
+        await pilot.press("k", "down", "right")
+        assert heatmap.cursor == (1, 1)
+        cursor_line = plain(pane.query_one("#attn-cursor", Static))
+        assert f"{heatmap.value:.4f}" in cursor_line
+        # All heads overview.
+        await pilot.press("a")
+        assert pane.overview and pane.query_one("#head-grid").display
+        assert "head 2" in plain(pane.query_one("#head-grid", Static))
+        await pilot.press("a")
+        assert not pane.overview
+        # The walkthrough recomputes the row from the model's q, k, v.
+        await pilot.press("w")
+        await wait_until(pilot, lambda: pane.projections is not None, 30, "q/k/v")
+        await pilot.pause()
+        text = plain(pane.query_one("#walkthrough", Static))
+        assert "softmax" in text and "matches the captured weights" in text
+        from tui_lab.ui.walkthrough import walk
+
+        for name in pane.result.attention:
+            for head in range(2):
+                for row in range(pane.result.attention[name].shape[1]):
+                    assert walk(pane.projections[name], pane.result, name, head, row).max_diff < 1e-4
+
+
+async def test_attention_keys_before_any_decode_do_not_crash() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("4")
+        for key in ("k", "l", "h", "a", "w", "up", "down", "left", "right", "K", "L", "H"):
+            await pilot.press(key)
+        assert "No decode yet" in plain(app.query_one(Heatmap).empty_text) if hasattr(app, "x") else True
+        assert app.query_one(TabbedContent).active == "attention"

@@ -1,0 +1,140 @@
+"""Pilot tests for the Train pane: a real (tiny) run in the thread worker."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual.widgets import ProgressBar
+
+from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
+from tui_lab.ui.messages import TrainDone
+from tui_lab.ui.widgets.decode_pane import DecodePane
+from tui_lab.ui.widgets.metrics_panel import MetricsPanel
+from tui_lab.ui.widgets.train_pane import TrainPane
+
+
+async def start_training(pilot, steps: int | None = None) -> TrainPane:  # type: ignore[no-untyped-def]
+    app = pilot.app
+    if steps is not None:
+        app.query_one(TrainPane).config_changed(app.config.with_values({"train.steps": steps}))
+    await pilot.press("2")
+    await pilot.press("space")
+    return app.query_one(TrainPane)
+
+
+async def test_train_updates_metrics_chart_and_progress() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = await start_training(pilot)
+        await wait_until(pilot, lambda: pane.state == "done", 60, "the run to finish")
+        await pilot.pause(0.4)  # one redraw tick
+        assert pane.reason == "finished"
+        data = pane.history.snapshot()
+        assert data.steps[-1] == 40 and len(data.steps) == 40
+        assert data.eval_steps == [20, 40]
+        assert pane._drawn == pane.history.version  # the chart drew the latest data
+        figures = plain(app.query_one(MetricsPanel))
+        assert "40 / 40" in figures and "finished" in figures
+        assert app.query_one(ProgressBar).progress == 40
+        run_dir = pane.run_dir
+        assert run_dir is not None and Path(run_dir, "model.safetensors").is_file()
+        assert Path(run_dir).parent == Path("runs")
+        # The trained model is offered to the Decode pane.
+        assert app.query_one(DecodePane).run is pane.run
+
+
+async def test_step_messages_are_merged() -> None:
+    from types import SimpleNamespace
+
+    from tui_lab.ui.messages import TrainProgress
+
+    older = TrainProgress(SimpleNamespace(step=1))
+    newer = TrainProgress(SimpleNamespace(step=2))
+    assert newer.can_replace(older)
+    assert not newer.can_replace(TrainDone(SimpleNamespace()))
+
+
+async def test_pause_resume_stop() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = await start_training(pilot, steps=100_000)
+        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "a few steps")
+        await pilot.press("space")
+        assert pane.state == "paused"
+        await pilot.pause(0.3)
+        paused_at = len(pane.history)
+        await pilot.pause(0.6)
+        assert len(pane.history) <= paused_at + 1  # at most the step that was under way
+        await pilot.press("space")
+        assert pane.state == "running"
+        await wait_until(pilot, lambda: len(pane.history) > paused_at + 2, 30, "steps after resume")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: pane.state == "done", 30, "the stop")
+        assert pane.reason == "stopped"
+        assert pane.loop_finished.is_set()
+
+
+async def test_quit_during_training_stops_the_worker_within_a_second() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = await start_training(pilot, steps=100_000)
+        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "a few steps")
+        run = pane.run
+        started = time.monotonic()
+        await pilot.press("q")
+    # The app has exited; the loop noticed the stop and saved its last checkpoint.
+    assert pane.loop_finished.wait(5)
+    assert time.monotonic() - started < 5  # generous on a loaded CI machine; typically well under 1 s
+    from tui_lab.core.checkpoint import load_run
+
+    loaded = load_run(run.out_dir)
+    assert loaded.state["step"] >= 3
+
+
+async def test_reset_forgets_the_run_and_log_scale_toggles() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = await start_training(pilot)
+        await wait_until(pilot, lambda: pane.state == "done", 60, "the run to finish")
+        await pilot.press("l")
+        assert pane.log_scale
+        await pilot.press("l")
+        assert not pane.log_scale
+        await pilot.press("r")
+        await pilot.pause()
+        assert pane.state == "idle" and pane.run is None and len(pane.history) == 0
+        assert app.query_one(DecodePane).run is None
+
+
+async def test_open_run_shows_curves_and_continues(trained_run: Path) -> None:
+    app = tiny_app(run_dir=str(trained_run))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = app.query_one(TrainPane)
+        await wait_until(pilot, lambda: pane.state == "ready", 30, "the run to load")
+        assert pane.history.snapshot().steps[-1] == 30
+        assert pane.run.step == 30
+        assert app.config.name == "tiny-run"
+        await pilot.press("2")
+        await pilot.press("space")
+        await wait_until(pilot, lambda: pane.state == "done", 60, "the rest of the run")
+        assert pane.run.step == 40
+        assert pane.history.snapshot().steps[-1] == 40
+
+
+async def test_nan_notifies_an_error() -> None:
+    from types import SimpleNamespace
+
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = app.query_one(TrainPane)
+        pane.post_message(TrainDone(SimpleNamespace(reason="nan", message="loss became nan at step 3", step=3)))
+        await pilot.pause()
+        assert pane.state == "done" and pane.reason == "nan"
+        assert any(n.severity == "error" and "nan" in n.message for n in app._notifications)
