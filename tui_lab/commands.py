@@ -91,11 +91,12 @@ def presets(args: argparse.Namespace) -> int:
 
 def params(args: argparse.Namespace) -> int:
     """Parameter breakdown of a preset."""
+    from .core.params import parameter_report
     from .core.presets import load_preset
-    from .core.params import preset_report
+    from .core.tasks import make_task
 
     cfg = load_preset(args.preset)
-    report = preset_report(cfg)
+    report = parameter_report(cfg.model, len(make_task(cfg.task).vocab))
     if args.json:
         _emit_json({
             "preset": cfg.name,
