@@ -21,6 +21,7 @@ Masks are boolean and **True means "may attend"** (the convention of
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -120,6 +121,12 @@ class KVCache:
         self.k = self.v = None
 
 
+class WeightStore(Protocol):
+    """Where captured weights go (``capture.AttentionStore`` implements it)."""
+
+    def record(self, name: str, weights: torch.Tensor) -> None: ...
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate ``w_q, w_k, w_v, w_o`` projections.
 
@@ -161,36 +168,11 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model)
         self.rope = rope
         self.capture_name: str = "attention"
-        self.store = None  # an AttentionStore while capturing (see capture.py)
+        self.store: WeightStore | None = None  # an AttentionStore while capturing
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
-
-    def _project(
-        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Apply w_q, w_k, w_v and split heads: 3 x (B, H, T, d_head).
-
-        When inputs are shared (self-attention: q = k = v; cross-attention:
-        k = v = memory) the projections run as one matrix multiply over the
-        concatenated weights: one larger GEMM (and one in the backward pass)
-        instead of three small ones, which is what makes small models fast on
-        CPU. The parameters stay three separate ``nn.Linear`` modules.
-        """
-        d = self.d_model
-        if query is key and key is value:
-            w = torch.cat((self.w_q.weight, self.w_k.weight, self.w_v.weight))  # (3D, D)
-            bias = torch.cat((self.w_q.bias, self.w_k.bias, self.w_v.bias))  # (3D,)
-            q, k, v = F.linear(query, w, bias).split(d, dim=-1)  # 3 x (B, T, D)
-        elif key is value:
-            q = self.w_q(query)  # (B, Tq, D)
-            w = torch.cat((self.w_k.weight, self.w_v.weight))  # (2D, D)
-            bias = torch.cat((self.w_k.bias, self.w_v.bias))
-            k, v = F.linear(key, w, bias).split(d, dim=-1)  # 2 x (B, Tk, D)
-        else:
-            q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)
-        return self._split_heads(q), self._split_heads(k), self._split_heads(v)
 
     def forward(
         self,
@@ -204,11 +186,12 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         b, t_q, _ = query.shape
         offset = 0 if cache is None or cache.static else cache.length
+        q = self._split_heads(self.w_q(query))  # (B, H, Tq, d_head)
         if cache is not None and cache.static and cache.filled:
-            q = self._split_heads(self.w_q(query))  # (B, H, Tq, d_head)
             k, v = cache.k, cache.v  # memory projections from the first step
         else:
-            q, k, v = self._project(query, key, value)  # (B, H, T, d_head) each
+            k = self._split_heads(self.w_k(key))  # (B, H, Tk_new, d_head)
+            v = self._split_heads(self.w_v(value))
             if self.rope is not None:
                 k = self.rope(k, offset)
             if cache is not None:

@@ -232,11 +232,9 @@ class EncoderDecoder(_Base):
             return None
         return mask
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
         """(B, S) ids -> memory (B, S, d_model)."""
-        if src_mask is None:
-            src_mask = self.src_mask(src)
-        return self.encoder(self._embed(self.src_embed, src, 0), src_mask)
+        return self._encode(src, self.src_mask(src))
 
     def decode(
         self,
@@ -244,20 +242,31 @@ class EncoderDecoder(_Base):
         memory: torch.Tensor,
         src: torch.Tensor,
         cache: DecoderCache | None = None,
-        src_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Target ids (B, T) -> logits (B, T, V); with ``cache``, ``tgt`` holds only new tokens."""
-        if src_mask is None:
-            src_mask = self.src_mask(src)
-        offset = 0 if cache is None else cache.length
+        """Target ids (B, T) -> logits (B, T, V); with ``cache``, ``tgt`` holds only new tokens.
+
+        ``src`` is only read for its padding, which cross attention must ignore.
+        """
+        return self._decode(tgt, memory, self.src_mask(src), cache)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        src_mask = self.src_mask(src)  # computed once for the encoder and cross attention
+        return self._decode(tgt, self._encode(src, src_mask), src_mask, None)
+
+    def _encode(self, src: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
+        return self.encoder(self._embed(self.src_embed, src, 0), src_mask)  # (B, S, d_model)
+
+    def _decode(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None,
+        cache: DecoderCache | None,
+    ) -> torch.Tensor:
+        offset = 0 if cache is None else cache.length  # positions continue after the cache
         x = self._embed(self.tgt_embed, tgt, offset)
         x = self.decoder(x, memory, src_mask, cache)
         return self.lm_head(x)  # (B, T, V)
-
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        src_mask = self.src_mask(src)
-        memory = self.encode(src, src_mask)
-        return self.decode(tgt, memory, src, src_mask=src_mask)
 
     def new_cache(self) -> DecoderCache:
         n = len(self.decoder.layers)
