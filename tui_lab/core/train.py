@@ -88,6 +88,7 @@ class TrainingRun:
         on_event: Callable[[Event], None] | None = None,
         device: str | None = None,
         resume: bool = False,
+        model_factory: Callable[..., torch.nn.Module] = build_model,
     ) -> None:
         self.config = config
         self.out_dir = Path(out_dir) if out_dir is not None else None
@@ -99,7 +100,8 @@ class TrainingRun:
         self.vocab = self.task.vocab
         self.arch = config.model.arch
         torch.manual_seed(config.train.seed)
-        self.model = build_model(config.model, vocab_size=len(self.vocab), pad_id=PAD).to(self.device)
+        # model_factory lets a benchmark train a reference model through this same loop.
+        self.model = model_factory(config.model, vocab_size=len(self.vocab), pad_id=PAD).to(self.device)
         self.optimizer = make_optimizer(self.model, config.train)
         self.scheduler = make_scheduler(self.optimizer, config.train)
         self.step = 0
