@@ -52,7 +52,13 @@ class RichReporter(PlainReporter):
     """A live progress bar with loss, accuracy, tokens/s and ETA."""
 
     def start(self, run: Any) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),

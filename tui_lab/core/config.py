@@ -329,7 +329,7 @@ def _coerce(path: str, value: Any, hint: Any) -> Any:
     if origin is tuple:
         if not isinstance(value, (list, tuple)) or len(value) != len(args):
             raise ConfigError(f"{path}: expected a list of {len(args)} numbers, got {value!r}")
-        return tuple(_coerce(f"{path}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args)))
+        return tuple(_coerce(f"{path}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args, strict=False)))
     if hint is bool:
         if isinstance(value, bool):
             return value

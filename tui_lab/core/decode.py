@@ -220,7 +220,7 @@ def _record(
     nxt = int(_pick(logits, temperature, top_k, gen)[0])
     k = min(report_k, probs.numel())
     vals, idx = probs.topk(k)
-    top = [(vocab.label(int(i)), float(v)) for v, i in zip(vals, idx)]
+    top = [(vocab.label(int(i)), float(v)) for v, i in zip(vals, idx, strict=False)]
     steps.append(StepTopK(vocab.label(nxt), float(probs[nxt]), top))
     return nxt
 
@@ -283,7 +283,7 @@ def batch_greedy(
             chunks = [order[j : j + batch_size] for j in range(0, len(order), batch_size)]
         for chunk in chunks:
             rows = [encoded[i] for i in chunk]
-            for i, ids in zip(chunk, _greedy_rows(model, rows, max_new_tokens, device)):
+            for i, ids in zip(chunk, _greedy_rows(model, rows, max_new_tokens, device), strict=False):
                 outputs[i] = vocab.decode(ids)
     finally:
         model.train(was_training)

@@ -159,11 +159,23 @@ def default_threads() -> int:
     return max(1, min(count, os.cpu_count() or count))
 
 
-def set_threads(n: int) -> int:
-    """Set torch's intra-op thread count (``0`` = ``default_threads()``); returns it."""
+# Below this many parameters a step is a chain of tiny matrix products that
+# threads cannot split profitably; measured here, a second thread made the copy
+# preset's step no faster alone and up to 6x slower when another process
+# (the lab's UI thread, a second job) wanted the other core.
+SMALL_MODEL_PARAMS = 2_000_000
+
+
+def set_threads(n: int, n_params: int | None = None) -> int:
+    """Set torch's intra-op thread count; returns it.
+
+    ``0`` means automatic: one thread for small models, ``default_threads()``
+    otherwise (or when the size is not known).
+    """
     if n < 0:
         raise DeviceError(f"threads: must be >= 0, got {n}")
-    count = n or default_threads()
+    small = n_params is not None and n_params < SMALL_MODEL_PARAMS
+    count = n or (1 if small else default_threads())
     torch.set_num_threads(count)
     return count
 

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from . import checkpoint as ckpt
 from .config import LabConfig
-from .decode import batch_greedy, is_decoder_only
+from .decode import batch_greedy
 from .device import autocast_context, choose_device, describe, set_threads
 from .models import build_model
 from .schedule import make_optimizer, make_scheduler
@@ -94,14 +94,16 @@ class TrainingRun:
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.on_event = on_event or (lambda event: None)
         self.device = choose_device(device or config.train.device)
-        set_threads(config.train.threads)
-        self.device_name = describe(self.device)
         self.task = make_task(config.task)
         self.vocab = self.task.vocab
         self.arch = config.model.arch
         torch.manual_seed(config.train.seed)
         # model_factory lets a benchmark train a reference model through this same loop.
         self.model = model_factory(config.model, vocab_size=len(self.vocab), pad_id=PAD).to(self.device)
+        n_params = sum(p.numel() for p in self.model.parameters())
+        if self.device.type == "cpu":
+            set_threads(config.train.threads, n_params)
+        self.device_name = describe(self.device, config.train.precision)
         self.optimizer = make_optimizer(self.model, config.train)
         self.scheduler = make_scheduler(self.optimizer, config.train)
         self.step = 0
@@ -278,7 +280,7 @@ class TrainingRun:
                 val_loss = sum(losses) / len(pairs)
                 max_new = self.config.sequence_length_needed()
                 outs = batch_greedy(self.model, self.task, [p[0] for p in pairs], max_new_tokens=max_new)
-                correct = sum(o == p[1] for o, p in zip(outs, pairs))
+                correct = sum(o == p[1] for o, p in zip(outs, pairs, strict=False))
                 overlap = sum(p[0] in self._seen_inputs for p in pairs) if self._seen_inputs else None
                 event = EvalEvent(self.step, val_loss, correct / len(pairs), len(pairs), overlap)
         finally:
