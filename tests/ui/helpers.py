@@ -17,7 +17,9 @@ SIZE = (120, 40)
 def tiny_app(**kwargs: object) -> LabApp:
     """The lab on the tiny test preset (runs and presets go to the test's folder)."""
     kwargs.setdefault("preset", str(TINY))
-    return LabApp(**kwargs)  # type: ignore[arg-type]
+    app = LabApp(**kwargs)  # type: ignore[arg-type]
+    app.animation_level = "none"  # no bar or scroll animations: snapshots see final frames
+    return app
 
 
 async def wait_until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
@@ -47,6 +49,7 @@ async def settle(pilot: Pilot) -> None:
     for field in app.query(Input):
         field.cursor_blink = False
     app.clear_notifications()
+    await pilot.wait_for_scheduled_animations()
     await pilot.pause()
 
 

@@ -90,7 +90,7 @@ def thin(xs: list[int], ys: list[float], max_points: int) -> tuple[list[float], 
     """At most ``max_points`` points: the mean of each equal-width bucket of steps."""
     n = len(xs)
     if n <= max_points or max_points <= 0:
-        return [float(x) for x in xs], list(ys)
+        return list(xs), list(ys)  # type: ignore[arg-type]
     out_x: list[float] = []
     out_y: list[float] = []
     size = n / max_points

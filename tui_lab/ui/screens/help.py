@@ -47,22 +47,35 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-body"):
             yield Static(self._render_sections(), id="help-text")
 
+    def on_mount(self) -> None:
+        """Focus the body so the arrows and page keys scroll it."""
+        self.query_one("#help-body").focus()
+
+    @staticmethod
+    def _section(title: str, rows: list[tuple[str, str]]) -> Table:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold yellow", no_wrap=True, min_width=12)
+        table.add_column()
+        table.add_row(Text(title, style="bold cyan"), "")
+        for key, what in rows:
+            table.add_row(key, what)
+        return table
+
     def _render_sections(self) -> Table:
-        outer = Table.grid(padding=(0, 0))
-        outer.add_column()
-        outer.add_row(Text("tfx-lab keys", style="bold underline"))
-        outer.add_row(Text("Every action is also in the command palette (ctrl+p).", style="dim"))
-        for title, rows in self.sections:
-            outer.add_row("")
-            outer.add_row(Text(title, style="bold cyan"))
-            table = Table.grid(padding=(0, 2))
-            table.add_column(style="bold yellow", no_wrap=True, min_width=16)
-            table.add_column()
-            for key, what in rows:
-                table.add_row(key, what)
-            outer.add_row(table)
-        outer.add_row("")
-        outer.add_row(Text("escape, ? or q closes this screen", style="dim"))
+        """Two columns of sections (the frame and Build/Train left, the other panes right)."""
+        outer = Table.grid(padding=(0, 4))
+        outer.add_column(ratio=1)
+        outer.add_column(ratio=1)
+        outer.add_row(Text("tfx-lab keys", style="bold underline"), "")
+        outer.add_row(Text("Every action is also in the command palette (ctrl+p).", style="dim"), "")
+        half = (len(self.sections) + 1) // 2
+        left, right = self.sections[:half], self.sections[half:]
+        for i in range(half):
+            cells = [self._section(*left[i]) if i < len(left) else "", self._section(*right[i]) if i < len(right) else ""]
+            outer.add_row("", "")
+            outer.add_row(*cells)
+        outer.add_row("", "")
+        outer.add_row(Text("escape, ? or q closes this screen", style="dim"), "")
         return outer
 
     def action_close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import yaml
 from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -34,8 +35,8 @@ class BuildPane(Vertical):
     BINDINGS = [
         Binding("ctrl+s", "save_as", "Save as"),
         Binding("ctrl+r", "revert", "Revert"),
-        Binding("p", "focus_presets", "Presets", show=False),
-        Binding("f", "focus_form", "Form", show=False),
+        Binding("p", "focus_presets", "Focus the preset list", show=False),
+        Binding("f", "focus_form", "Focus the form", show=False),
     ]
 
     def __init__(self, config: LabConfig, user_dir: Path | None = None, **kwargs: object) -> None:
@@ -84,10 +85,12 @@ class BuildPane(Vertical):
         self.query_one("#form-title", Label).update(f"Hyperparameters · {self.base.name}{mark}")
 
     def _show_yaml(self, config: LabConfig, stale: str = "") -> None:
-        text = "# what a saved preset holds\n" + (config.to_yaml() or "{}  # all defaults\n")
+        # Block style for reading; the file save-as writes comes from LabConfig.to_yaml().
+        diff = config.diff_dict()
+        text = "# what a saved preset holds\n" + (yaml.safe_dump(diff, sort_keys=False) if diff else "{}\n")
         if stale:
             text = f"# {stale}\n# showing the last valid settings\n" + text
-        text += "\n# every setting, defaults included\n" + config.to_yaml(full=True)
+        text += "\n# every setting, defaults included\n" + yaml.safe_dump(config.to_dict(), sort_keys=False)
         self.query_one("#yaml", Static).update(
             Syntax(text, "yaml", theme="ansi_dark", background_color="default", word_wrap=True)
         )

@@ -46,10 +46,10 @@ class Heatmap(Widget, can_focus=True):
     """Rows are queries, columns keys; the arrow keys move a cursor over the cells."""
 
     BINDINGS = [
-        Binding("up", "move(-1, 0)", "Up", show=False),
-        Binding("down", "move(1, 0)", "Down", show=False),
-        Binding("left", "move(0, -1)", "Left", show=False),
-        Binding("right", "move(0, 1)", "Right", show=False),
+        Binding("up", "move(-1, 0)", "Cursor to the previous query row", show=False),
+        Binding("down", "move(1, 0)", "Cursor to the next query row", show=False),
+        Binding("left", "move(0, -1)", "Cursor to the previous key", show=False),
+        Binding("right", "move(0, 1)", "Cursor to the next key", show=False),
         Binding("home", "jump(0)", "First key", show=False),
         Binding("end", "jump(-1)", "Last key", show=False),
     ]
@@ -170,7 +170,7 @@ class Heatmap(Widget, can_focus=True):
                     else:
                         out.append(cell_text(value, cw) if middle or value != 0.0 else " " * cw, style=Style(color=colour(value)))
                 out.append("\n")
-        out.append(" " * (lw + 1) + "0 ", style="dim")
+        out.append(" " * (lw + 1) + "weight 0 ", style="dim")
         for v in (0.1, 0.3, 0.6, 1.0):
             out.append(shade(v), style=Style(color=colour(v)))
         out.append(" 1  · = 0 (masked)", style="dim")

@@ -23,6 +23,13 @@ STATE_STYLES = {
 }
 
 
+def number(value: float | None, spec: str) -> str:
+    """A figure formatted with ``spec``; '-' when unknown (None or NaN)."""
+    if value is None or value != value:
+        return "-"
+    return format(value, spec)
+
+
 def clock(seconds: float | None) -> str:
     """Seconds as m:ss or h:mm:ss; '-' when unknown."""
     if seconds is None or seconds != seconds or seconds < 0:
@@ -56,8 +63,8 @@ class MetricsPanel(Static):
         grid.add_row("state", Text(label, style=f"bold {style}"))
         total = step.total_steps if step is not None else total_steps
         grid.add_row("step", f"{step.step:,} / {total:,}" if step is not None else f"0 / {total or 0:,}")
-        grid.add_row("loss", f"{step.loss:.4f}" if step is not None else "-")
-        grid.add_row("val loss", f"{evaluation.val_loss:.4f}" if evaluation is not None else "-")
+        grid.add_row("loss", number(step.loss if step is not None else None, ".4f"))
+        grid.add_row("val loss", number(evaluation.val_loss if evaluation is not None else None, ".4f"))
         acc = evaluation.exact_match if evaluation is not None else None
         acc_text = Text(f"{acc:.1%}" if acc is not None else "-", style="bold" if acc else "")
         if acc is not None and acc >= 0.99:
@@ -65,9 +72,10 @@ class MetricsPanel(Static):
         grid.add_row("exact match", acc_text)
         if best is not None:
             grid.add_row("best", f"{best:.1%}")
-        grid.add_row("lr", f"{step.lr:.2e}" if step is not None else "-")
-        grid.add_row("grad norm", f"{step.grad_norm:.3f}" if step is not None else "-")
-        grid.add_row("tokens/s", human(step.tokens_per_s) if step is not None else "-")
+        grid.add_row("lr", number(step.lr if step is not None else None, ".2e"))
+        grid.add_row("grad norm", number(step.grad_norm if step is not None else None, ".3f"))
+        tps = step.tokens_per_s if step is not None else None
+        grid.add_row("tokens/s", human(tps) if tps else "-")
         grid.add_row("elapsed", clock(step.elapsed) if step is not None else "-")
         grid.add_row("ETA", clock(step.eta) if step is not None else "-")
         grid.add_row("device", device or "-")

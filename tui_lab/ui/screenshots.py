@@ -1,0 +1,114 @@
+"""Regenerate ``screenshots/*.svg``: the lab driven like a user, at 120x40.
+
+    python -m tui_lab.ui.screenshots [--preset copy] [--out screenshots] [--max-seconds 300]
+
+It opens the lab on the preset, trains it in the Train pane (until the preset
+stops, e.g. at its target accuracy), decodes ``31415``, and saves one SVG per
+pane plus the help screen. Runs go to a temporary folder; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+SIZE = (120, 40)
+
+
+async def _wait(pilot: Pilot, predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"screenshots: timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def _settle(pilot: Pilot) -> None:
+    app = pilot.app
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.4)
+    for field in app.query(Input):
+        field.cursor_blink = False
+    app.clear_notifications()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
+async def make(preset: str, out: Path, max_seconds: float, decode_input: str) -> list[Path]:
+    """Drive the lab and write the SVGs; returns their paths."""
+    from tui_lab.ui.app import LabApp
+    from tui_lab.ui.widgets.attention_pane import AttentionPane
+    from tui_lab.ui.widgets.train_pane import TrainPane
+
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    with tempfile.TemporaryDirectory(prefix="tfx-lab-shots-") as runs:
+        app = LabApp(preset=preset, runs_dir=runs)
+        app.animation_level = "none"
+
+        def save(name: str) -> None:
+            path = out / f"{name}.svg"
+            path.write_text(app.export_screenshot(title=f"tfx-lab · {name}"), encoding="utf-8")
+            written.append(path)
+            print(f"wrote {path}", file=sys.stderr)
+
+        async with app.run_test(size=SIZE) as pilot:
+            await _wait(pilot, lambda: app.core is not None, 120, "torch")
+            await _settle(pilot)
+            save("build")
+            await pilot.press("2", "space")
+            train = app.query_one(TrainPane)
+            started = time.monotonic()
+            await _wait(pilot, lambda: train.state in ("running", "done"), 120, "training to start")
+            while train.state != "done" and time.monotonic() - started < max_seconds:
+                await pilot.pause(0.5)
+            if train.state != "done":
+                await pilot.press("s")
+                await _wait(pilot, lambda: train.state == "done", 60, "training to stop")
+            await pilot.pause(0.6)
+            await _settle(pilot)
+            save("train")
+            await pilot.press("3")
+            field = app.query_one("#decode-input", Input)
+            field.value = decode_input
+            await pilot.press("enter")
+            await _settle(pilot)
+            save("decode")
+            await pilot.press("4", "k", "k", "down", "down", "w")
+            attention = app.query_one(AttentionPane)
+            await _wait(pilot, lambda: attention.projections is not None, 60, "the walkthrough")
+            await _settle(pilot)
+            save("attention")
+            await pilot.press("5")
+            await _settle(pilot)
+            save("params")
+            await pilot.press("question_mark")
+            await _settle(pilot)
+            save("help")
+            await pilot.press("escape")
+            app.query_one(TrainPane).stop_training()
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tui_lab.ui.screenshots", description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="copy", help="preset to train (default: copy)")
+    parser.add_argument("--out", default="screenshots", help="folder for the SVGs (default: screenshots)")
+    parser.add_argument("--max-seconds", type=float, default=300.0, help="stop training after this long")
+    parser.add_argument("--input", default="31415", help="what to decode (default: 31415)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+    asyncio.run(make(args.preset, Path(args.out), args.max_seconds, args.input))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
