@@ -327,7 +327,8 @@ def test_to_yaml_round_trips(full):
 def test_diff_dict_holds_only_changes():
     cfg = default_config().with_values({"model.d_model": 128, "train.seed": 3})
     diff = cfg.diff_dict()
-    assert diff["model"] == {"d_model": 128}
-    assert diff["train"] == {"seed": 3, "target_accuracy": 0.995}
+    assert diff["model"] == {"d_model": 128, "n_encoder_layers": 1, "n_decoder_layers": 1}
+    assert diff["train"] == {"steps": 1000, "lr": 3e-3, "warmup_steps": 50, "seed": 3,
+                             "target_accuracy": 0.995}
     assert "task" not in diff
     assert from_dict(diff, source=cfg.source, name=cfg.name) == cfg

@@ -96,9 +96,9 @@ def test_preset_contents():
     )
     assert (base.d_ff, base.norm, base.dropout, base.vocab_size) == (2048, "post", 0.1, 37000)
     assert base.tie_embeddings and base.share_embeddings
-    for name in SHIPPED:
-        train = load_preset(name).train
-        assert train.batch_size == 64 and train.lr == 1e-3 and train.warmup_steps == 100
+    for name in ("copy", "reverse", "sort", "addition"):
+        assert load_preset(name).train.target_accuracy is not None, name
+    assert load_preset("char-lm").train.max_seconds == 120
 
 
 def test_list_presets_shows_shipped_then_user(user_dir):
