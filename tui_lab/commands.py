@@ -139,6 +139,9 @@ def train(args: argparse.Namespace) -> int:
     from .core.presets import load_preset
 
     overrides: dict[str, Any] = {}
+    from .core.distributed import from_environment
+
+    main_rank = from_environment().is_main  # under torchrun, rank 0 alone talks and writes
     if args.resume:
         from .core.checkpoint import load_run
 
@@ -147,7 +150,7 @@ def train(args: argparse.Namespace) -> int:
     else:
         cfg = load_preset(args.preset)
         out = Path(args.out) if args.out else default_run_dir(cfg.name)
-        if (out / "state.json").exists():
+        if main_rank and (out / "state.json").exists():
             raise LabError(f"{out}: already holds a run; use --resume {out} or another --out")
     if args.steps is not None:
         overrides["train.steps"] = args.steps
@@ -163,7 +166,7 @@ def train(args: argparse.Namespace) -> int:
     from .core.train import TrainingRun
     from .progress import make_reporter
 
-    reporter = make_reporter(json_mode=args.json)
+    reporter = make_reporter(json_mode=args.json or not main_rank)
     run = TrainingRun(cfg, out, on_event=reporter.on_event, resume=bool(args.resume))
     reporter.start(run)
 
@@ -181,7 +184,7 @@ def train(args: argparse.Namespace) -> int:
         summary = reporter.finish(run.run())
     finally:
         signal.signal(signal.SIGINT, previous)
-    if args.json:
+    if args.json and main_rank:
         _emit_json(summary)
     return 0 if summary["reason"] in ("finished", "target", "stopped", "time") else 1
 

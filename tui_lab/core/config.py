@@ -138,6 +138,7 @@ class TrainConfig:
 
     steps: int = 2000
     batch_size: int = 64
+    micro_batch: int | None = None
     lr: float = 1e-3
     warmup_steps: int = 100
     schedule: str = "cosine"
@@ -164,6 +165,13 @@ class TrainConfig:
         _choice("train.precision", self.precision, PRECISIONS)
         for name in ("steps", "batch_size", "eval_every", "eval_examples"):
             _positive(f"train.{name}", getattr(self, name))
+        if self.micro_batch is not None:
+            _positive("train.micro_batch", self.micro_batch)
+            if self.batch_size % self.micro_batch:
+                raise ConfigError(
+                    f"train.micro_batch: {self.micro_batch} does not divide "
+                    f"batch_size={self.batch_size}"
+                )
         for name in ("warmup_steps", "weight_decay", "clip", "threads"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"train.{name}: must be >= 0, got {getattr(self, name)}")

@@ -15,7 +15,8 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from contextlib import nullcontext
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,58 +24,22 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint as ckpt
+from . import distributed
 from .config import LabConfig
 from .decode import batch_greedy
 from .device import autocast_context, choose_device, describe, set_threads
+from .errors import LabError
+from .events import CheckpointEvent, DoneEvent, EvalEvent, Event, LogEvent, StepEvent
 from .models import build_model
 from .schedule import make_optimizer, make_scheduler
 from .tasks import make_task
 from .vocab import PAD
 
 HELD_OUT_SEED_OFFSET = 1_000_003  # held-out examples never share the training seed
+RANK_SEED_STRIDE = 7919  # each data-parallel rank draws its own stream of examples
 
-
-@dataclass
-class StepEvent:
-    step: int
-    total_steps: int
-    loss: float
-    lr: float
-    grad_norm: float
-    tokens_per_s: float
-    elapsed: float
-    eta: float | None
-
-
-@dataclass
-class EvalEvent:
-    step: int
-    val_loss: float
-    exact_match: float | None
-    n: int
-    overlap: int | None  # held-out examples also seen in training so far
-
-
-@dataclass
-class CheckpointEvent:
-    step: int
-    path: str
-
-
-@dataclass
-class LogEvent:
-    message: str
-    level: str = "info"  # info | warning | error
-
-
-@dataclass
-class DoneEvent:
-    reason: str  # finished | target | stopped | nan | time | error
-    message: str
-    step: int
-
-
-Event = StepEvent | EvalEvent | CheckpointEvent | LogEvent | DoneEvent
+__all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "CheckpointEvent",
+           "LogEvent", "DoneEvent"]
 
 
 class TrainingRun:
@@ -93,7 +58,12 @@ class TrainingRun:
         self.config = config
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.on_event = on_event or (lambda event: None)
-        self.device = choose_device(device or config.train.device)
+        self.dist = distributed.from_environment()
+        if not self.dist.is_main:  # rank 0 alone logs, evaluates and writes
+            self.out_dir = None
+            self.on_event = lambda event: None
+        self.device = distributed.init(self.dist, choose_device(device or config.train.device))
+        self.micro_batch, self.accumulation = _split_batch(config.train, self.dist.world_size)
         self.task = make_task(config.task)
         self.vocab = self.task.vocab
         self.arch = config.model.arch
@@ -106,12 +76,22 @@ class TrainingRun:
         self.device_name = describe(self.device, config.train.precision)
         self.optimizer = make_optimizer(self.model, config.train)
         self.scheduler = make_scheduler(self.optimizer, config.train)
+        # What the optimizer step runs through; self.model stays the plain module
+        # that checkpoints, evaluation and decoding use.
+        self.train_model: torch.nn.Module = self.model
+        if self.dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.train_model = DistributedDataParallel(self.model, device_ids=ids)
+        if config.train.compile:
+            self.train_model = torch.compile(self.train_model)
         self.step = 0
         self.elapsed = 0.0
         self.best_accuracy: float | None = None
         self.last_eval: EvalEvent | None = None
         self.last_step: StepEvent | None = None
-        self._rng = random.Random(config.train.seed)
+        self._rng = random.Random(config.train.seed + RANK_SEED_STRIDE * self.dist.rank)
         self._seen_inputs: set[str] = set()
         self._stop = threading.Event()
         self._running = threading.Event()
@@ -152,7 +132,7 @@ class TrainingRun:
         window_tokens, window_time = 0, 0.0
         try:
             while self.step < cfg.steps:
-                if self._stop.is_set():
+                if self._stop.is_set() and not self.dist.enabled:
                     reason, message = "stopped", f"stopped at step {self.step}"
                     break
                 if not self._running.is_set():
@@ -162,6 +142,7 @@ class TrainingRun:
                 lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
                 loss, grad_norm, tokens = self._train_step()
                 dt = time.perf_counter() - t0
+                # Gradients are averaged across ranks, so a non-finite norm is seen by all.
                 if not (math.isfinite(loss) and math.isfinite(grad_norm)):
                     what = "loss" if not math.isfinite(loss) else "gradient norm"
                     reason = "nan"
@@ -179,22 +160,17 @@ class TrainingRun:
                 if window_time > 2.0:  # a sliding estimate that follows speed changes
                     window_tokens, window_time = int(tps * 1.0), 1.0
                 eta = (cfg.steps - self.step) * (self.elapsed / max(1, self.step - self._start_step))
-                event = StepEvent(
-                    self.step, cfg.steps, loss, lr, grad_norm,
-                    tps, self.elapsed, eta,
-                )
+                event = StepEvent(self.step, cfg.steps, loss, lr, grad_norm, tps, self.elapsed, eta)
                 self.last_step = event
                 self._emit(event)
                 self._metric({"kind": "step", **asdict(event)})
-                if self.step % cfg.eval_every == 0 or self.step == cfg.steps:
-                    ev = self.evaluate()
-                    target = cfg.target_accuracy
-                    if target is not None and ev.exact_match is not None and ev.exact_match >= target:
-                        reason = "target"
-                        message = f"reached {ev.exact_match:.1%} exact match at step {self.step}"
-                        break
-                if cfg.max_seconds is not None and self.elapsed >= cfg.max_seconds:
-                    reason, message = "time", f"time limit of {cfg.max_seconds:g} s reached at step {self.step}"
+                ended = self._check_end()
+                if self.dist.enabled and distributed.any_rank(
+                    ended is not None or self._stop.is_set(), self.dist, self.device
+                ):
+                    ended = ended or ("stopped", f"stopped at step {self.step}")
+                if ended:
+                    reason, message = ended
                     break
                 if time.perf_counter() - last_save >= cfg.checkpoint_seconds:
                     self.save()
@@ -207,7 +183,7 @@ class TrainingRun:
             reason, message = "error", f"training failed at step {self.step}: {exc}".splitlines()[0]
         if reason not in ("nan", "error"):
             if self.last_eval is None or self.last_eval.step != self.step:
-                if self.step > self._start_step:
+                if self.step > self._start_step and self.dist.is_main:
                     self.evaluate()
             try:
                 self.save()
@@ -215,39 +191,58 @@ class TrainingRun:
                 reason, message = "error", str(exc)
         self._log(message, "error" if reason in ("nan", "error") else "info")
         self._emit(DoneEvent(reason, message, self.step))
+        distributed.shutdown(self.dist)
         return self.summary(reason, message)
 
-    def _train_step(self) -> tuple[float, float, int]:
+    def _check_end(self) -> tuple[str, str] | None:
+        """Evaluate when due; (reason, message) if the run should end after this step."""
         cfg = self.config.train
-        self.model.train()
-        batch = self._next_batch()
-        with autocast_context(self.device, cfg.precision):
-            if self.arch == "decoder-only":
-                logits = self.model(batch.tgt_in)
-            else:
-                logits = self.model(batch.src, batch.tgt_in)
-            loss = F.cross_entropy(
-                logits.flatten(0, 1).float(),
-                batch.tgt_out.flatten(),
-                ignore_index=-100,
-                label_smoothing=cfg.label_smoothing,
-            )
-        loss_value = float(loss.detach())
-        if not math.isfinite(loss_value):
-            return loss_value, 0.0, 0
+        if self.dist.is_main and (self.step % cfg.eval_every == 0 or self.step == cfg.steps):
+            ev = self.evaluate()
+            target = cfg.target_accuracy
+            if target is not None and ev.exact_match is not None and ev.exact_match >= target:
+                return "target", f"reached {ev.exact_match:.1%} exact match at step {self.step}"
+        if cfg.max_seconds is not None and self.elapsed >= cfg.max_seconds:
+            return "time", f"time limit of {cfg.max_seconds:g} s reached at step {self.step}"
+        return None
+
+    def _train_step(self) -> tuple[float, float, int]:
+        """One optimizer update over ``batch_size`` examples (all ranks, all micro-batches)."""
+        cfg = self.config.train
+        self.train_model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss_total, tokens = 0.0, 0
+        for i in range(self.accumulation):
+            batch = self._next_batch(self.micro_batch)
+            last = i == self.accumulation - 1
+            # DDP averages gradients once, on the last micro-batch of the update.
+            sync = nullcontext() if last or not self.dist.enabled else self.train_model.no_sync()
+            with sync, autocast_context(self.device, cfg.precision):
+                if self.arch == "decoder-only":
+                    logits = self.train_model(batch.tgt_in)
+                else:
+                    logits = self.train_model(batch.src, batch.tgt_in)
+                loss = F.cross_entropy(
+                    logits.flatten(0, 1).float(),
+                    batch.tgt_out.flatten(),
+                    ignore_index=-100,
+                    label_smoothing=cfg.label_smoothing,
+                )
+                # A NaN loss still goes backward: under DDP every rank must join the
+                # gradient all-reduce, and the NaN then shows in every rank's norm.
+                (loss / self.accumulation).backward()
+            loss_total += float(loss.detach()) / self.accumulation
+            tokens += batch.tgt_in.numel() + (batch.src.numel() if batch.src is not None else 0)
         max_norm = cfg.clip if cfg.clip > 0 else float("inf")
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
-        if not math.isfinite(grad_norm):
-            return loss_value, grad_norm, 0
+        if not (math.isfinite(grad_norm) and math.isfinite(loss_total)):
+            return loss_total, grad_norm, 0
         self.optimizer.step()
         self.scheduler.step()
-        tokens = batch.tgt_in.numel() + (batch.src.numel() if batch.src is not None else 0)
-        return loss_value, grad_norm, tokens
+        return loss_total, grad_norm, tokens * self.dist.world_size
 
-    def _next_batch(self) -> Any:
-        batch = self.task.batch(self._rng, self.config.train.batch_size, self.arch)
+    def _next_batch(self, size: int) -> Any:
+        batch = self.task.batch(self._rng, size, self.arch)
         if batch.examples and len(self._seen_inputs) < 2_000_000:
             self._seen_inputs.update(p[0] for p in batch.examples)
         return _to(batch, self.device)
@@ -323,7 +318,7 @@ class TrainingRun:
             "elapsed": self.elapsed,
             "best_accuracy": self.best_accuracy,
             "vocab": self.vocab.chars,
-            "world_size": 1,
+            "world_size": self.dist.world_size,
             "device": self.device_name,
             "torch": torch.__version__,
             "rng": self._rng.getstate()[1][-1],
@@ -379,6 +374,23 @@ class TrainingRun:
             "device": self.device_name,
             "run": str(self.out_dir) if self.out_dir else None,
         }
+
+
+def _split_batch(train: Any, world_size: int) -> tuple[int, int]:
+    """(micro-batch, accumulation steps) so ranks x micro x steps = train.batch_size."""
+    if train.batch_size % world_size:
+        raise LabError(
+            f"train.batch_size: {train.batch_size} is not divisible by the {world_size} "
+            f"processes torchrun started"
+        )
+    per_rank = train.batch_size // world_size
+    micro = min(per_rank, train.micro_batch or per_rank)
+    if per_rank % micro:
+        raise LabError(
+            f"train.micro_batch: {micro} does not divide the {per_rank} examples "
+            f"each of {world_size} processes takes"
+        )
+    return micro, per_rank // micro
 
 
 def _to(batch: Any, device: torch.device) -> Any:
