@@ -97,8 +97,8 @@ def test_set_threads_zero_uses_the_default_and_explicit_counts_stick() -> None:
 
 def test_describe_labels() -> None:
     with threads_set_to(1):
-        assert describe(torch.device("cpu")) == "cpu (1 threads)"
-        assert describe(torch.device("cpu"), "bf16") == "cpu (1 threads) bf16"
+        assert describe(torch.device("cpu")) == "cpu (1 thread)"
+        assert describe(torch.device("cpu"), "bf16") == "cpu (1 thread) bf16"
     assert describe(torch.device("mps")) == "mps fp32"
 
 

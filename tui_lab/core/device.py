@@ -187,7 +187,8 @@ def describe(device: torch.device, precision: str = "auto") -> str:
         index = torch.cuda.current_device() if device.index is None else device.index
         return f"cuda:{index} {torch.cuda.get_device_name(index)} {resolved}"
     if device.type == "cpu":
-        text = f"cpu ({torch.get_num_threads()} threads)"
+        n = torch.get_num_threads()
+        text = f"cpu ({n} thread{'' if n == 1 else 's'})"
         return f"{text} bf16" if resolved == "bf16" else text
     return f"{device.type} {resolved}"
 
