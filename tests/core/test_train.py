@@ -145,3 +145,16 @@ def test_other_shapes_train_and_evaluate(arch_cfg):
     TrainingRun(cfg, None, on_event=events.append).run()
     evals = [e for e in events if isinstance(e, EvalEvent)]
     assert evals and all(0.0 <= e.exact_match <= 1.0 for e in evals)
+
+
+def test_explicit_attention_switch_trains_the_same(tiny):
+    fused: list = []
+    explicit: list = []
+    TrainingRun(tiny.with_values({"train.steps": 10}), None, on_event=fused.append).run()
+    run = TrainingRun(tiny.with_values({"train.steps": 10, "train.fused_attention": False}), None,
+                      on_event=explicit.append)
+    from tui_lab.core.attention import MultiHeadAttention
+
+    assert all(not m.fused for m in run.model.modules() if isinstance(m, MultiHeadAttention))
+    run.run()
+    assert _losses(fused) == pytest.approx(_losses(explicit), rel=1e-4)

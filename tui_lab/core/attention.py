@@ -169,6 +169,9 @@ class MultiHeadAttention(nn.Module):
         self.rope = rope
         self.capture_name: str = "attention"
         self.store: WeightStore | None = None  # an AttentionStore while capturing
+        # False forces the explicit path everywhere (train.fused_attention: false),
+        # e.g. to compare kernels or rule the fused one out when debugging.
+        self.fused: bool = True
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -212,7 +215,7 @@ class MultiHeadAttention(nn.Module):
         store = self.store
         weights = None
         p = self.dropout if self.training else 0.0
-        if store is None and not need_weights:
+        if store is None and not need_weights and self.fused:
             out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=p, is_causal=fused_causal
             )  # (B, H, Tq, d_head)

@@ -151,6 +151,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     precision: str = "auto"
+    fused_attention: bool = True
     compile: bool = False
     threads: int = 0
     eval_every: int = 100

@@ -70,6 +70,12 @@ class TrainingRun:
         torch.manual_seed(config.train.seed)
         # model_factory lets a benchmark train a reference model through this same loop.
         self.model = model_factory(config.model, vocab_size=len(self.vocab), pad_id=PAD).to(self.device)
+        if not config.train.fused_attention:
+            from .attention import MultiHeadAttention
+
+            for module in self.model.modules():
+                if isinstance(module, MultiHeadAttention):
+                    module.fused = False
         n_params = sum(p.numel() for p in self.model.parameters())
         if self.device.type == "cpu":
             set_threads(config.train.threads, n_params)
