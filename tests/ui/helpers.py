@@ -8,8 +8,8 @@ from collections.abc import Callable
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from tui_lab.ui.app import LabApp
 from tests.ui.conftest import TINY
+from tui_lab.ui.app import LabApp
 
 SIZE = (120, 40)
 

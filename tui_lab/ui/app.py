@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Input, TabbedContent, TabPane
 
 from tui_lab.core.config import ConfigError, LabConfig, default_config
 from tui_lab.core.presets import load_preset
@@ -29,13 +29,17 @@ from tui_lab.ui.messages import (
     ReportReady,
 )
 from tui_lab.ui.runs import runs_root
-from tui_lab.ui.widgets.attention_pane import AttentionPane
 from tui_lab.ui.widgets.build_pane import BuildPane
-from tui_lab.ui.widgets.decode_pane import DecodePane
-from tui_lab.ui.widgets.params_pane import ParamsPane
+from tui_lab.ui.widgets.key_bar import KeyBar
+from tui_lab.ui.widgets.lazy_pane import LazyPane
 from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice
 from tui_lab.ui.widgets.status_bar import StatusBar
-from tui_lab.ui.widgets.train_pane import TrainPane
+
+if TYPE_CHECKING:
+    from tui_lab.ui.widgets.attention_pane import AttentionPane
+    from tui_lab.ui.widgets.decode_pane import DecodePane
+    from tui_lab.ui.widgets.params_pane import ParamsPane
+    from tui_lab.ui.widgets.train_pane import TrainPane
 
 PANES = ("build", "train", "decode", "attention", "params")
 PANE_TITLES = {"build": "Build", "train": "Train", "decode": "Decode", "attention": "Attention", "params": "Params"}
@@ -89,6 +93,10 @@ class LabApp(App[None]):
         self.user_dir = user_dir
         self.core: Any = None
         self.core_state = "loading torch…"
+        self.panes: dict[str, Any] = {}  # pane id -> pane widget, once mounted
+        self.current_run: Any = None  # the run whose model Decode uses
+        self.last_report: ReportReady | None = None
+        self.last_decode: Decoded | None = None
         self._load_core = load_core
         self._report_generation = 0
 
@@ -100,27 +108,57 @@ class LabApp(App[None]):
             with TabPane("1 Build", id="build"):
                 yield BuildPane(self.config, self.user_dir, id="build-pane")
             with TabPane("2 Train", id="train"):
-                yield TrainPane(self.config, self.runs_root, id="train-pane")
+                yield LazyPane(self._make_train)
             with TabPane("3 Decode", id="decode"):
-                yield DecodePane(id="decode-pane")
+                yield LazyPane(self._make_decode)
             with TabPane("4 Attention", id="attention"):
-                yield AttentionPane(id="attention-pane")
+                yield LazyPane(self._make_attention)
             with TabPane("5 Params", id="params"):
-                yield ParamsPane(id="params-pane")
+                yield LazyPane(self._make_params)
         yield SizeNotice(id="size-notice")
-        yield Footer(compact=True)
+        yield KeyBar(id="keys")
+
+    # The hidden panes (and plotext) are imported and built after the first frame.
+
+    def _make_train(self) -> TrainPane:
+        from tui_lab.ui.widgets.train_pane import TrainPane
+
+        follow = self.run_dir if self.follow_run else None
+        opened = self.run_dir if not self.follow_run else None
+        return TrainPane(self.config, self.runs_root, open_dir=opened, follow_dir=follow, id="train-pane")
+
+    def _make_decode(self) -> DecodePane:
+        from tui_lab.ui.widgets.decode_pane import DecodePane
+
+        return DecodePane(id="decode-pane")
+
+    def _make_attention(self) -> AttentionPane:
+        from tui_lab.ui.widgets.attention_pane import AttentionPane
+
+        return AttentionPane(id="attention-pane")
+
+    def _make_params(self) -> ParamsPane:
+        from tui_lab.ui.widgets.params_pane import ParamsPane
+
+        return ParamsPane(id="params-pane")
+
+    def pane(self, pane_id: str) -> Any:
+        """The pane widget with this id ('train'...), or None before it is built."""
+        return self.panes.get(pane_id)
+
+    def register_pane(self, pane_id: str, widget: Any) -> None:
+        """Called by each pane when it mounts; hands it what it missed."""
+        self.panes[pane_id] = widget
+        if self.query_one(TabbedContent).active == pane_id:
+            self._focus_pane(pane_id)
 
     def on_mount(self) -> None:
         """Show the first frame now; load torch once it is painted."""
         self._update_status()
         self.query_one(BuildPane).focus_default()
+        self.panes["build"] = self.query_one(BuildPane)
         if self.start_error:
             self.notify(self.start_error, title="Preset not loaded; using the default", severity="error")
-        if self.run_dir is not None:
-            if self.follow_run:
-                self.query_one(TrainPane).follow(self.run_dir)
-            else:
-                self.query_one(TrainPane).open_run_dir(self.run_dir)
         if self._load_core:
             self.call_after_refresh(self._load_core_worker)
 
@@ -133,16 +171,18 @@ class LabApp(App[None]):
             self.query_one(SizeNotice).show_size(width, height)
 
     def _update_status(self) -> None:
-        train = self.query_one(TrainPane)
+        train = self.pane("train")
         build = self.query_one(BuildPane)
-        training = {"running": "training", "paused": "paused", "stopping": "stopping"}.get(train.state, "")
+        state = train.state if train is not None else ""
+        training = {"running": "training", "paused": "paused", "stopping": "stopping"}.get(state, "")
         name = build.config.name + (" (edited)" if build.edited else "")
         self.query_one(StatusBar).show(name, self.core_state, training)
 
     @property
     def training_active(self) -> bool:
         """True while a training loop is running or paused."""
-        return self.query_one(TrainPane).state in ("running", "paused", "stopping", "building")
+        train = self.pane("train")
+        return train is not None and train.state in ("running", "paused", "stopping", "building")
 
     # ---- torch loading ----------------------------------------------------------------
 
@@ -169,7 +209,8 @@ class LabApp(App[None]):
         torch = message.core.torch
         self.core_state = f"torch {torch.__version__.split('+')[0]} ready"
         self._update_status()
-        self.query_one(TrainPane).core_ready()
+        if self.pane("train") is not None:
+            self.pane("train").core_ready()
         self._request_report(self.query_one(BuildPane).config, self.query_one(BuildPane).edited)
 
     # ---- routing between panes ---------------------------------------------------
@@ -177,13 +218,16 @@ class LabApp(App[None]):
     def on_config_changed(self, message: ConfigChanged) -> None:
         """A valid config from Build: Train uses it next, Params recounts it."""
         self.config = message.config
-        self.query_one(TrainPane).config_changed(message.config)
+        if self.pane("train") is not None:
+            self.pane("train").config_changed(message.config)
         self._update_status()
         self._request_report(message.config, message.edited)
 
     def on_config_invalid(self, message: ConfigInvalid) -> None:
         """The form is invalid: Params says its table is stale."""
-        self.query_one(ParamsPane).show_invalid(message.message)
+        self.last_invalid = message.message
+        if self.pane("params") is not None:
+            self.pane("params").show_invalid(message.message)
 
     def show_run_config(self, config: LabConfig) -> None:
         """An opened run's config becomes the one shown in Build and Params."""
@@ -221,20 +265,28 @@ class LabApp(App[None]):
 
     def on_report_ready(self, message: ReportReady) -> None:
         """Show the new counts in Build's summary and the Params table."""
+        params = self.pane("params")
         if message.report is None:
-            self.query_one(ParamsPane).show_invalid(message.error or "cannot count")
+            if params is not None:
+                params.show_invalid(message.error or "cannot count")
             return
+        self.last_report = message
         self.query_one(BuildPane).show_report(message.report, message.vocab_size)
-        self.query_one(ParamsPane).show_report(message.report, message.config, message.vocab_size, message.edited)
+        if params is not None:
+            params.show_report(message.report, message.config, message.vocab_size, message.edited)
 
     def on_model_changed(self, message: ModelChanged) -> None:
         """Decode uses the newest model."""
-        self.query_one(DecodePane).set_run(message.run)
+        self.current_run = message.run
+        if self.pane("decode") is not None:
+            self.pane("decode").set_run(message.run)
         self._update_status()
 
     def on_decoded(self, message: Decoded) -> None:
         """Attention shows the newest decode."""
-        self.query_one(AttentionPane).set_result(message.result, message.model, message.task, message.options)
+        self.last_decode = message
+        if self.pane("attention") is not None:
+            self.pane("attention").set_result(message.result, message.model, message.task, message.options)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Whichever way a pane was chosen, focus lands where its keys work."""
@@ -242,12 +294,9 @@ class LabApp(App[None]):
         self._focus_pane(pane_id)
 
     def _focus_pane(self, pane_id: str) -> None:
-        widget = {
-            "build": BuildPane, "train": TrainPane, "decode": DecodePane,
-            "attention": AttentionPane, "params": ParamsPane,
-        }.get(pane_id)
-        if widget is not None:
-            self.query_one(widget).focus_default()
+        pane = self.pane(pane_id)
+        if pane is not None:
+            pane.focus_default()
 
     def on_worker_state_changed(self, event: Any) -> None:
         """Keep the status bar in step with training."""
@@ -265,7 +314,11 @@ class LabApp(App[None]):
     def action_help(self) -> None:
         """Open the help screen listing every binding."""
         from tui_lab.ui.screens.help import FIELD_KEYS, HelpScreen, binding_rows
+        from tui_lab.ui.widgets.attention_pane import AttentionPane
+        from tui_lab.ui.widgets.decode_pane import DecodePane
         from tui_lab.ui.widgets.heatmap import Heatmap
+        from tui_lab.ui.widgets.params_pane import ParamsPane
+        from tui_lab.ui.widgets.train_pane import TrainPane
 
         everywhere = binding_rows(list(self.BINDINGS), self)
         everywhere += [("ctrl+p", "command palette: every action by name"), ("ctrl+q", "quit (also q outside text fields)")]
@@ -294,16 +347,16 @@ class LabApp(App[None]):
 
     async def action_quit(self) -> None:
         """Quit at once; a training loop is told to stop and saves its checkpoint."""
-        self.query_one(TrainPane).stop_training()
+        if self.pane("train") is not None:
+            self.pane("train").stop_training()
         self.exit()
 
     def run_pane_action(self, pane: str, action: str) -> None:
         """Switch to ``pane`` and run one of its actions (for the command palette)."""
         self.action_show_pane(pane)
-        widget = {"build": BuildPane, "train": TrainPane, "decode": DecodePane,
-                  "attention": AttentionPane, "params": ParamsPane}[pane]
-        target = self.query_one(widget)
-        self.call_later(self.run_action, action, target)
+        target = self.pane(pane)
+        if target is not None:
+            self.call_later(self.run_action, action, target)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The palette offers every lab action by name, plus Textual's own."""

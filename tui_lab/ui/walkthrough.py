@@ -46,7 +46,7 @@ class WalkRow:
     @property
     def max_diff(self) -> float:
         """Largest difference from the weights the decode captured."""
-        return max((abs(a - b) for a, b in zip(self.weights, self.captured)), default=0.0)
+        return max((abs(a - b) for a, b in zip(self.weights, self.captured, strict=False)), default=0.0)
 
 
 def collect_projections(model: Any, task: Any, result: Any, options: dict[str, Any] | None) -> dict[str, Projections]:

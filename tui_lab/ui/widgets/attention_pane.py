@@ -79,6 +79,10 @@ class AttentionPane(Vertical):
         self.query_one("#head-grid").display = False
         self.query_one("#walkthrough-scroll").display = False
         self._update_header()
+        self.app.register_pane("attention", self)
+        last = self.app.last_decode
+        if last is not None:
+            self.set_result(last.result, last.model, last.task, last.options)
 
     def focus_default(self) -> None:
         """The heatmap takes focus so the arrows move its cursor."""

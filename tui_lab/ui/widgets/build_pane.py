@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import yaml
-from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -63,8 +62,10 @@ class BuildPane(Vertical):
     def on_mount(self) -> None:
         """Show the starting preset."""
         self.query_one(PresetList).reload(select=Path(self.base.source) if self.base.source.endswith(".yaml") else self.base.name)
-        self._show(self.base)
+        self._show(self.base, yaml_now=False)
         self.query_one(ModelSummary).show_loading()
+        # Syntax highlighting imports pygments: after the first frame.
+        self.call_after_refresh(lambda: self._show_yaml(self.config))
 
     def focus_default(self) -> None:
         """Put the cursor where a visitor starts: the preset list."""
@@ -72,19 +73,22 @@ class BuildPane(Vertical):
 
     # ---- loading and editing ----------------------------------------------------
 
-    def _show(self, config: LabConfig) -> None:
+    def _show(self, config: LabConfig, yaml_now: bool = True) -> None:
         """Load ``config`` into the form as the new unedited base."""
         self.base = self.config = config
         self.edited = False
         self.query_one(ConfigForm).load(config)
         self._update_titles()
-        self._show_yaml(config)
+        if yaml_now:
+            self._show_yaml(config)
 
     def _update_titles(self) -> None:
         mark = " (edited)" if self.edited else ""
         self.query_one("#form-title", Label).update(f"Hyperparameters · {self.base.name}{mark}")
 
     def _show_yaml(self, config: LabConfig, stale: str = "") -> None:
+        from rich.syntax import Syntax
+
         # Block style for reading; the file save-as writes comes from LabConfig.to_yaml().
         diff = config.diff_dict()
         text = "# what a saved preset holds\n" + (yaml.safe_dump(diff, sort_keys=False) if diff else "{}\n")

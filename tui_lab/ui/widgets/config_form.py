@@ -151,7 +151,7 @@ class ConfigForm(VerticalScroll):
         self._loaded = True
         self._values_loaded = True
         with self.prevent(Input.Changed, Select.Changed, Checkbox.Changed):
-            for key, spec in FIELDS.items():
+            for key in FIELDS:
                 section, _, name = key.partition(".")
                 value = data[section][name]
                 widget = self.control(key)

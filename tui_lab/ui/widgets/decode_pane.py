@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Checkbox, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui_lab.ui.messages import DecodeFailed, Decoded
+from tui_lab.ui.messages import Decoded, DecodeFailed
 
 N_EXAMPLES = 8
 TOP_K_SHOWN = 5
@@ -64,6 +64,9 @@ class DecodePane(Vertical):
         self.query_one("#decode-output", Static).update(
             Text("Train a model (2, then space) or open a run (2, then o) to decode.", style="dim")
         )
+        self.app.register_pane("decode", self)
+        if self.app.current_run is not None:
+            self.set_run(self.app.current_run)
 
     def focus_default(self) -> None:
         """Focus lands in the input."""

@@ -17,7 +17,7 @@ def small_map(weights: list[list[float]], rows: list[str], cols: list[str], cell
     out.append("  ")
     for label in cols:
         out.append(short_label(label, cell).center(cell), style="dim")
-    for label, row in zip(rows, weights):
+    for label, row in zip(rows, weights, strict=False):
         out.append("\n")
         out.append(short_label(label, 1).rjust(1) + " ", style="dim")
         for value in row[: len(cols)]:

@@ -26,7 +26,7 @@ def shade(value: float) -> str:
 def colour(value: float) -> Color:
     """A colour between LOW and HIGH for a weight in [0, 1] (square-root scale shows small weights)."""
     v = min(max(value, 0.0), 1.0) ** 0.5
-    return Color.from_rgb(*(lo + (hi - lo) * v for lo, hi in zip(LOW, HIGH)))
+    return Color.from_rgb(*(lo + (hi - lo) * v for lo, hi in zip(LOW, HIGH, strict=True)))
 
 
 def short_label(label: str, width: int) -> str:
@@ -153,7 +153,7 @@ class Heatmap(Widget, can_focus=True):
             style = "bold reverse" if j == cur_c and focused else ("bold" if j == cur_c else "dim")
             out.append(short_label(label, cw).center(cw), style=style)
         out.append("\n")
-        for i, (label, row) in enumerate(zip(self.rows, self.weights)):
+        for i, (label, row) in enumerate(zip(self.rows, self.weights, strict=False)):
             for line in range(rh):
                 middle = line == rh // 2
                 if middle:

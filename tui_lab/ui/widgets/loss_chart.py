@@ -1,17 +1,53 @@
-"""Plotext charts of a run: train/validation loss (linear or log) and the learning rate."""
+"""Plotext charts of a run: train/validation loss (linear or log) and the learning rate.
+
+``PlotextPlot.render`` rebuilds the whole plot on every repaint (about 10 ms
+each); these charts keep the last build and reuse it until their data or
+size change, so switching panes or moving focus does not pay for it again.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from textual_plotext import PlotextPlot
 
 from tui_lab.ui.history import HistorySnapshot, thin
 
 
-class LossChart(PlotextPlot):
+def integer_ticks(last: int, count: int = 5) -> list[int]:
+    """Up to ``count`` whole-number step ticks from 0 to ``last``."""
+    if last <= 0:
+        return [0]
+    step = max(1, round(last / (count - 1)))
+    ticks = list(range(0, last + 1, step))
+    if ticks[-1] != last and last - ticks[-1] > step // 2:
+        ticks.append(last)
+    return ticks
+
+
+class CachedPlot(PlotextPlot):
+    """A plot whose built text is reused until ``draw`` changes the data."""
+
+    _version = 0
+    _cached: tuple[Any, Any] | None = None
+
+    def render(self) -> Any:
+        """The plot, rebuilt only when the data, size or theme changed."""
+        key = (self._version, self.size, self.app.theme)
+        if self._cached is None or self._cached[0] != key:
+            self._cached = (key, super().render())
+        return self._cached[1]
+
+    def _changed(self) -> None:
+        self._version += 1
+        self.refresh()
+
+
+class LossChart(CachedPlot):
     """Train loss per step and validation loss per evaluation."""
 
     def draw(self, data: HistorySnapshot, log_scale: bool) -> None:
-        """Rebuild the plot from a snapshot (about 10 ms: call it a few times a second)."""
+        """Set the plot's data from a snapshot; it is built at the next repaint."""
         plt = self.plt
         plt.clear_figure()
         plt.title("loss" + (" (log scale)" if log_scale else ""))
@@ -27,17 +63,20 @@ class LossChart(PlotextPlot):
             )
         if log_scale and (data.steps or data.eval_steps):
             plt.yscale("log")
+        last = max(data.steps[-1] if data.steps else 0, data.eval_steps[-1] if data.eval_steps else 0)
+        if last:
+            plt.xticks(integer_ticks(last))
         if not data.steps and not data.eval_steps:
             plt.xlim(0, 1)
             plt.ylim(0, 1)
-        self.refresh()
+        self._changed()
 
 
-class LrChart(PlotextPlot):
+class LrChart(CachedPlot):
     """The learning-rate schedule as it was applied, step by step."""
 
     def draw(self, data: HistorySnapshot) -> None:
-        """Rebuild the small learning-rate plot."""
+        """Set the small learning-rate plot's data."""
         plt = self.plt
         plt.clear_figure()
         plt.title("learning rate")
@@ -48,4 +87,4 @@ class LrChart(PlotextPlot):
             plt.xlim(0, 1)
             plt.ylim(0, 1)
         plt.xticks([])
-        self.refresh()
+        self._changed()

@@ -51,6 +51,10 @@ class ParamsPane(Vertical, can_focus=False):
         table.add_column("share", key="bar")
         table.add_column("note", key="note")
         self.query_one("#params-title", Static).update(Text("Parameters: loading torch…", style="dim"))
+        self.app.register_pane("params", self)
+        last = self.app.last_report
+        if last is not None:
+            self.show_report(last.report, last.config, last.vocab_size, last.edited)
 
     def focus_default(self) -> None:
         """The table takes focus so it can be scrolled with the keys."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from tui_lab.ui.widgets.loss_chart import LossChart, LrChart
 from tui_lab.ui.widgets.metrics_panel import MetricsPanel
 
 REDRAW_SECONDS = 0.25  # charts and figures are redrawn at most 4 times a second
+LR_REDRAW_SECONDS = 1.0  # the small learning-rate chart at most once a second
 FOLLOW_SECONDS = 1.0
 
 
@@ -55,8 +57,17 @@ class TrainPane(Vertical, can_focus=True):
         Binding("o", "open_run", "Open run"),
     ]
 
-    def __init__(self, config: LabConfig, runs_root: Path, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        config: LabConfig,
+        runs_root: Path,
+        open_dir: Path | None = None,
+        follow_dir: Path | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
+        self._open_at_start = open_dir
+        self._follow_at_start = follow_dir
         self.config = config
         self.runs_root = runs_root
         self.history = RunHistory()
@@ -74,6 +85,7 @@ class TrainPane(Vertical, can_focus=True):
         self._live_run: Any = None
         self._generation = 0
         self._drawn = -1
+        self._lr_drawn = 0.0
         self._figures_dirty = True
         self._config_dirty = False
         self._follow_dir: Path | None = None
@@ -93,10 +105,18 @@ class TrainPane(Vertical, can_focus=True):
         yield Static(id="train-log")
 
     def on_mount(self) -> None:
-        """Draw the empty state and start the redraw timer."""
+        """Draw the empty state, start the redraw timer, open a run given on the command line."""
+        self.config = self.app.config
         self.set_interval(REDRAW_SECONDS, self._redraw)
         self._update_status()
         self._redraw(force=True)
+        self.app.register_pane("train", self)
+        if self._follow_at_start is not None:
+            self.follow(self._follow_at_start)
+        elif self._open_at_start is not None:
+            self.open_run_dir(self._open_at_start)
+        if self.app.core is not None:
+            self.core_ready()
 
     def focus_default(self) -> None:
         """The pane itself takes focus so its keys (space, s, r, l, o) work."""
@@ -128,12 +148,21 @@ class TrainPane(Vertical, can_focus=True):
         self.query_one("#train-status", Static).update(f"[b]{name}[/b]{where} · {hint}{dirty}")
 
     def _redraw(self, force: bool = False) -> None:
-        """Redraw charts if the history changed, and the figures if they did (timer)."""
+        """Redraw charts if the history changed, and the figures if they did (timer).
+
+        Skipped while another pane is on show (``on_show`` catches up); the
+        learning-rate chart is redrawn at most once a second.
+        """
+        if not force and not self._visible():
+            return
         if force or self.history.version != self._drawn:
             self._drawn = self.history.version
             data = self.history.snapshot()
             self.query_one(LossChart).draw(data, self.log_scale)
-            self.query_one(LrChart).draw(data)
+            now = time.monotonic()
+            if force or now - self._lr_drawn >= LR_REDRAW_SECONDS or self.state not in ("running",):
+                self._lr_drawn = now
+                self.query_one(LrChart).draw(data)
             self._figures_dirty = True
         if self._figures_dirty or force:
             self._figures_dirty = False
@@ -143,6 +172,14 @@ class TrainPane(Vertical, can_focus=True):
             )
             bar = self.query_one(ProgressBar)
             bar.update(total=total, progress=self.last_step.step if self.last_step else 0)
+
+    def _visible(self) -> bool:
+        parent = self.parent
+        return self.display and (parent is None or parent.display)  # type: ignore[attr-defined]
+
+    def on_show(self) -> None:
+        """Coming back to the pane: catch up with what happened meanwhile."""
+        self._redraw(force=True)
 
     # ---- messages from the app and the worker ---------------------------------------
 
