@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import math
 import os
+import reprlib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -281,6 +282,29 @@ class LabConfig:
 SECTIONS: dict[str, type] = {"model": ModelConfig, "task": TaskConfig, "train": TrainConfig}
 
 
+# A preset may hold anything (a megabyte string, a YAML alias bomb that expands to
+# millions of items): messages show values and names cut to a readable size, with
+# control characters escaped so an error line can never drive the terminal.
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel = 2
+_SHOW.maxstring = _SHOW.maxother = 60
+_SHOW.maxlist = _SHOW.maxtuple = _SHOW.maxdict = _SHOW.maxset = 6
+_SHOW.maxlong = 40
+
+
+def _show(value: Any) -> str:
+    """``repr(value)``, shortened: what an error message says a file held."""
+    return _SHOW.repr(value)
+
+
+def _name(key: Any) -> str:
+    """A key as typed when it is a short printable word, else its shortened repr."""
+    text = str(key)
+    if isinstance(key, str) and len(text) <= 60 and text.isprintable():
+        return text
+    return _show(key)
+
+
 def _section_dict(obj: Any) -> dict[str, Any]:
     out = {}
     for f in dataclasses.fields(obj):
@@ -292,7 +316,7 @@ def _section_dict(obj: Any) -> dict[str, Any]:
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         hint = _suggest(value, allowed)
-        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(allowed)}{hint}")
+        raise ConfigError(f"{name}: {_show(value)} is not one of {', '.join(allowed)}{hint}")
 
 
 def _positive(name: str, value: int | float) -> None:
@@ -337,26 +361,26 @@ def _coerce(path: str, value: Any, hint: Any) -> Any:
         return _coerce(path, value, inner[0])
     if origin is tuple:
         if not isinstance(value, (list, tuple)) or len(value) != len(args):
-            raise ConfigError(f"{path}: expected a list of {len(args)} numbers, got {value!r}")
+            raise ConfigError(f"{path}: expected a list of {len(args)} numbers, got {_show(value)}")
         return tuple(_coerce(f"{path}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args, strict=False)))
     if hint is bool:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{path}: expected true or false, got {value!r}")
+        raise ConfigError(f"{path}: expected true or false, got {_show(value)}")
     if hint is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        raise ConfigError(f"{path}: expected a whole number, got {value!r}")
+        raise ConfigError(f"{path}: expected a whole number, got {_show(value)}")
     if hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
-                raise ConfigError(f"{path}: expected a finite number, got {value!r}")
+                raise ConfigError(f"{path}: expected a finite number, got {_show(value)}")
             return float(value)
-        raise ConfigError(f"{path}: expected a number, got {value!r}")
+        raise ConfigError(f"{path}: expected a number, got {_show(value)}")
     if hint is str:
         if isinstance(value, str):
             return value
-        raise ConfigError(f"{path}: expected text, got {value!r}")
+        raise ConfigError(f"{path}: expected text, got {_show(value)}")
     return value
 
 
@@ -371,7 +395,7 @@ def _build_section(section: str, data: Any) -> Any:
     kwargs = {}
     for key, value in data.items():
         if key not in names:
-            raise ConfigError(f"{section}.{key}: unknown setting{_suggest(key, names)}")
+            raise ConfigError(f"{section}.{_name(key)}: unknown setting{_suggest(key, names)}")
         kwargs[key] = _coerce(f"{section}.{key}", value, hints[key])
     return cls(**kwargs)
 
@@ -388,10 +412,10 @@ def from_dict(data: Any, source: str = "<dict>", name: str | None = None) -> Lab
         allowed = ["description", *SECTIONS]
         for key in data:
             if key not in allowed:
-                raise ConfigError(f"{key}: unknown section{_suggest(str(key), allowed)}")
+                raise ConfigError(f"{_name(key)}: unknown section{_suggest(str(key), allowed)}")
         description = data.get("description") or ""
         if not isinstance(description, str):
-            raise ConfigError(f"description: expected text, got {description!r}")
+            raise ConfigError(f"description: expected text, got {_show(description)}")
         sections = {s: _build_section(s, data.get(s)) for s in SECTIONS}
         return LabConfig(
             name=name or Path(source).stem,
