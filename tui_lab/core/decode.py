@@ -9,6 +9,7 @@ whole sequence; the two give identical tokens (tests prove it).
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from contextlib import nullcontext
@@ -63,7 +64,15 @@ class DecodeResult:
         }
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+# Terminal escape sequences a paste can carry, each removed whole (not just its ESC byte,
+# which would leave letters the user never saw): OSC (window title, hyperlink) ended by
+# BEL or ST; DCS/SOS/PM/APC strings; CSI (colours, cursor moves); two-byte escapes (ESC c).
+_ANSI = re.compile(
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+    r"|\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b[ -/]*[0-~]"
+)
 
 
 def is_decoder_only(model: nn.Module) -> bool:
@@ -143,6 +152,10 @@ def generate(
     seed: int = 0,
 ) -> DecodeResult:
     """Decode one input; greedy unless ``temperature`` > 0."""
+    if not math.isfinite(temperature):
+        raise DecodeInputError(f"temperature must be a finite number (0 = greedy), got {temperature}")
+    if top_k < 0:
+        raise DecodeInputError(f"top-k must be >= 0 (0 = all tokens), got {top_k}")
     text, notes = clean_input(text, task)
     vocab: Vocab = task.vocab
     device = next(model.parameters()).device
