@@ -190,17 +190,31 @@ def train(args: argparse.Namespace) -> int:
 
 
 def _load_for_inference(run_dir: str, device: str = "cpu") -> Any:
-    from .core.train import open_run
+    """A run's model and task for eval/decode: config and weights only.
 
-    return open_run(run_dir, device=device)
+    The optimizer state is not needed to run a model, so a missing or damaged
+    optimizer.pt stops ``train --resume`` but not ``eval`` or ``decode``.
+    """
+    from .core import checkpoint
+    from .core.train import TrainingRun
+
+    loaded = checkpoint.load_run(run_dir)
+    run = TrainingRun(loaded.config, run_dir, device=device)
+    for note in checkpoint.load_weights(run_dir, run.model):
+        print(f"note: {note}", file=sys.stderr)
+    run.step = int(loaded.state.get("step", 0))
+    return run
 
 
 def evaluate(args: argparse.Namespace) -> int:
     """Exact match and validation loss of a run on held-out examples."""
     if args.n <= 0:
         raise LabError(f"--n: must be > 0, got {args.n}")
+    from .core.checkpoint import read_metrics
+
     run = _load_for_inference(args.run, args.device)
-    ev = run.evaluate(n=args.n)
+    ev = run.evaluate(n=args.n, record=False)
+    seen = [m.get("overlap") for m in read_metrics(args.run) if m.get("kind") == "eval"]
     result = {
         "exact_match": ev.exact_match,
         "val_loss": ev.val_loss,
@@ -208,6 +222,8 @@ def evaluate(args: argparse.Namespace) -> int:
         "step": run.step,
         "preset": run.config.name,
         "task": run.config.task.name,
+        # From the run's own last evaluation (its held-out set vs the examples it trained on).
+        "held_out_seen_in_training": seen[-1] if seen else None,
     }
     if args.json:
         _emit_json(result)

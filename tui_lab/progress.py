@@ -11,6 +11,14 @@ def _fmt_acc(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def eval_line(event: Any) -> str:
+    """One evaluation, with how many held-out examples training has also seen."""
+    text = f"step {event.step}: val loss {event.val_loss:.4f}, exact match {_fmt_acc(event.exact_match)}"
+    if event.overlap is not None:
+        text += f" ({event.overlap} of {event.n} held-out also seen in training)"
+    return text
+
+
 class PlainReporter:
     """One line every few seconds and at every evaluation; nothing with --json but the summary."""
 
@@ -24,7 +32,7 @@ class PlainReporter:
 
     def _say(self, text: str) -> None:
         if not self.quiet:
-            print(text, file=sys.stderr if self.quiet else sys.stdout, flush=True)
+            print(text, flush=True)
 
     def on_event(self, event: Any) -> None:
         from .core.train import DoneEvent, EvalEvent, LogEvent, StepEvent
@@ -38,7 +46,7 @@ class PlainReporter:
                     f"lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s {event.elapsed:.1f}s"
                 )
         elif isinstance(event, EvalEvent):
-            self._say(f"eval step {event.step}: val loss {event.val_loss:.4f}, exact match {_fmt_acc(event.exact_match)}")
+            self._say(eval_line(event))
         elif isinstance(event, LogEvent) and event.level != "info":
             print(f"{event.level}: {event.message}", file=sys.stderr, flush=True)
         elif isinstance(event, DoneEvent):
@@ -84,9 +92,7 @@ class RichReporter(PlainReporter):
                 self.progress.update(self.bar, completed=event.step, stats=stats)
         elif isinstance(event, EvalEvent):
             self.acc = event.exact_match
-            self.progress.console.print(
-                f"step {event.step}: val loss {event.val_loss:.4f}, exact match {_fmt_acc(event.exact_match)}"
-            )
+            self.progress.console.print(eval_line(event))
         elif isinstance(event, LogEvent) and event.level != "info":
             self.progress.console.print(f"[red]{event.message}")
         elif isinstance(event, DoneEvent):

@@ -10,6 +10,7 @@ checkpoint loadable.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import threading
@@ -183,18 +184,25 @@ class TrainingRun:
                     last_save = time.perf_counter()
         except KeyboardInterrupt:
             reason, message = "stopped", f"interrupted at step {self.step}"
+        except NonFiniteWeights as exc:
+            reason, message = "nan", str(exc)
         except ckpt.RunError as exc:
             reason, message = "error", str(exc)
         except RuntimeError as exc:  # device faults (CUDA errors) end the run, not the app
-            reason, message = "error", f"training failed at step {self.step}: {exc}".splitlines()[0]
+            reason, message = "error", _failed(self.step, exc)
         if reason not in ("nan", "error"):
-            if self.last_eval is None or self.last_eval.step != self.step:
-                if self.step > self._start_step and self.dist.is_main:
-                    self.evaluate()
+            # The closing evaluation and save can meet the same faults as the loop.
             try:
+                if self.last_eval is None or self.last_eval.step != self.step:
+                    if self.step > self._start_step and self.dist.is_main:
+                        self.evaluate()
                 self.save()
+            except NonFiniteWeights as exc:
+                reason, message = "nan", str(exc)
             except ckpt.RunError as exc:
                 reason, message = "error", str(exc)
+            except RuntimeError as exc:
+                reason, message = "error", _failed(self.step, exc)
         self._log(message, "error" if reason in ("nan", "error") else "info")
         self._emit(DoneEvent(reason, message, self.step))
         distributed.shutdown(self.dist)
@@ -262,8 +270,12 @@ class TrainingRun:
         return self._held_out
 
     @torch.no_grad()
-    def evaluate(self, n: int | None = None) -> EvalEvent:
-        """Validation loss and (for algorithmic tasks) exact match of greedy answers."""
+    def evaluate(self, n: int | None = None, record: bool = True) -> EvalEvent:
+        """Validation loss and (for algorithmic tasks) exact match of greedy answers.
+
+        ``record=False`` leaves the run untouched (no event, no metrics line):
+        evaluating a finished run from the command line must not change it.
+        """
         cfg = self.config.train
         was_training = self.model.training
         self.model.eval()
@@ -286,6 +298,8 @@ class TrainingRun:
                 event = EvalEvent(self.step, val_loss, correct / len(pairs), len(pairs), overlap)
         finally:
             self.model.train(was_training)
+        if not record:
+            return event
         if event.exact_match is not None:
             self.best_accuracy = max(self.best_accuracy or 0.0, event.exact_match)
         self.last_eval = event
@@ -325,15 +339,25 @@ class TrainingRun:
             "best_accuracy": self.best_accuracy,
             "vocab": self.vocab.chars,
             "world_size": self.dist.world_size,
+            "preset": self.config.name,
             "device": self.device_name,
             "torch": torch.__version__,
             "rng": self._rng.getstate()[1][-1],
         }
 
     def save(self) -> None:
-        """Checkpoint atomically; no-op without a run folder."""
+        """Checkpoint atomically; no-op without a run folder.
+
+        Weights that are no longer finite are never saved (they would replace
+        the last good checkpoint): NonFiniteWeights ends the run as "nan".
+        """
         if self.out_dir is None:
             return
+        if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
+            raise NonFiniteWeights(
+                f"weights became inf/nan by step {self.step}; not saved (lower train.lr or "
+                f"raise warmup); the last good checkpoint is kept"
+            )
         ckpt.save_checkpoint(self.out_dir, self.model, self.optimizer, self.scheduler, self.state(), self.config)
         self._emit(CheckpointEvent(self.step, str(self.out_dir)))
 
@@ -361,7 +385,10 @@ class TrainingRun:
 
     def _log(self, message: str, level: str = "info") -> None:
         if self.out_dir is not None:
-            ckpt.log(self.out_dir, message)
+            try:
+                ckpt.log(self.out_dir, message)
+            except ckpt.RunError as exc:  # a failing disk must not hide what happened
+                self._emit(LogEvent(str(exc), "warning"))
         self._emit(LogEvent(message, level))
 
     def summary(self, reason: str, message: str) -> dict[str, Any]:
@@ -380,6 +407,16 @@ class TrainingRun:
             "device": self.device_name,
             "run": str(self.out_dir) if self.out_dir else None,
         }
+
+
+class NonFiniteWeights(ckpt.RunError):
+    """The model's weights hold inf or nan: saving them would replace a good checkpoint."""
+
+
+def _failed(step: int, exc: BaseException) -> str:
+    """One line for a run that a RuntimeError (a device fault) ended."""
+    lines = str(exc).strip().splitlines()
+    return f"training failed at step {step}: {lines[0] if lines else type(exc).__name__}"
 
 
 def _split_batch(train: Any, world_size: int) -> tuple[int, int]:
@@ -412,4 +449,7 @@ def _to(batch: Any, device: torch.device) -> Any:
 def open_run(run_dir: str | Path, **kwargs: Any) -> TrainingRun:
     """A TrainingRun restored from its folder (config, weights, optimizer, step)."""
     loaded = ckpt.load_run(run_dir)
-    return TrainingRun(loaded.config, run_dir, resume=True, **kwargs)
+    config = loaded.config
+    if isinstance(loaded.state.get("preset"), str):  # config.yaml does not hold the name
+        config = dataclasses.replace(config, name=loaded.state["preset"])
+    return TrainingRun(config, run_dir, resume=True, **kwargs)
