@@ -22,7 +22,9 @@ def tiny_app(**kwargs: object) -> LabApp:
     return app
 
 
-async def wait_until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+async def wait_until(
+    pilot: Pilot, predicate: Callable[[], bool], timeout: float = 30.0, what: str = ""
+) -> None:
     """Let the app run until ``predicate()`` holds; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not predicate():

@@ -98,9 +98,19 @@ async def test_command_palette_offers_lab_actions() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        for title in ("Start training", "Pause training", "Stop training", "Reset training", "Toggle log scale",
-                      "Open run folder…", "Save preset as…", "Next attention head", "Attention walkthrough",
-                      "Go to Params", "Help: keys"):
+        for title in (
+            "Start training",
+            "Pause training",
+            "Stop training",
+            "Reset training",
+            "Toggle log scale",
+            "Open run folder…",
+            "Save preset as…",
+            "Next attention head",
+            "Attention walkthrough",
+            "Go to Params",
+            "Help: keys",
+        ):
             assert title in titles
         await pilot.press("ctrl+p")
         await pilot.pause()

@@ -48,7 +48,9 @@ async def test_invalid_value_is_flagged_and_nothing_changes() -> None:
         await set_field(pilot, "model.d_model", "abc")
         assert "not a whole number" in error_text(app, "model.d_model")
         await set_field(pilot, "train.lr", "-1")
-        assert "train.lr" not in error_text(app, "train.lr")  # the message is shown without the source
+        assert "train.lr" not in error_text(
+            app, "train.lr"
+        )  # the message is shown without the source
         assert "positive" in error_text(app, "train.lr")
         await set_field(pilot, "model.d_model", "16")
         await set_field(pilot, "train.lr", "0.002")

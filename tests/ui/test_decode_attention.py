@@ -16,7 +16,9 @@ from tui_lab.ui.widgets.train_pane import TrainPane
 async def open_trained(pilot) -> None:  # type: ignore[no-untyped-def]
     app = await ready(pilot)
     pane = app.query_one(TrainPane)
-    await wait_until(pilot, lambda: pane.state == "ready" and app.query_one(DecodePane).run is not None, 30)
+    await wait_until(
+        pilot, lambda: pane.state == "ready" and app.query_one(DecodePane).run is not None, 30
+    )
 
 
 async def decode(pilot, text: str) -> DecodePane:  # type: ignore[no-untyped-def]
@@ -127,7 +129,9 @@ async def test_attention_cycles_kind_layer_head_and_walkthrough(trained_run: Pat
         for name in pane.result.attention:
             for head in range(2):
                 for row in range(pane.result.attention[name].shape[1]):
-                    assert walk(pane.projections[name], pane.result, name, head, row).max_diff < 1e-4
+                    assert (
+                        walk(pane.projections[name], pane.result, name, head, row).max_diff < 1e-4
+                    )
 
 
 async def test_attention_keys_before_any_decode_do_not_crash() -> None:
@@ -137,5 +141,9 @@ async def test_attention_keys_before_any_decode_do_not_crash() -> None:
         await pilot.press("4")
         for key in ("k", "l", "h", "a", "w", "up", "down", "left", "right", "K", "L", "H"):
             await pilot.press(key)
-        assert "No decode yet" in plain(app.query_one(Heatmap).empty_text) if hasattr(app, "x") else True
+        assert (
+            "No decode yet" in plain(app.query_one(Heatmap).empty_text)
+            if hasattr(app, "x")
+            else True
+        )
         assert app.query_one(TabbedContent).active == "attention"

@@ -21,7 +21,9 @@ SIZE = (120, 40)
 
 async def _opened(pilot) -> None:  # type: ignore[no-untyped-def]
     app = await ready(pilot)
-    await wait_until(pilot, lambda: app.query_one(TrainPane).state == "ready", 30, "the run to load")
+    await wait_until(
+        pilot, lambda: app.query_one(TrainPane).state == "ready", 30, "the run to load"
+    )
     await wait_until(pilot, lambda: app.query_one(DecodePane).run is not None, 30)
 
 
@@ -77,7 +79,9 @@ class TestTrainScreen:
             await pilot.press("2")
             await settle(pilot)
 
-        assert snap_compare(tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(
+            tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
+        )
 
 
 class TestDecodeScreen:
@@ -86,7 +90,9 @@ class TestDecodeScreen:
             await _decoded(pilot)
             await settle(pilot)
 
-        assert snap_compare(tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(
+            tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
+        )
 
 
 class TestAttentionScreen:
@@ -96,7 +102,9 @@ class TestAttentionScreen:
             await pilot.press("4", "k", "k", "down", "right")
             await settle(pilot)
 
-        assert snap_compare(tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(
+            tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
+        )
 
     def test_attention_overview_and_walkthrough(self, snap_compare, trained_run: Path) -> None:  # type: ignore[no-untyped-def]
         async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -107,7 +115,9 @@ class TestAttentionScreen:
             await pilot.press("a")
             await settle(pilot)
 
-        assert snap_compare(tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(
+            tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
+        )
 
 
 class TestParamsScreen:

@@ -61,7 +61,9 @@ async def test_pause_resume_stop() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         pane = await start_training(pilot, steps=100_000)
-        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "a few steps")
+        await wait_until(
+            pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "a few steps"
+        )
         await pilot.press("space")
         assert pane.state == "paused"
         await pilot.pause(0.3)
@@ -82,13 +84,17 @@ async def test_quit_during_training_stops_the_worker_within_a_second() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         pane = await start_training(pilot, steps=100_000)
-        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "a few steps")
+        await wait_until(
+            pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "a few steps"
+        )
         run = pane.run
         started = time.monotonic()
         await pilot.press("q")
     # The app has exited; the loop noticed the stop and saved its last checkpoint.
     assert pane.loop_finished.wait(5)
-    assert time.monotonic() - started < 5  # generous on a loaded CI machine; typically well under 1 s
+    assert (
+        time.monotonic() - started < 5
+    )  # generous on a loaded CI machine; typically well under 1 s
     from tui_lab.core.checkpoint import load_run
 
     loaded = load_run(run.out_dir)
@@ -134,7 +140,9 @@ async def test_nan_notifies_an_error() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         pane = app.query_one(TrainPane)
-        pane.post_message(TrainDone(SimpleNamespace(reason="nan", message="loss became nan at step 3", step=3)))
+        pane.post_message(
+            TrainDone(SimpleNamespace(reason="nan", message="loss became nan at step 3", step=3))
+        )
         await pilot.pause()
         assert pane.state == "done" and pane.reason == "nan"
         assert any(n.severity == "error" and "nan" in n.message for n in app._notifications)

@@ -42,7 +42,13 @@ if TYPE_CHECKING:
     from tui_lab.ui.widgets.train_pane import TrainPane
 
 PANES = ("build", "train", "decode", "attention", "params")
-PANE_TITLES = {"build": "Build", "train": "Train", "decode": "Decode", "attention": "Attention", "params": "Params"}
+PANE_TITLES = {
+    "build": "Build",
+    "train": "Train",
+    "decode": "Decode",
+    "attention": "Attention",
+    "params": "Params",
+}
 PANES_GROUP = Binding.Group("Panes", compact=True)
 
 
@@ -125,7 +131,9 @@ class LabApp(App[None]):
 
         follow = self.run_dir if self.follow_run else None
         opened = self.run_dir if not self.follow_run else None
-        return TrainPane(self.config, self.runs_root, open_dir=opened, follow_dir=follow, id="train-pane")
+        return TrainPane(
+            self.config, self.runs_root, open_dir=opened, follow_dir=follow, id="train-pane"
+        )
 
     def _make_decode(self) -> DecodePane:
         from tui_lab.ui.widgets.decode_pane import DecodePane
@@ -158,7 +166,9 @@ class LabApp(App[None]):
         self.query_one(BuildPane).focus_default()
         self.panes["build"] = self.query_one(BuildPane)
         if self.start_error:
-            self.notify(self.start_error, title="Preset not loaded; using the default", severity="error")
+            self.notify(
+                self.start_error, title="Preset not loaded; using the default", severity="error"
+            )
         if self._load_core:
             self.call_after_refresh(self._load_core_worker)
 
@@ -174,7 +184,9 @@ class LabApp(App[None]):
         train = self.pane("train")
         build = self.query_one(BuildPane)
         state = train.state if train is not None else ""
-        training = {"running": "training", "paused": "paused", "stopping": "stopping"}.get(state, "")
+        training = {"running": "training", "paused": "paused", "stopping": "stopping"}.get(
+            state, ""
+        )
         name = build.config.name + (" (edited)" if build.edited else "")
         self.query_one(StatusBar).show(name, self.core_state, training)
 
@@ -286,7 +298,9 @@ class LabApp(App[None]):
         """Attention shows the newest decode."""
         self.last_decode = message
         if self.pane("attention") is not None:
-            self.pane("attention").set_result(message.result, message.model, message.task, message.options)
+            self.pane("attention").set_result(
+                message.result, message.model, message.task, message.options
+            )
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Whichever way a pane was chosen, focus lands where its keys work."""
@@ -321,14 +335,24 @@ class LabApp(App[None]):
         from tui_lab.ui.widgets.train_pane import TrainPane
 
         everywhere = binding_rows(list(self.BINDINGS), self)
-        everywhere += [("ctrl+p", "command palette: every action by name"), ("ctrl+q", "quit (also q outside text fields)")]
+        everywhere += [
+            ("ctrl+p", "command palette: every action by name"),
+            ("ctrl+q", "quit (also q outside text fields)"),
+        ]
         sections = [
             ("Everywhere", everywhere),
             ("In text fields", FIELD_KEYS),
             ("1 Build", binding_rows(BuildPane.BINDINGS, self)),
             ("2 Train", binding_rows(TrainPane.BINDINGS, self)),
-            ("3 Decode", binding_rows(DecodePane.BINDINGS, self) + [("enter", "decode the input / the chosen example")]),
-            ("4 Attention", binding_rows(AttentionPane.BINDINGS, self) + binding_rows(Heatmap.BINDINGS, self)),
+            (
+                "3 Decode",
+                binding_rows(DecodePane.BINDINGS, self)
+                + [("enter", "decode the input / the chosen example")],
+            ),
+            (
+                "4 Attention",
+                binding_rows(AttentionPane.BINDINGS, self) + binding_rows(Heatmap.BINDINGS, self),
+            ),
             ("5 Params", binding_rows(ParamsPane.BINDINGS, self)),
         ]
         self.push_screen(HelpScreen(sections))
@@ -362,29 +386,59 @@ class LabApp(App[None]):
         """The palette offers every lab action by name, plus Textual's own."""
         yield from super().get_system_commands(screen)
         for i, pane in enumerate(PANES, start=1):
-            yield SystemCommand(f"Go to {PANE_TITLES[pane]}", f"Show the {PANE_TITLES[pane]} pane (key {i})",
-                                lambda p=pane: self.action_show_pane(p))
+            yield SystemCommand(
+                f"Go to {PANE_TITLES[pane]}",
+                f"Show the {PANE_TITLES[pane]} pane (key {i})",
+                lambda p=pane: self.action_show_pane(p),
+            )
         commands = [
-            ("build", "save_as", "Save preset as…", "Write the edited settings as a preset YAML (ctrl+s)"),
+            (
+                "build",
+                "save_as",
+                "Save preset as…",
+                "Write the edited settings as a preset YAML (ctrl+s)",
+            ),
             ("build", "revert", "Revert edits", "Back to the preset as loaded (ctrl+r)"),
             ("train", "start", "Start training", "Train the current config (space)"),
             ("train", "pause", "Pause training", "Pause the running loop (space)"),
             ("train", "resume", "Resume training", "Resume a paused loop (space)"),
             ("train", "stop", "Stop training", "Stop after this step and save (s)"),
-            ("train", "reset", "Reset training", "Forget the run; next start builds a fresh model (r)"),
+            (
+                "train",
+                "reset",
+                "Reset training",
+                "Forget the run; next start builds a fresh model (r)",
+            ),
             ("train", "toggle_log", "Toggle log scale", "Loss chart linear/log (l)"),
             ("train", "open_run", "Open run folder…", "Show a run's curves and continue it (o)"),
-            ("decode", "next_example", "Next example input", "Put an example in the input (ctrl+n)"),
+            (
+                "decode",
+                "next_example",
+                "Next example input",
+                "Put an example in the input (ctrl+n)",
+            ),
             ("decode", "toggle_sampling", "Toggle sampling", "Greedy or sampled decoding (ctrl+t)"),
-            ("attention", "cycle_kind(1)", "Next attention kind", "Encoder self, decoder self, cross (k)"),
+            (
+                "attention",
+                "cycle_kind(1)",
+                "Next attention kind",
+                "Encoder self, decoder self, cross (k)",
+            ),
             ("attention", "cycle_layer(1)", "Next attention layer", "(l)"),
             ("attention", "cycle_head(1)", "Next attention head", "(h)"),
             ("attention", "toggle_overview", "All heads overview", "Every head of the layer (a)"),
-            ("attention", "toggle_walkthrough", "Attention walkthrough", "Scores, softmax and weighted sum (w)"),
+            (
+                "attention",
+                "toggle_walkthrough",
+                "Attention walkthrough",
+                "Scores, softmax and weighted sum (w)",
+            ),
             ("params", "toggle_grouped", "Group parameter rows", "One row per layer (g)"),
         ]
         for pane, action, title, help_text in commands:
-            yield SystemCommand(title, help_text, lambda p=pane, a=action: self.run_pane_action(p, a))
+            yield SystemCommand(
+                title, help_text, lambda p=pane, a=action: self.run_pane_action(p, a)
+            )
         yield SystemCommand("Help: keys", "List every key binding (?)", self.action_help)
 
 

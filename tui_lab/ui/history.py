@@ -69,7 +69,9 @@ class RunHistory:
                     self.add_step(int(r["step"]), float(r["loss"]), float(r["lr"]))
                 elif r.get("kind") == "eval":
                     acc = r.get("exact_match")
-                    self.add_eval(int(r["step"]), float(r["val_loss"]), None if acc is None else float(acc))
+                    self.add_eval(
+                        int(r["step"]), float(r["val_loss"]), None if acc is None else float(acc)
+                    )
             except (KeyError, TypeError, ValueError):
                 continue
 
@@ -77,8 +79,12 @@ class RunHistory:
         with self._lock:
             d = self._data
             return HistorySnapshot(
-                list(d.steps), list(d.loss), list(d.lr),
-                list(d.eval_steps), list(d.val_loss), list(d.accuracy),
+                list(d.steps),
+                list(d.loss),
+                list(d.lr),
+                list(d.eval_steps),
+                list(d.val_loss),
+                list(d.accuracy),
             )
 
     def __len__(self) -> int:

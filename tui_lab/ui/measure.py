@@ -35,7 +35,9 @@ class Terminal:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+        )
         os.close(slave)
         self.fd = master
         self.buffer = b""
@@ -118,7 +120,9 @@ def measure(preset: str, samples: int, train: bool = True) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tui_lab.ui.measure", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tui_lab.ui.measure", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--preset", default="copy")
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--idle", action="store_true", help="measure keys without training")
@@ -130,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         k = result["key_to_repaint_ms"]
         print(f"first paint     {result['first_paint_s']:.3f} s")
-        print(f"key to repaint  p50 {k['p50']} ms, p95 {k['p95']} ms, max {k['max']} ms "  # type: ignore[index]
-              f"({k['samples']} samples{' while training' if k['while_training'] else ', idle'})")  # type: ignore[index]
+        print(
+            f"key to repaint  p50 {k['p50']} ms, p95 {k['p95']} ms, max {k['max']} ms "  # type: ignore[index]
+            f"({k['samples']} samples{' while training' if k['while_training'] else ', idle'})"
+        )  # type: ignore[index]
     return 0
 
 

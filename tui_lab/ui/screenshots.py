@@ -99,10 +99,16 @@ async def make(preset: str, out: Path, max_seconds: float, decode_input: str) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tui_lab.ui.screenshots", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tui_lab.ui.screenshots", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--preset", default="copy", help="preset to train (default: copy)")
-    parser.add_argument("--out", default="screenshots", help="folder for the SVGs (default: screenshots)")
-    parser.add_argument("--max-seconds", type=float, default=300.0, help="stop training after this long")
+    parser.add_argument(
+        "--out", default="screenshots", help="folder for the SVGs (default: screenshots)"
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=300.0, help="stop training after this long"
+    )
     parser.add_argument("--input", default="31415", help="what to decode (default: 31415)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")

@@ -46,10 +46,14 @@ class WalkRow:
     @property
     def max_diff(self) -> float:
         """Largest difference from the weights the decode captured."""
-        return max((abs(a - b) for a, b in zip(self.weights, self.captured, strict=False)), default=0.0)
+        return max(
+            (abs(a - b) for a, b in zip(self.weights, self.captured, strict=False)), default=0.0
+        )
 
 
-def collect_projections(model: Any, task: Any, result: Any, options: dict[str, Any] | None) -> dict[str, Projections]:
+def collect_projections(
+    model: Any, task: Any, result: Any, options: dict[str, Any] | None
+) -> dict[str, Projections]:
     """Replay ``result``'s decode; q/k/v of every attention module, by capture name.
 
     A forward pre-hook on each ``MultiHeadAttention`` records the inputs of
@@ -70,12 +74,16 @@ def collect_projections(model: Any, task: Any, result: Any, options: dict[str, A
     for name, module in modules.items():
         signature = inspect.signature(module.forward)
 
-        def hook(mod: Any, args: Any, kwargs: Any, name: str = name, signature: Any = signature) -> None:
+        def hook(
+            mod: Any, args: Any, kwargs: Any, name: str = name, signature: Any = signature
+        ) -> None:
             bound = signature.bind(*args, **kwargs)
             cache = bound.arguments.get("cache")
             reused = cache is not None and cache.static and cache.filled
             a = bound.arguments
-            calls.setdefault(name, []).append((a["query"].detach(), a["key"].detach(), a["value"].detach(), reused))
+            calls.setdefault(name, []).append(
+                (a["query"].detach(), a["key"].detach(), a["value"].detach(), reused)
+            )
 
         handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
     try:
@@ -92,7 +100,9 @@ def collect_projections(model: Any, task: Any, result: Any, options: dict[str, A
 
             def heads(x: Any, module: Any = module) -> Any:
                 x = x[0].float()  # (T, d_model)
-                return x.view(x.size(0), module.n_heads, module.d_head).transpose(0, 1)  # (H, T, d_head)
+                return x.view(x.size(0), module.n_heads, module.d_head).transpose(
+                    0, 1
+                )  # (H, T, d_head)
 
             q = torch.cat([heads(module.w_q(query)) for query, _, _, _ in recorded], dim=1)
             fresh = [(key, value) for _, key, value, reused in recorded if not reused]
@@ -100,7 +110,9 @@ def collect_projections(model: Any, task: Any, result: Any, options: dict[str, A
             v = torch.cat([heads(module.w_v(value)) for _, value in fresh], dim=1)
             if module.rope is not None:
                 q, k = module.rope(q, 0), module.rope(k, 0)
-            found[name] = Projections(q, k, v, causal=name.startswith("decoder") and name.endswith(".self"))
+            found[name] = Projections(
+                q, k, v, causal=name.startswith("decoder") and name.endswith(".self")
+            )
     return found
 
 
@@ -124,7 +136,9 @@ def walk(proj: Projections, result: Any, name: str, head: int, row: int) -> Walk
     weights = torch.softmax(scaled.masked_fill(~allowed, float("-inf")), dim=-1)
     output = weights @ v  # (d_head,)
     captured_matrix = result.attention[name][head]
-    captured = [float(x) for x in captured_matrix[row, :n_keys]] if row < captured_matrix.size(0) else []
+    captured = (
+        [float(x) for x in captured_matrix[row, :n_keys]] if row < captured_matrix.size(0) else []
+    )
     q_labels, k_labels = result.labels.get(name, ([], []))
     return WalkRow(
         name=name,

@@ -67,11 +67,16 @@ class HelpScreen(ModalScreen[None]):
         outer.add_column(ratio=1)
         outer.add_column(ratio=1)
         outer.add_row(Text("tfx-lab keys", style="bold underline"), "")
-        outer.add_row(Text("Every action is also in the command palette (ctrl+p).", style="dim"), "")
+        outer.add_row(
+            Text("Every action is also in the command palette (ctrl+p).", style="dim"), ""
+        )
         half = (len(self.sections) + 1) // 2
         left, right = self.sections[:half], self.sections[half:]
         for i in range(half):
-            cells = [self._section(*left[i]) if i < len(left) else "", self._section(*right[i]) if i < len(right) else ""]
+            cells = [
+                self._section(*left[i]) if i < len(left) else "",
+                self._section(*right[i]) if i < len(right) else "",
+            ]
             outer.add_row("", "")
             outer.add_row(*cells)
         outer.add_row("", "")

@@ -29,7 +29,10 @@ class OpenRunScreen(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label("Open a run folder", classes="dialog-title")
-            yield Static(f"runs in {self.root}/" if self.runs else f"no runs in {self.root}/ yet", classes="dim")
+            yield Static(
+                f"runs in {self.root}/" if self.runs else f"no runs in {self.root}/ yet",
+                classes="dim",
+            )
             options = [Option(Text(p.name), id=str(i)) for i, p in enumerate(self.runs)]
             yield OptionList(*options, id="run-list")
             yield Label("or a path")

@@ -37,7 +37,10 @@ class SavePresetScreen(ModalScreen[Path | None]):
             yield Label("name")
             yield Input(placeholder="my-copy", id="name", value=self._suggest_name())
             yield Label("description")
-            yield Input(value=self.config.description.splitlines()[0] if self.config.description else "", id="description")
+            yield Input(
+                value=self.config.description.splitlines()[0] if self.config.description else "",
+                id="description",
+            )
             yield Static("", id="save-error", classes="field-error")
             yield Static("enter save · escape cancel", classes="dim")
 

@@ -75,7 +75,9 @@ class AttentionPane(Vertical):
 
     def on_mount(self) -> None:
         """Start empty, explaining how to get a heatmap."""
-        self.query_one(Heatmap).clear("No decode yet: decode an input in the Decode pane (3), then come back.")
+        self.query_one(Heatmap).clear(
+            "No decode yet: decode an input in the Decode pane (3), then come back."
+        )
         self.query_one("#head-grid").display = False
         self.query_one("#walkthrough-scroll").display = False
         self._update_header()
@@ -90,7 +92,13 @@ class AttentionPane(Vertical):
 
     # ---- data ------------------------------------------------------------------
 
-    def set_result(self, result: Any, model: Any = None, task: Any = None, options: dict[str, Any] | None = None) -> None:
+    def set_result(
+        self,
+        result: Any,
+        model: Any = None,
+        task: Any = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         """Show the attention of a new decode (keeps kind/layer/head where they still exist)."""
         self.result, self.model, self.lab_task, self.options = result, model, task, options
         self.projections = None
@@ -138,7 +146,9 @@ class AttentionPane(Vertical):
         text.append("   layer ", style="dim")
         text.append(f"{self.layer_index + 1}/{len(self._names())}", style="bold")
         text.append("   head ", style="dim")
-        text.append("all" if self.overview else f"{self.head_index + 1}/{self._n_heads()}", style="bold")
+        text.append(
+            "all" if self.overview else f"{self.head_index + 1}/{self._n_heads()}", style="bold"
+        )
         text.append(f"   {self.capture_name}", style="dim italic")
         text.append(f"   input {self.result.input!r} → {self.result.output!r}", style="dim")
         header.update(text)
@@ -159,7 +169,14 @@ class AttentionPane(Vertical):
         if self.overview:
             heatmap.display = False
             grid.display = True
-            grid.show(weights.tolist(), rows, cols, self.head_index, name, self.query_one("#attn-scroll").size.width or 100)
+            grid.show(
+                weights.tolist(),
+                rows,
+                cols,
+                self.head_index,
+                name,
+                self.query_one("#attn-scroll").size.width or 100,
+            )
         else:
             grid.display = False
             heatmap.display = True
@@ -212,14 +229,20 @@ class AttentionPane(Vertical):
         self._projections_worker(self.model, self.lab_task, self.result, self.options)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="walkthrough")
-    def _projections_worker(self, model: Any, task: Any, result: Any, options: dict[str, Any] | None) -> None:
+    def _projections_worker(
+        self, model: Any, task: Any, result: Any, options: dict[str, Any] | None
+    ) -> None:
         """Replay the decode with hooks to get every module's q, k and v (thread)."""
         from tui_lab.ui.walkthrough import collect_projections
 
         try:
             projections = collect_projections(model, task, result, options)
         except Exception as exc:  # noqa: BLE001 - show it, never crash the lab
-            self.post_message(ProjectionsReady(result, None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+            self.post_message(
+                ProjectionsReady(
+                    result, None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                )
+            )
             return
         self.post_message(ProjectionsReady(result, projections, None))
 
@@ -229,7 +252,9 @@ class AttentionPane(Vertical):
         if message.result is not self.result:
             return
         if message.error:
-            self.query_one(WalkthroughView).show_message(f"walkthrough unavailable: {message.error}")
+            self.query_one(WalkthroughView).show_message(
+                f"walkthrough unavailable: {message.error}"
+            )
             return
         self.projections = message.projections
         self._show_walkthrough()

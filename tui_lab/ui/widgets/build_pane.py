@@ -25,7 +25,7 @@ def split_config_error(message: str) -> tuple[str | None, str]:
     match = _KEY.search(message)
     if not match:
         return None, message.split(": ", 1)[-1] if message.startswith("<") else message
-    return match.group(1), message[match.end():].lstrip(": ").strip() or message
+    return match.group(1), message[match.end() :].lstrip(": ").strip() or message
 
 
 class BuildPane(Vertical):
@@ -53,7 +53,9 @@ class BuildPane(Vertical):
         with Vertical(id="build-form-col"):
             yield Label("Hyperparameters", classes="pane-title", id="form-title")
             yield ConfigForm(id="form")
-            yield Static("tab/↑↓ move · enter opens a choice · escape leaves a field", id="form-help")
+            yield Static(
+                "tab/↑↓ move · enter opens a choice · escape leaves a field", id="form-help"
+            )
         with Vertical(id="build-yaml-col"):
             yield Label("YAML", classes="pane-title", id="yaml-title")
             with VerticalScroll(id="yaml-scroll"):
@@ -61,7 +63,9 @@ class BuildPane(Vertical):
 
     def on_mount(self) -> None:
         """Show the starting preset."""
-        self.query_one(PresetList).reload(select=Path(self.base.source) if self.base.source.endswith(".yaml") else self.base.name)
+        self.query_one(PresetList).reload(
+            select=Path(self.base.source) if self.base.source.endswith(".yaml") else self.base.name
+        )
         self._show(self.base, yaml_now=False)
         self.query_one(ModelSummary).show_loading()
         # Syntax highlighting imports pygments: after the first frame.
@@ -91,10 +95,14 @@ class BuildPane(Vertical):
 
         # Block style for reading; the file save-as writes comes from LabConfig.to_yaml().
         diff = config.diff_dict()
-        text = "# what a saved preset holds\n" + (yaml.safe_dump(diff, sort_keys=False) if diff else "{}\n")
+        text = "# what a saved preset holds\n" + (
+            yaml.safe_dump(diff, sort_keys=False) if diff else "{}\n"
+        )
         if stale:
             text = f"# {stale}\n# showing the last valid settings\n" + text
-        text += "\n# every setting, defaults included\n" + yaml.safe_dump(config.to_dict(), sort_keys=False)
+        text += "\n# every setting, defaults included\n" + yaml.safe_dump(
+            config.to_dict(), sort_keys=False
+        )
         self.query_one("#yaml", Static).update(
             Syntax(text, "yaml", theme="ansi_dark", background_color="default", word_wrap=True)
         )

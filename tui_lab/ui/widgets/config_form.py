@@ -31,16 +31,33 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
     (
         "Model",
         (
-            FieldSpec("model.arch", "architecture", "choice", cfg.ARCHS, hint="encoder-decoder (translation) or decoder-only (GPT)"),
+            FieldSpec(
+                "model.arch",
+                "architecture",
+                "choice",
+                cfg.ARCHS,
+                hint="encoder-decoder (translation) or decoder-only (GPT)",
+            ),
             FieldSpec("model.d_model", "d_model", "int", hint="width of every token vector"),
             FieldSpec("model.n_heads", "n_heads", "int", hint="must divide d_model"),
             FieldSpec("model.n_encoder_layers", "encoder layers", "int"),
             FieldSpec("model.n_decoder_layers", "decoder layers", "int"),
             FieldSpec("model.d_ff", "d_ff", "int", hint="feed-forward hidden size"),
             FieldSpec("model.dropout", "dropout", "float", hint="in [0, 1)"),
-            FieldSpec("model.norm", "norm", "choice", cfg.NORMS, hint="LayerNorm before (pre) or after (post) each block"),
+            FieldSpec(
+                "model.norm",
+                "norm",
+                "choice",
+                cfg.NORMS,
+                hint="LayerNorm before (pre) or after (post) each block",
+            ),
             FieldSpec("model.positional", "positions", "choice", cfg.POSITIONALS),
-            FieldSpec("model.tie_embeddings", "tied embeddings", "bool", hint="output layer shares the embedding matrix"),
+            FieldSpec(
+                "model.tie_embeddings",
+                "tied embeddings",
+                "bool",
+                hint="output layer shares the embedding matrix",
+            ),
         ),
     ),
     ("Task", (FieldSpec("task.name", "task", "choice", cfg.TASKS),)),
@@ -125,8 +142,11 @@ class ConfigForm(VerticalScroll):
     def _control(spec: FieldSpec, fid: str) -> Widget:
         if spec.kind == "choice":
             return Select(
-                [(c, c) for c in spec.choices], allow_blank=False, compact=True,
-                id=fid, classes="field-control",
+                [(c, c) for c in spec.choices],
+                allow_blank=False,
+                compact=True,
+                id=fid,
+                classes="field-control",
             )
         if spec.kind == "bool":
             return Checkbox("", compact=True, id=fid, classes="field-control")
@@ -135,7 +155,9 @@ class ConfigForm(VerticalScroll):
     @property
     def has_errors(self) -> bool:
         """True while any field (or the banner) shows an error."""
-        return bool(self.query(".field-row.-invalid")) or self.query_one("#form-banner").has_class("-shown")
+        return bool(self.query(".field-row.-invalid")) or self.query_one("#form-banner").has_class(
+            "-shown"
+        )
 
     def focus_first(self) -> None:
         """Focus the first field."""

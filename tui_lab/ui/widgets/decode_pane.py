@@ -88,7 +88,9 @@ class DecodePane(Vertical):
         if self.run is None:
             label.update(Text("  no model yet", style="dim italic"))
         else:
-            label.update(Text(f"  model: {self.run.config.name} at step {self.run.step:,}", style="dim"))
+            label.update(
+                Text(f"  model: {self.run.config.name} at step {self.run.step:,}", style="dim")
+            )
 
     def _fill_examples(self) -> None:
         options = self.query_one("#examples", OptionList)
@@ -105,7 +107,9 @@ class DecodePane(Vertical):
             shown = text.replace("\n", "↵")
             options.add_option(Option(shown[:40], id=f"ex-{i}"))
         if self.examples:
-            self.query_one("#decode-input", Input).placeholder = (
+            self.query_one(
+                "#decode-input", Input
+            ).placeholder = (
                 f"type an input, e.g. {self.examples[0].splitlines()[0][:20]}, then Enter"
             )
 
@@ -157,7 +161,9 @@ class DecodePane(Vertical):
         return True
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="decode")
-    def _decode_worker(self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool) -> None:
+    def _decode_worker(
+        self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool
+    ) -> None:
         """Run the core's decoder (thread); a copy of the model if it is training."""
         core = self.app.core
         model = copy.deepcopy(run.model) if snapshot else run.model
@@ -204,7 +210,9 @@ class DecodePane(Vertical):
             if expected is not None:
                 ok = expected == result.output
                 out.append("  ·  ", style="dim")
-                out.append("✓ correct" if ok else f"✗ expected {expected}", style="green" if ok else "red")
+                out.append(
+                    "✓ correct" if ok else f"✗ expected {expected}", style="green" if ok else "red"
+                )
         for note in result.notes:
             out.append(f"\nnote: {note}", style="yellow")
         self.query_one("#decode-output", Static).update(out)

@@ -53,7 +53,10 @@ class HeadGrid(Static):
                     padding=(0, 0),
                 )
             )
-        header = Text(f"{title}: all {len(heads)} heads (h picks one, a returns to a single head)\n", style="dim")
+        header = Text(
+            f"{title}: all {len(heads)} heads (h picks one, a returns to a single head)\n",
+            style="dim",
+        )
         from rich.console import Group
 
         self.update(Group(header, Columns(panels, padding=(0, 1))))

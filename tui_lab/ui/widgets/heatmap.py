@@ -157,18 +157,33 @@ class Heatmap(Widget, can_focus=True):
             for line in range(rh):
                 middle = line == rh // 2
                 if middle:
-                    style = "bold reverse" if i == cur_r and focused else ("bold" if i == cur_r else "dim")
+                    style = (
+                        "bold reverse"
+                        if i == cur_r and focused
+                        else ("bold" if i == cur_r else "dim")
+                    )
                     out.append(short_label(label, lw).rjust(lw), style=style)
                 else:
                     out.append(" " * lw)
                 out.append(" ")
                 for j, value in enumerate(row[: len(self.cols)]):
                     if i == cur_r and j == cur_c:
-                        cursor_style = Style(color="black", bgcolor="white", bold=True) if focused else Style(reverse=True)
-                        text = f"{value:.2f}".lstrip("0")[:cw].center(cw) if middle and cw >= 3 else cell_text(value, cw)
+                        cursor_style = (
+                            Style(color="black", bgcolor="white", bold=True)
+                            if focused
+                            else Style(reverse=True)
+                        )
+                        text = (
+                            f"{value:.2f}".lstrip("0")[:cw].center(cw)
+                            if middle and cw >= 3
+                            else cell_text(value, cw)
+                        )
                         out.append(text, style=cursor_style)
                     else:
-                        out.append(cell_text(value, cw) if middle or value != 0.0 else " " * cw, style=Style(color=colour(value)))
+                        out.append(
+                            cell_text(value, cw) if middle or value != 0.0 else " " * cw,
+                            style=Style(color=colour(value)),
+                        )
                 out.append("\n")
         out.append(" " * (lw + 1) + "weight 0 ", style="dim")
         for v in (0.1, 0.3, 0.6, 1.0):

@@ -48,7 +48,9 @@ class KeyBar(Static):
     def _redraw_keys(self) -> None:
         self._pending = False
         variables = self.app.theme_variables
-        key_style = Style.parse(f"bold {variables.get('footer-key-foreground', variables.get('accent', 'yellow'))}")
+        key_style = Style.parse(
+            f"bold {variables.get('footer-key-foreground', variables.get('accent', 'yellow'))}"
+        )
         dim = Style(dim=True)
         groups: dict[object, tuple[list[str], str, bool]] = {}
         order: list[object] = []

@@ -58,12 +58,17 @@ class LossChart(CachedPlot):
             plt.plot(xs, ys, label="train", marker="braille", color="cyan")
         if data.eval_steps:
             plt.plot(
-                [float(s) for s in data.eval_steps], data.val_loss,
-                label="val", marker="dot", color="orange",
+                [float(s) for s in data.eval_steps],
+                data.val_loss,
+                label="val",
+                marker="dot",
+                color="orange",
             )
         if log_scale and (data.steps or data.eval_steps):
             plt.yscale("log")
-        last = max(data.steps[-1] if data.steps else 0, data.eval_steps[-1] if data.eval_steps else 0)
+        last = max(
+            data.steps[-1] if data.steps else 0, data.eval_steps[-1] if data.eval_steps else 0
+        )
         if last:
             plt.xticks(integer_ticks(last))
         if not data.steps and not data.eval_steps:

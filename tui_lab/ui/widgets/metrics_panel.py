@@ -62,9 +62,13 @@ class MetricsPanel(Static):
         grid.add_column(justify="right", no_wrap=True)
         grid.add_row("state", Text(label, style=f"bold {style}"))
         total = step.total_steps if step is not None else total_steps
-        grid.add_row("step", f"{step.step:,} / {total:,}" if step is not None else f"0 / {total or 0:,}")
+        grid.add_row(
+            "step", f"{step.step:,} / {total:,}" if step is not None else f"0 / {total or 0:,}"
+        )
         grid.add_row("loss", number(step.loss if step is not None else None, ".4f"))
-        grid.add_row("val loss", number(evaluation.val_loss if evaluation is not None else None, ".4f"))
+        grid.add_row(
+            "val loss", number(evaluation.val_loss if evaluation is not None else None, ".4f")
+        )
         acc = evaluation.exact_match if evaluation is not None else None
         acc_text = Text(f"{acc:.1%}" if acc is not None else "-", style="bold" if acc else "")
         if acc is not None and acc >= 0.99:

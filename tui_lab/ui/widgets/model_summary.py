@@ -14,7 +14,11 @@ def human(n: float, unit: str = "") -> str:
     for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(n) >= factor:
             return f"{n / factor:.3g}{prefix}{unit}"
-    return f"{n:.3g}{unit}" if isinstance(n, float) and not float(n).is_integer() else f"{int(n)}{unit}"
+    return (
+        f"{n:.3g}{unit}"
+        if isinstance(n, float) and not float(n).is_integer()
+        else f"{int(n)}{unit}"
+    )
 
 
 def human_bytes(n: float) -> str:

@@ -50,7 +50,9 @@ class ParamsPane(Vertical, can_focus=False):
         table.add_column("%", key="pct")
         table.add_column("share", key="bar")
         table.add_column("note", key="note")
-        self.query_one("#params-title", Static).update(Text("Parameters: loading torch…", style="dim"))
+        self.query_one("#params-title", Static).update(
+            Text("Parameters: loading torch…", style="dim")
+        )
         self.app.register_pane("params", self)
         last = self.app.last_report
         if last is not None:
@@ -107,20 +109,28 @@ class ParamsPane(Vertical, can_focus=False):
         for _ in range(4):
             grid.add_column()
         grid.add_row(
-            Text("total", style="dim"), Text(f"{r.total:,}", style="bold"),
-            Text("FLOPs/token train", style="dim"), Text(human(r.train_flops_per_token), style="bold"),
+            Text("total", style="dim"),
+            Text(f"{r.total:,}", style="bold"),
+            Text("FLOPs/token train", style="dim"),
+            Text(human(r.train_flops_per_token), style="bold"),
         )
         grid.add_row(
-            Text("non-embedding", style="dim"), Text(f"{r.non_embedding:,}"),
-            Text("FLOPs/token infer", style="dim"), Text(human(r.infer_flops_per_token)),
+            Text("non-embedding", style="dim"),
+            Text(f"{r.non_embedding:,}"),
+            Text("FLOPs/token infer", style="dim"),
+            Text(human(r.infer_flops_per_token)),
         )
         grid.add_row(
-            Text("memory fp32", style="dim"), Text(human_bytes(r.fp32_bytes)),
-            Text("memory bf16", style="dim"), Text(human_bytes(r.bf16_bytes)),
+            Text("memory fp32", style="dim"),
+            Text(human_bytes(r.fp32_bytes)),
+            Text("memory bf16", style="dim"),
+            Text(human_bytes(r.bf16_bytes)),
         )
         grid.add_row(
-            Text("AdamW training", style="dim"), Text(human_bytes(r.train_bytes) + " + activations"),
-            Text("context", style="dim"), Text(f"{r.context_len} tokens"),
+            Text("AdamW training", style="dim"),
+            Text(human_bytes(r.train_bytes) + " + activations"),
+            Text("context", style="dim"),
+            Text(f"{r.context_len} tokens"),
         )
         self.query_one("#params-totals", Static).update(grid)
 

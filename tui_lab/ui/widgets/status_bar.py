@@ -16,7 +16,9 @@ class StatusBar(Static):
         text.append("  preset ", style="dim")
         text.append(preset, style="bold")
         text.append("  ·  ", style="dim")
-        style = "yellow" if "loading" in core_state else ("red" if "failed" in core_state else "green")
+        style = (
+            "yellow" if "loading" in core_state else ("red" if "failed" in core_state else "green")
+        )
         text.append(core_state, style=style)
         if training:
             text.append("  ·  ", style="dim")

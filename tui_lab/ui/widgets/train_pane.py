@@ -144,7 +144,11 @@ class TrainPane(Vertical, can_focus=True):
         }.get(self.state, "")
         name = self.run.config.name if self.run is not None else self.config.name
         where = f" · {self.run_dir}" if self.run_dir else f" · new runs go to {self.runs_root}/"
-        dirty = " · [b]config edited: r resets to train it[/b]" if self._config_dirty and self.run is not None else ""
+        dirty = (
+            " · [b]config edited: r resets to train it[/b]"
+            if self._config_dirty and self.run is not None
+            else ""
+        )
         self.query_one("#train-status", Static).update(f"[b]{name}[/b]{where} · {hint}{dirty}")
 
     def _redraw(self, force: bool = False) -> None:
@@ -168,7 +172,13 @@ class TrainPane(Vertical, can_focus=True):
             self._figures_dirty = False
             total = self.run.total_steps if self.run is not None else config_steps(self.config)
             self.query_one(MetricsPanel).show(
-                self.state, self.last_step, self.last_eval, total, self.device, self.best, self.reason
+                self.state,
+                self.last_step,
+                self.last_eval,
+                total,
+                self.device,
+                self.best,
+                self.reason,
             )
             bar = self.query_one(ProgressBar)
             bar.update(total=total, progress=self.last_step.step if self.last_step else 0)
@@ -247,7 +257,9 @@ class TrainPane(Vertical, can_focus=True):
             "error": ("Training failed", "error"),
         }
         title, severity = titles.get(event.reason, ("Run ended", "information"))
-        self.notify(event.message, title=title, severity=severity, timeout=8 if severity == "error" else 5)
+        self.notify(
+            event.message, title=title, severity=severity, timeout=8 if severity == "error" else 5
+        )
         self.post_message(ModelChanged(self.run))
 
     def on_run_ready(self, message: RunReady) -> None:
@@ -282,7 +294,11 @@ class TrainPane(Vertical, can_focus=True):
         error = event.worker.error
         self.reason = "error"
         self._set_state("done" if self.run is not None else "idle")
-        self.notify(one_line(error) if error else "training failed", title="Training failed", severity="error")
+        self.notify(
+            one_line(error) if error else "training failed",
+            title="Training failed",
+            severity="error",
+        )
 
     def _synth_last_step(self, run: Any) -> None:
         """A restored run has no StepEvent yet: show its step from the metrics history."""
@@ -291,12 +307,20 @@ class TrainPane(Vertical, can_focus=True):
 
         if data.steps:
             self.last_step = SimpleNamespace(
-                step=run.step, total_steps=run.total_steps, loss=data.loss[-1], lr=data.lr[-1],
-                grad_norm=float("nan"), tokens_per_s=0.0, elapsed=run.elapsed, eta=None,
+                step=run.step,
+                total_steps=run.total_steps,
+                loss=data.loss[-1],
+                lr=data.lr[-1],
+                grad_norm=float("nan"),
+                tokens_per_s=0.0,
+                elapsed=run.elapsed,
+                eta=None,
             )
         if data.eval_steps:
             self.last_eval = SimpleNamespace(
-                step=data.eval_steps[-1], val_loss=data.val_loss[-1], exact_match=data.accuracy[-1],
+                step=data.eval_steps[-1],
+                val_loss=data.val_loss[-1],
+                exact_match=data.accuracy[-1],
             )
 
     # ---- the worker -------------------------------------------------------------------
@@ -325,7 +349,12 @@ class TrainPane(Vertical, can_focus=True):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="train", name="training")
     def _train_worker(
-        self, generation: int, config: LabConfig | None, resume_dir: Path | None, existing: Any, start: bool
+        self,
+        generation: int,
+        config: LabConfig | None,
+        resume_dir: Path | None,
+        existing: Any,
+        start: bool,
     ) -> None:
         """Build or restore a run if needed, then train it until it stops (thread)."""
         try:
@@ -352,8 +381,14 @@ class TrainPane(Vertical, can_focus=True):
         finally:
             self.loop_finished.set()
 
-    def _launch(self, *, config: LabConfig | None = None, resume_dir: Path | None = None,
-                existing: Any = None, start: bool = True) -> None:
+    def _launch(
+        self,
+        *,
+        config: LabConfig | None = None,
+        resume_dir: Path | None = None,
+        existing: Any = None,
+        start: bool = True,
+    ) -> None:
         self._stop_requested = threading.Event()
         self._starting = start
         self.loop_finished.clear()
@@ -390,13 +425,19 @@ class TrainPane(Vertical, can_focus=True):
             self.notify("training starts as soon as torch has loaded", timeout=3)
             return
         if self._follow_dir is not None:
-            self.notify("following another process's run: it cannot be trained from here", severity="warning")
+            self.notify(
+                "following another process's run: it cannot be trained from here",
+                severity="warning",
+            )
             return
         if self.state == "ready" and self.run is not None and not self._config_dirty:
             self._launch(existing=self.run)
         elif (
-            self.state == "done" and self.run is not None and not self._config_dirty
-            and self.reason in ("stopped", "time") and self.run.step < self.run.total_steps
+            self.state == "done"
+            and self.run is not None
+            and not self._config_dirty
+            and self.reason in ("stopped", "time")
+            and self.run.step < self.run.total_steps
         ):
             self._launch(resume_dir=self.run_dir)
         else:
@@ -520,14 +561,22 @@ class TrainPane(Vertical, can_focus=True):
         if steps:
             r = steps[-1]
             self.last_step = SimpleNamespace(
-                step=r.get("step", 0), total_steps=r.get("total_steps", 0), loss=r.get("loss", float("nan")),
-                lr=r.get("lr", 0.0), grad_norm=r.get("grad_norm", float("nan")),
-                tokens_per_s=r.get("tokens_per_s", 0.0), elapsed=r.get("elapsed"), eta=r.get("eta"),
+                step=r.get("step", 0),
+                total_steps=r.get("total_steps", 0),
+                loss=r.get("loss", float("nan")),
+                lr=r.get("lr", 0.0),
+                grad_norm=r.get("grad_norm", float("nan")),
+                tokens_per_s=r.get("tokens_per_s", 0.0),
+                elapsed=r.get("elapsed"),
+                eta=r.get("eta"),
             )
         if evals:
             r = evals[-1]
-            self.last_eval = SimpleNamespace(step=r.get("step"), val_loss=r.get("val_loss", float("nan")),
-                                             exact_match=r.get("exact_match"))
+            self.last_eval = SimpleNamespace(
+                step=r.get("step"),
+                val_loss=r.get("val_loss", float("nan")),
+                exact_match=r.get("exact_match"),
+            )
         self._figures_dirty = True
 
     # ---- shutting down --------------------------------------------------------------

@@ -36,10 +36,20 @@ class WalkthroughView(Static):
         table.add_column("softmax", justify="right")
         for j, key in enumerate(row.keys):
             if row.masked[j]:
-                table.add_row(key, Text("masked", style="dim"), Text("-∞", style="dim"), Text("0", style="dim"))
+                table.add_row(
+                    key,
+                    Text("masked", style="dim"),
+                    Text("-∞", style="dim"),
+                    Text("0", style="dim"),
+                )
                 continue
             w = row.weights[j]
-            table.add_row(key, _num(row.raw[j]), _num(row.scaled[j]), Text(f"{w:.3f}", style="bold" if w > 0.3 else ""))
+            table.add_row(
+                key,
+                _num(row.raw[j]),
+                _num(row.scaled[j]),
+                Text(f"{w:.3f}", style="bold" if w > 0.3 else ""),
+            )
         total = Text(f"Σ softmax = {sum(row.weights):.3f}", style="dim")
         shown = ", ".join(f"{x:+.2f}" for x in row.output[:8])
         more = ", …" if len(row.output) > 8 else ""
