@@ -147,3 +147,41 @@ async def test_attention_keys_before_any_decode_do_not_crash() -> None:
             else True
         )
         assert app.query_one(TabbedContent).active == "attention"
+
+
+async def test_decoder_only_model_decodes_and_walks_through() -> None:
+    """A GPT-style model (RoPE, two layers) trained in the lab: decode, layers, walkthrough."""
+    from tests.ui.conftest import DATA
+
+    app = tiny_app(preset=str(DATA / "tiny-gpt.yaml"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("2", "space")
+        train = app.query_one(TrainPane)
+        await wait_until(pilot, lambda: train.state == "done", 60, "training")
+        pane = await decode(pilot, "1234")
+        assert pane.result is not None
+        await pilot.press("4")
+        attention = app.query_one(AttentionPane)
+        assert [k for k, _ in attention.kinds] == ["decoder self"]
+        await pilot.press("l")
+        assert attention.capture_name == "decoder.1.self"
+        await pilot.press("w")
+        await wait_until(pilot, lambda: attention.projections is not None, 30, "q/k/v")
+        from tui_lab.ui.walkthrough import walk
+
+        result = attention.result
+        for name in result.attention:
+            for row in range(result.attention[name].shape[1]):
+                assert walk(attention.projections[name], result, name, 1, row).max_diff < 1e-4
+
+
+async def test_follow_mode_shows_another_process_run(trained_run: Path) -> None:
+    app = tiny_app(run_dir=str(trained_run), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = app.query_one(TrainPane)
+        await wait_until(pilot, lambda: len(pane.history) == 30, 10, "the metrics")
+        assert pane.state == "following"
+        await pilot.press("2", "space")
+        assert pane.state == "following"  # nothing to start: another process trains it
