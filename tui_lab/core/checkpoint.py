@@ -38,6 +38,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -65,6 +66,12 @@ LOG_FILE = "log.txt"
 CHECKPOINT_FORMAT = 1
 # Key, in the safetensors metadata and in optimizer.pt, holding the save id.
 SAVE_ID_KEY = "tfx_lab_save"
+# Key, in the safetensors metadata, holding the settings the weights were trained for
+# (see _fingerprint): shapes alone cannot tell rope from sinusoidal, gelu from relu,
+# or a reverse model from a copy one.
+MODEL_KEY = "tfx_lab_model"
+# Settings that may change between save and load: they do not change what the weights mean.
+_FINGERPRINT_SKIP = ("dropout", "max_len")
 # A safetensors header larger than this is not one we wrote (ours are a few KB).
 MAX_HEADER_BYTES = 100 * 2**20
 
@@ -99,7 +106,12 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name == "numpy":
         return "numpy is missing (safetensors needs it to save torch tensors; pip install numpy)"
     text = str(exc).strip().splitlines()
-    return (text[0][:200] if text else "") or type(exc).__name__
+    # Library messages can carry terminal styling (torch's weights-only error does).
+    first = _CONTROL.sub("", text[0])[:200] if text else ""
+    return first or type(exc).__name__
+
+
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x1f\x7f]")
 
 
 def _unlink_quietly(path: Path) -> None:
@@ -244,6 +256,14 @@ def new_run_dir(base: RunDir, name: str) -> Path:
     raise RunError(f"cannot create a new run folder in {root}: too many runs named {name!r}")
 
 
+def _fingerprint(config: LabConfig) -> dict[str, Any]:
+    """The settings a set of weights belongs to: the model section and the task."""
+    model = config.to_dict()["model"]
+    out = {f"model.{k}": v for k, v in model.items() if k not in _FINGERPRINT_SKIP}
+    out["task.name"] = config.task.name
+    return out
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -292,7 +312,11 @@ def save_checkpoint(
         weights_path = run / WEIGHTS_FILE
         weights_tmp = _stage(
             weights_path,
-            lambda tmp: save_model(model, str(tmp), metadata={SAVE_ID_KEY: save_id}),
+            lambda tmp: save_model(
+                model,
+                str(tmp),
+                metadata={SAVE_ID_KEY: save_id, MODEL_KEY: json.dumps(_fingerprint(config))},
+            ),
         )
         staged.append((weights_tmp, weights_path))
 
@@ -577,6 +601,32 @@ def _tensor_key(t: torch.Tensor) -> tuple[Any, ...]:
     return (t.device.type, t.device.index, ptr, t.storage_offset(), tuple(t.shape), t.stride())
 
 
+def _check_fingerprint(path: Path, metadata: Any, run: Path) -> None:
+    """Refuse weights trained for other settings than ``config.yaml`` now holds.
+
+    Catches a config edited after training and weights copied in from another
+    preset even when every shape still matches. Checkpoints without the record
+    (older ones) and configs that do not load (``load_run`` reports those) pass.
+    """
+    saved_text = metadata.get(MODEL_KEY) if isinstance(metadata, dict) else None
+    if not saved_text:
+        return
+    try:
+        saved = json.loads(saved_text)
+        data = yaml.safe_load((run / CONFIG_FILE).read_text(encoding="utf-8"))
+        current = _fingerprint(from_dict(data, source=str(run / CONFIG_FILE)))
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):  # ConfigError is a ValueError
+        return
+    if not isinstance(saved, dict):
+        return
+    for key, value in current.items():
+        if key in saved and saved[key] != value:
+            raise RunError(
+                f"{path}: weights were trained with {key}: {saved[key]}, {CONFIG_FILE} now says "
+                f"{value}; put {saved[key]} back in {CONFIG_FILE}, or train a new run"
+            )
+
+
 def _check_names_and_shapes(path: Path, header: dict[str, Any], model: nn.Module) -> None:
     """Refuse weights whose names or shapes differ from ``model``'s, naming the first culprit."""
     expected = model.state_dict()
@@ -619,6 +669,7 @@ def load_weights(run_dir: RunDir, model: nn.Module) -> list[str]:
     metadata = header.get("__metadata__")
     file_save_id = metadata.get(SAVE_ID_KEY) if isinstance(metadata, dict) else None
     notes = _check_against_state(path, _read_state(run), file_save_id)
+    _check_fingerprint(path, metadata, run)
     _check_names_and_shapes(path, header, model)
     try:
         load_model(model, str(path), strict=True)
