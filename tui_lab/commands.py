@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -199,7 +200,10 @@ def _load_for_inference(run_dir: str, device: str = "cpu") -> Any:
     from .core.train import TrainingRun
 
     loaded = checkpoint.load_run(run_dir)
-    run = TrainingRun(loaded.config, run_dir, device=device)
+    config = loaded.config
+    if isinstance(loaded.state.get("preset"), str):  # as open_run: config.yaml does not hold the name
+        config = dataclasses.replace(config, name=loaded.state["preset"])
+    run = TrainingRun(config, run_dir, device=device)
     for note in checkpoint.load_weights(run_dir, run.model):
         print(f"note: {note}", file=sys.stderr)
     run.step = int(loaded.state.get("step", 0))
