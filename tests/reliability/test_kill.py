@@ -1,0 +1,221 @@
+"""Processes: kill -9 at any moment of training, ctrl+c, and quitting the lab while it trains.
+
+The kill test runs the real ``tfx-lab train`` executable on a tiny preset that
+checkpoints after every step (so most of its time is spent saving) and
+SIGKILLs it again and again: at random moments, and the instant a save has
+staged its files (weights written, renames not yet done). After each kill the
+folder must load with ``tfx-lab eval`` and resume with ``train --resume``.
+tests/core/test_checkpoint.py does the same to save_checkpoint alone, in forked
+writers; this is the whole command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.conftest import (
+    ROOT,
+    TFX,
+    assert_timestamped,
+    cli,
+    log_lines,
+    state,
+    temps,
+    tfx,
+    tiny,
+)
+
+SEED = 20240607
+
+
+def preset(folder: Path, **train: object) -> Path:
+    path = folder / "tiny.yaml"
+    settings = {"steps": 1_000_000, "checkpoint_seconds": 1e-6, "eval_every": 40, "eval_examples": 16, **train}
+    path.write_text(tiny(train=settings).to_yaml())
+    return path
+
+
+def start(folder: Path, *args: object) -> subprocess.Popen[str]:
+    log = open(folder / "child.log", "a")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(
+        [*TFX, *[str(a) for a in args]], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def wait_for(predicate, timeout: float, proc: subprocess.Popen[str], folder: Path, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc.poll() is not None:
+            raise AssertionError(f"tfx-lab exited ({proc.returncode}) while waiting for {what}:\n"
+                                 + (folder / "child.log").read_text()[-2000:])
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.002)
+
+
+def starts_logged(run: Path) -> int:
+    try:
+        return sum("training on" in line for line in log_lines(run))
+    except FileNotFoundError:
+        return 0
+
+
+def staged(run: Path, pid: int, names: tuple[str, ...]) -> str | None:
+    """The name of a file ``pid`` has staged but not yet renamed into place, if any."""
+    try:
+        present = os.listdir(run)
+    except FileNotFoundError:
+        return None
+    for name in names:
+        if f".{name}.tmp-{pid}" in present:
+            return name
+    return None
+
+
+def test_kill_9_at_random_moments_and_mid_save_always_leaves_a_loadable_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    rng = random.Random(SEED)
+    run = tmp_path / "run"
+    tiny_yaml = preset(tmp_path)
+    # (how to pick the moment, ...): random moments, and right inside a save.
+    plan = ["random", "weights staged", "state staged", "random", "optimizer staged"]
+    caught: list[str] = []
+    last_step = 0
+    for round_no, moment in enumerate(plan):
+        before = starts_logged(run)
+        if round_no == 0:
+            proc = start(tmp_path, "train", "--preset", tiny_yaml, "--out", run)
+        else:
+            proc = start(tmp_path, "train", "--resume", run)
+        try:
+            # Training has started (and, the first time, a checkpoint exists).
+            wait_for(lambda b=before: starts_logged(run) > b and (run / "state.json").exists(),
+                     120, proc, tmp_path, "training to start")
+            if moment == "random":
+                time.sleep(rng.uniform(0.0, 0.6))
+                caught.append("random")
+            else:
+                name = {"weights staged": "model.safetensors", "state staged": "state.json",
+                        "optimizer staged": "optimizer.pt"}[moment]
+                # Any staged file means a save is under way; prefer the one the plan names.
+                wanted = (name, "model.safetensors", "optimizer.pt", "state.json")
+                deadline = time.monotonic() + 20
+                hit = None
+                while hit is None and time.monotonic() < deadline and proc.poll() is None:
+                    hit = staged(run, proc.pid, (name,)) or (
+                        staged(run, proc.pid, wanted) if time.monotonic() > deadline - 15 else None)
+                assert hit is not None, "never saw a save under way"
+                caught.append(f"{hit} staged")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+
+        # The folder loads, with the CLI's own code path, and says where it is.
+        result = cli(capsys, "eval", "--run", run, "--n", "8", "--json")
+        assert result.rc == 0, (caught[-1], result.err)
+        assert "Traceback" not in result.err
+        record = json.loads(result.out)
+        assert record["step"] >= last_step, (caught[-1], record)  # never goes backwards
+        last_step = record["step"]
+        json.loads((run / "state.json").read_text())
+        assert len(temps(run)) <= 4  # only the killed writer's leftovers, if any
+
+    with capsys.disabled():  # shown with -s: where each kill landed
+        print("\nkill moments:", caught, "last step", last_step)
+    assert any("staged" in c for c in caught), caught
+    # The real executable loads it too, and one more resume trains on and cleans up.
+    proc = tfx("eval", "--run", run, "--n", "8", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = cli(capsys, "train", "--resume", run, "--steps", str(last_step + 3), "--json")
+    assert result.rc == 0, result.err
+    assert state(run)["step"] == last_step + 3
+    assert temps(run) == []  # stale staging files of dead writers are removed
+    lines = log_lines(run)
+    assert_timestamped(lines)
+    assert sum("training on" in line for line in lines) == len(plan) + 1
+
+
+@pytest.fixture
+def training_process(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A real ``tfx-lab train`` that has done some steps; no periodic checkpoints after the first."""
+    run = tmp_path / "run"
+    proc = start(tmp_path, "train", "--preset", preset(tmp_path, checkpoint_seconds=3600), "--out", run,
+                 "--json")
+    try:
+        def steps() -> int:
+            try:
+                return (run / "metrics.jsonl").read_text().count('"kind":"step"')
+            except FileNotFoundError:
+                return 0
+
+        wait_for(lambda: steps() >= 20, 120, proc, tmp_path, "20 steps")
+        yield proc, run
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_ctrl_c_saves_and_exits_cleanly(training_process, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    proc, run = training_process
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 0
+    assert time.monotonic() - started < 15
+    output = (run.parent / "child.log").read_text()
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output
+    summary = json.loads(output.strip().splitlines()[-1])
+    assert summary["reason"] == "stopped"
+    # The final checkpoint is the step it stopped at (periodic saves were off).
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()
+             if '"kind":"step"' in line]
+    assert state(run)["step"] == steps[-1] == summary["step"] >= 20
+    assert log_lines(run)[-1].endswith(f"stopped at step {steps[-1]}")
+    assert cli(capsys, "eval", "--run", run, "--n", "8").rc == 0
+
+
+def test_ctrl_c_twice_still_leaves_a_loadable_run(training_process, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """An impatient second ctrl+c may cut the final save short: exit 0 or 130, never a traceback."""
+    proc, run = training_process
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) in (0, 130)
+    output = (run.parent / "child.log").read_text()
+    assert "Traceback" not in output
+    result = cli(capsys, "eval", "--run", run, "--n", "8", "--json")
+    assert result.rc == 0, result.err
+
+
+async def test_quitting_the_lab_while_training_stops_within_a_second(in_tmp: Path) -> None:
+    from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
+    from tui_lab.core.checkpoint import load_run
+    from tui_lab.ui.widgets.train_pane import TrainPane
+
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = app.query_one(TrainPane)
+        pane.config_changed(app.config.with_values({"train.steps": 1_000_000}))
+        await pilot.press("2")
+        await pilot.press("space")
+        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 5, 60, "steps")
+        run = pane.run
+        started = time.monotonic()
+        await pilot.press("q")
+        assert app._exit
+    stopped = pane.loop_finished.wait(10)
+    took = time.monotonic() - started
+    assert stopped and took < 1.0, f"training took {took:.2f}s to stop after q"
+    assert load_run(run.out_dir).state["step"] == run.step >= 5  # stopped, evaluated and saved
