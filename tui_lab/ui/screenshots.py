@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import Input
@@ -45,56 +46,68 @@ async def _settle(pilot: Pilot) -> None:
 async def make(preset: str, out: Path, max_seconds: float, decode_input: str) -> list[Path]:
     """Drive the lab and write the SVGs; returns their paths."""
     from tui_lab.ui.app import LabApp
+
+    out.mkdir(parents=True, exist_ok=True)
+    out = out.resolve()
+    home = Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="tfx-lab-shots-") as scratch:
+        os.chdir(scratch)  # the run folder shows as runs/<preset>-<time>
+        try:
+            return await _drive(
+                LabApp(preset=preset, runs_dir="runs"), out, max_seconds, decode_input
+            )
+        finally:
+            os.chdir(home)
+
+
+async def _drive(app: Any, out: Path, max_seconds: float, decode_input: str) -> list[Path]:
     from tui_lab.ui.widgets.attention_pane import AttentionPane
     from tui_lab.ui.widgets.train_pane import TrainPane
 
-    out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    with tempfile.TemporaryDirectory(prefix="tfx-lab-shots-") as runs:
-        app = LabApp(preset=preset, runs_dir=runs)
-        app.animation_level = "none"
+    app.animation_level = "none"
 
-        def save(name: str) -> None:
-            path = out / f"{name}.svg"
-            path.write_text(app.export_screenshot(title=f"tfx-lab · {name}"), encoding="utf-8")
-            written.append(path)
-            print(f"wrote {path}", file=sys.stderr)
+    def save(name: str) -> None:
+        path = out / f"{name}.svg"
+        path.write_text(app.export_screenshot(title=f"tfx-lab · {name}"), encoding="utf-8")
+        written.append(path)
+        print(f"wrote {path}", file=sys.stderr)
 
-        async with app.run_test(size=SIZE) as pilot:
-            await _wait(pilot, lambda: app.core is not None, 120, "torch")
-            await _settle(pilot)
-            save("build")
-            await pilot.press("2", "space")
-            train = app.query_one(TrainPane)
-            started = time.monotonic()
-            await _wait(pilot, lambda: train.state in ("running", "done"), 120, "training to start")
-            while train.state != "done" and time.monotonic() - started < max_seconds:
-                await pilot.pause(0.5)
-            if train.state != "done":
-                await pilot.press("s")
-                await _wait(pilot, lambda: train.state == "done", 60, "training to stop")
-            await pilot.pause(0.6)
-            await _settle(pilot)
-            save("train")
-            await pilot.press("3")
-            field = app.query_one("#decode-input", Input)
-            field.value = decode_input
-            await pilot.press("enter")
-            await _settle(pilot)
-            save("decode")
-            await pilot.press("4", "k", "k", "down", "down", "w")
-            attention = app.query_one(AttentionPane)
-            await _wait(pilot, lambda: attention.projections is not None, 60, "the walkthrough")
-            await _settle(pilot)
-            save("attention")
-            await pilot.press("5")
-            await _settle(pilot)
-            save("params")
-            await pilot.press("question_mark")
-            await _settle(pilot)
-            save("help")
-            await pilot.press("escape")
-            app.query_one(TrainPane).stop_training()
+    async with app.run_test(size=SIZE) as pilot:
+        await _wait(pilot, lambda: app.core is not None, 120, "torch")
+        await _settle(pilot)
+        save("build")
+        await pilot.press("2", "space")
+        train = app.query_one(TrainPane)
+        started = time.monotonic()
+        await _wait(pilot, lambda: train.state in ("running", "done"), 120, "training to start")
+        while train.state != "done" and time.monotonic() - started < max_seconds:
+            await pilot.pause(0.5)
+        if train.state != "done":
+            await pilot.press("s")
+            await _wait(pilot, lambda: train.state == "done", 60, "training to stop")
+        await pilot.pause(0.6)
+        await _settle(pilot)
+        save("train")
+        await pilot.press("3")
+        field = app.query_one("#decode-input", Input)
+        field.value = decode_input
+        await pilot.press("enter")
+        await _settle(pilot)
+        save("decode")
+        await pilot.press("4", "k", "k", "down", "down", "w")
+        attention = app.query_one(AttentionPane)
+        await _wait(pilot, lambda: attention.projections is not None, 60, "the walkthrough")
+        await _settle(pilot)
+        save("attention")
+        await pilot.press("5")
+        await _settle(pilot)
+        save("params")
+        await pilot.press("question_mark")
+        await _settle(pilot)
+        save("help")
+        await pilot.press("escape")
+        app.query_one(TrainPane).stop_training()
     return written
 
 

@@ -19,6 +19,11 @@ N_EXAMPLES = 8
 TOP_K_SHOWN = 5
 
 
+def probability(p: float) -> str:
+    """0.9991 -> '0.999', 0.00042 -> '4e-04': small ones keep a digit that means something."""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.0e}"
+
+
 class DecodePane(Vertical):
     """Input, sampling options, the output, per-step top-k and example inputs."""
 
@@ -222,10 +227,10 @@ class DecodePane(Vertical):
             top = Text()
             for j, (token, prob) in enumerate(step.top):
                 if j:
-                    top.append("  ")
+                    top.append("   ")
                 top.append(token, style="bold" if token == step.token else "")
-                top.append(f" {prob:.2f}", style="dim")
-            table.add_row(str(i), step.token, f"{step.prob:.3f}", top)
+                top.append(" " + probability(prob), style="dim")
+            table.add_row(str(i), step.token, probability(step.prob), top)
 
     # ---- actions ----------------------------------------------------------------
 

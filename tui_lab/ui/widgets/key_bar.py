@@ -15,12 +15,12 @@ from textual.widgets import Static
 
 
 def _keys_label(keys: list[str]) -> str:
-    """'1','2','3','4','5' -> '1-5'; other groups are joined with '/'."""
+    """'1','2','3','4','5' -> '1-5'; other keys of one action are joined with spaces."""
     if len(keys) > 2 and all(k.isdigit() and len(k) == 1 for k in keys):
         digits = [int(k) for k in keys]
         if digits == list(range(digits[0], digits[0] + len(digits))):
             return f"{keys[0]}-{keys[-1]}"
-    return "/".join(keys)
+    return " ".join(keys)
 
 
 class KeyBar(Static):

@@ -59,7 +59,7 @@ class MetricsPanel(Static):
             label = f"■ {reason}"
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style="dim", no_wrap=True)
-        grid.add_column(justify="right", no_wrap=True)
+        grid.add_column(no_wrap=True)
         grid.add_row("state", Text(label, style=f"bold {style}"))
         total = step.total_steps if step is not None else total_steps
         grid.add_row(
@@ -81,6 +81,8 @@ class MetricsPanel(Static):
         tps = step.tokens_per_s if step is not None else None
         grid.add_row("tokens/s", human(tps) if tps else "-")
         grid.add_row("elapsed", clock(step.elapsed) if step is not None else "-")
-        grid.add_row("ETA", clock(step.eta) if step is not None else "-")
+        grid.add_row(
+            "ETA", clock(step.eta) if step is not None and state in ("running", "paused") else "-"
+        )
         grid.add_row("device", device or "-")
         self.update(grid)

@@ -93,13 +93,15 @@ class ParamsPane(Vertical, can_focus=False):
             rows = [(group, n, "") for group, n in report.groups().items()]
         else:
             rows = [(r.name, r.params, r.note) for r in report.rows]
+        largest = max((n for _, n, _ in rows), default=1) or 1
+        width = max(len(f"{n:,}") for _, n, _ in rows) if rows else 1
         for name, n, note in rows:
             share = n / total
             table.add_row(
                 name,
-                Text(f"{n:,}", justify="right"),
-                Text(f"{share:6.1%}", justify="right"),
-                Text(bar(share), style="cyan"),
+                f"{n:>{width},}",
+                f"{share:6.1%}",
+                Text(bar(n / largest), style="cyan"),  # bars relative to the largest row
                 Text(note, style="dim italic"),
             )
 

@@ -79,7 +79,7 @@ class TrainPane(Vertical, can_focus=True):
         self.last_step: Any = None
         self.last_eval: Any = None
         self.best: float | None = None
-        self.log_scale = False
+        self.log_scale: bool | None = None  # None: log once the loss spans two decades
         self.loop_finished = threading.Event()
         self.loop_finished.set()
         self._live_run: Any = None
@@ -162,7 +162,7 @@ class TrainPane(Vertical, can_focus=True):
         if force or self.history.version != self._drawn:
             self._drawn = self.history.version
             data = self.history.snapshot()
-            self.query_one(LossChart).draw(data, self.log_scale)
+            self.query_one(LossChart).draw(data, self._use_log(data))
             now = time.monotonic()
             if force or now - self._lr_drawn >= LR_REDRAW_SECONDS or self.state not in ("running",):
                 self._lr_drawn = now
@@ -182,6 +182,12 @@ class TrainPane(Vertical, can_focus=True):
             )
             bar = self.query_one(ProgressBar)
             bar.update(total=total, progress=self.last_step.step if self.last_step else 0)
+
+    def _use_log(self, data: Any) -> bool:
+        if self.log_scale is not None:
+            return self.log_scale
+        values = [v for v in (*data.loss, *data.val_loss) if v > 0]
+        return bool(values) and max(values) / min(values) > 100
 
     def _visible(self) -> bool:
         parent = self.parent
@@ -493,7 +499,7 @@ class TrainPane(Vertical, can_focus=True):
 
     def action_toggle_log(self) -> None:
         """Switch the loss chart between linear and log scale."""
-        self.log_scale = not self.log_scale
+        self.log_scale = not self._use_log(self.history.snapshot())
         self._redraw(force=True)
 
     def action_open_run(self) -> None:
