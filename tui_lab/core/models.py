@@ -91,19 +91,28 @@ def _init_weights(model: nn.Module) -> None:
                 nn.init.zeros_(module.bias)
 
 
+def _stack(
+    layer: type[EncoderLayer] | type[DecoderLayer],
+    count: int,
+    config: ModelConfig,
+    rope: RotaryEmbedding | None,
+) -> tuple[nn.ModuleList, nn.LayerNorm | None]:
+    """``count`` layers of one kind, and the final LayerNorm that pre-LN stacks need."""
+    c = config
+    pre = c.norm == "pre"
+    layers = nn.ModuleList(
+        layer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, pre, rope)
+        for _ in range(count)
+    )
+    return layers, nn.LayerNorm(c.d_model) if pre else None
+
+
 class Encoder(nn.Module):
     """A stack of ``EncoderLayer`` (``layers``) plus ``norm`` for pre-LN."""
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
-        c = config
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm == "pre", rope
-            )
-            for _ in range(c.n_encoder_layers)
-        )
-        self.norm = nn.LayerNorm(c.d_model) if c.norm == "pre" else None
+        self.layers, self.norm = _stack(EncoderLayer, config.n_encoder_layers, config, rope)
         for i, layer in enumerate(self.layers):
             layer.self_attn.capture_name = f"encoder.{i}.self"
 
@@ -118,14 +127,7 @@ class Decoder(nn.Module):
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
-        c = config
-        self.layers = nn.ModuleList(
-            DecoderLayer(
-                c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm == "pre", rope
-            )
-            for _ in range(c.n_decoder_layers)
-        )
-        self.norm = nn.LayerNorm(c.d_model) if c.norm == "pre" else None
+        self.layers, self.norm = _stack(DecoderLayer, config.n_decoder_layers, config, rope)
         for i, layer in enumerate(self.layers):
             layer.self_attn.capture_name = f"decoder.{i}.self"
             layer.cross_attn.capture_name = f"decoder.{i}.cross"
@@ -150,14 +152,7 @@ class CausalDecoder(nn.Module):
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
-        c = config
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm == "pre", rope
-            )
-            for _ in range(c.n_decoder_layers)
-        )
-        self.norm = nn.LayerNorm(c.d_model) if c.norm == "pre" else None
+        self.layers, self.norm = _stack(EncoderLayer, config.n_decoder_layers, config, rope)
         for i, layer in enumerate(self.layers):
             layer.self_attn.capture_name = f"decoder.{i}.self"
 
