@@ -53,9 +53,7 @@ class BuildPane(Vertical):
         with Vertical(id="build-form-col"):
             yield Label("Hyperparameters", classes="pane-title", id="form-title")
             yield ConfigForm(id="form")
-            yield Static(
-                "tab/↑↓ move · enter opens a choice · escape leaves a field", id="form-help"
-            )
+            yield Static("tab / ↑↓ move · enter opens a choice · esc leaves", id="form-help")
         with Vertical(id="build-yaml-col"):
             yield Label("YAML", classes="pane-title", id="yaml-title")
             with VerticalScroll(id="yaml-scroll"):
