@@ -87,6 +87,11 @@ class LabApp(App[None]):
         load_core: bool = True,
     ) -> None:
         super().__init__()
+        # No animations unless asked for (TEXTUAL_ANIMATIONS): the sliding tab
+        # underline alone repainted ~15 frames per pane switch, which is what a
+        # two-core machine training a model (or an SSH link) can least afford.
+        if "TEXTUAL_ANIMATIONS" not in os.environ:
+            self.animation_level = "none"
         self.start_error: str | None = None
         try:
             self.config: LabConfig = load_preset(preset)

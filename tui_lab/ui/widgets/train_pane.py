@@ -194,8 +194,8 @@ class TrainPane(Vertical, can_focus=True):
         return self.display and (parent is None or parent.display)  # type: ignore[attr-defined]
 
     def on_show(self) -> None:
-        """Coming back to the pane: catch up with what happened meanwhile."""
-        self._redraw(force=True)
+        """Coming back to the pane: catch up with what happened meanwhile (if anything did)."""
+        self._redraw()
 
     # ---- messages from the app and the worker ---------------------------------------
 
