@@ -73,7 +73,7 @@ class MetricsPanel(Static):
         acc_text = Text(f"{acc:.1%}" if acc is not None else "-", style="bold" if acc else "")
         if acc is not None and acc >= 0.99:
             acc_text.stylize("green")
-        grid.add_row("exact match", acc_text)
+        grid.add_row("accuracy", acc_text)
         if best is not None:
             grid.add_row("best", f"{best:.1%}")
         grid.add_row("lr", number(step.lr if step is not None else None, ".2e"))
