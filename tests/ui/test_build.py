@@ -140,3 +140,27 @@ async def test_save_as_refuses_bad_names(lab_folders: Path) -> None:
         await pilot.press("escape")
         assert not isinstance(app.screen, SavePresetScreen)
         assert not (lab_folders / "evil.yaml").exists()
+
+
+async def test_bad_preset_is_explained_in_the_pane(lab_folders: Path) -> None:
+    """A broken user preset: the Build pane itself says why (not only a toast); the form is kept."""
+    folder = lab_folders / "my-presets"
+    folder.mkdir()
+    (folder / "zz-broken.yaml").write_text("model:\n  d_modle: 32\n")
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        before = app.config
+        presets = app.query_one(PresetList)
+        presets.focus()
+        presets.highlighted = [p.name for p in presets.presets].index("zz-broken")
+        await pilot.press("enter")
+        await pilot.pause()
+        app.clear_notifications()
+        shown = plain(app.query_one("#preset-error", Static))
+        assert "d_modle" in shown and "did you mean" in shown
+        assert app.config == before
+        presets.highlighted = [p.name for p in presets.presets].index("copy")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert plain(app.query_one("#preset-error", Static)) == ""

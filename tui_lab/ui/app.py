@@ -174,6 +174,7 @@ class LabApp(App[None]):
             self.notify(
                 self.start_error, title="Preset not loaded; using the default", severity="error"
             )
+            self.query_one(BuildPane).show_preset_error(f"{self.start_error} (showing the default)")
         if self._load_core:
             self.call_after_refresh(self._load_core_worker)
 

@@ -52,6 +52,7 @@ class BuildPane(Vertical):
             yield ModelSummary(id="summary")
         with Vertical(id="build-form-col"):
             yield Label("Hyperparameters", classes="pane-title", id="form-title")
+            yield Static("", id="preset-error", classes="field-error")
             yield ConfigForm(id="form")
             yield Static("tab / ↑↓ move · enter opens a choice · esc leaves", id="form-help")
         with Vertical(id="build-yaml-col"):
@@ -110,12 +111,24 @@ class BuildPane(Vertical):
         try:
             config = load_file(path)
         except ConfigError as exc:
+            self.show_preset_error(str(exc))
             self.notify(str(exc), title="Cannot load preset", severity="error")
             return False
+        self.show_preset_error("")
         self._show(config)
         self.post_message(ConfigChanged(config, edited=False))
         self.notify(f"Loaded preset {config.name}", timeout=2)
         return True
+
+    def show_preset_error(self, message: str) -> None:
+        """Say (until the next preset loads) why a preset could not be loaded; '' clears it."""
+        widget = self.query_one("#preset-error", Static)
+        widget.update(
+            f"⚠ preset not loaded, the form keeps the previous settings: {message}"
+            if message
+            else ""
+        )
+        widget.set_class(bool(message), "-shown")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """Enter on a preset loads it into the form."""
@@ -171,6 +184,7 @@ class BuildPane(Vertical):
 
     def action_revert(self) -> None:
         """Drop all edits: back to the preset as loaded."""
+        self.show_preset_error("")
         self._show(self.base)
         self.post_message(ConfigChanged(self.base, edited=False))
         self.notify(f"Reverted to preset {self.base.name}", timeout=2)
