@@ -1,0 +1,183 @@
+"""``python -m bench [--quick] [--json] [--only NAME,...]``: the lab against its references.
+
+Items (names for ``--only``):
+
+1. ``train_speed_vs_torch``   encoder-decoder training tokens/s vs nn.Transformer
+2. ``decoder_speed_vs_torch`` decoder-only training tokens/s vs nn.TransformerEncoder (causal)
+3. ``kv_cache_speedup``       greedy decoding of 256 tokens, KV cache vs none
+4. ``capture_overhead``       decoding with attention captured vs not
+5. ``time_to_target``         copy/reverse/sort/addition to target accuracy, lab and nn.Transformer
+6. ``lab``                    first paint, key latency, in-lab training speed (real pty)
+7. ``cuda``                   bf16 + fused attention (+ compile) vs fp32, CUDA only
+
+Progress goes to stderr; stdout gets the table, or one JSON object with
+``--json``. A run of every item rewrites ``bench/RESULTS.md`` (``--no-write``
+keeps it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+# A CPU torch without numpy, and nn.Transformer's nested-tensor note, warn on import/build.
+warnings.filterwarnings("ignore", message=".*NumPy.*")
+warnings.filterwarnings("ignore", message=".*enable_nested_tensor.*")
+
+from rich.console import Console  # noqa: E402
+
+from bench.common import Section, machine  # noqa: E402
+from bench.report import render_markdown, render_table  # noqa: E402
+
+ITEMS = [
+    "train_speed_vs_torch",
+    "decoder_speed_vs_torch",
+    "kv_cache_speedup",
+    "capture_overhead",
+    "time_to_target",
+    "lab",
+    "cuda",
+]
+# Run order: the long, deadline-trimmed item last.
+RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
+             "lab", "cuda", "time_to_target"]
+QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def run_item(name: str, quick: bool, deadline: float | None, threads: int | None, cuda_on_cpu: bool) -> Section:
+    if name == "train_speed_vs_torch":
+        from bench.throughput import train_speed_vs_torch
+        return train_speed_vs_torch(quick)
+    if name == "decoder_speed_vs_torch":
+        from bench.throughput import decoder_speed_vs_torch
+        return decoder_speed_vs_torch(quick)
+    if name == "kv_cache_speedup":
+        from bench.decoding import kv_cache_speedup
+        return kv_cache_speedup(quick)
+    if name == "capture_overhead":
+        from bench.decoding import capture_overhead
+        return capture_overhead(quick)
+    if name == "time_to_target":
+        from bench.time_to_target import time_to_target
+        return time_to_target(quick, deadline, threads)
+    if name == "lab":
+        from bench.lab import lab_bench
+        return lab_bench(quick)
+    if name == "cuda":
+        from bench.cuda import cuda_bench
+        return cuda_bench(quick, "cpu" if cuda_on_cpu else "cuda")
+    raise ValueError(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description="tfx-lab benchmarks, side by side")
+    parser.add_argument("--quick", action="store_true", help="short windows and caps: under 10 minutes on 2 cores")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--only", default="", help="comma-separated items: " + ", ".join(ITEMS))
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch threads for the in-process items and the time-to-target runs (default: "
+                             "the lab's own choice, or 1 when a probe finds it slower than 1 on a busy machine)")
+    parser.add_argument("--no-write", action="store_true", help="do not rewrite bench/RESULTS.md")
+    parser.add_argument("--cuda-section-on-cpu", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in only if s not in ITEMS]
+    if unknown:
+        parser.error(f"unknown item(s) {', '.join(unknown)}; choose from {', '.join(ITEMS)}")
+    chosen = [n for n in RUN_ORDER if not only or n in only]
+
+    import torch
+
+    from tui_lab.core.device import default_threads, set_threads
+
+    err = Console(stderr=True)
+    start = time.perf_counter()
+    deadline = start + QUICK_BUDGET_S if args.quick else None
+    info = machine()
+    override: int | None = args.threads or None
+    if args.threads:
+        threads = set_threads(args.threads)
+        info["threads_choice"] = f"{threads} (--threads)"
+    else:
+        # The lab's own rule (device.set_threads): one thread below 2 M parameters.
+        threads = set_threads(0, n_params=_largest_bench_model())
+        info["threads_choice"] = f"{threads} (the lab's choice for models of these sizes)"
+    if default_threads() > 1 and not args.only:
+        # Evidence for (or against) that rule on this machine, right now.
+        from bench.common import thread_probe
+
+        info["thread_probe"] = probe = thread_probe(default_threads())
+        err.print(f"[dim]thread probe: {probe['threads']} threads run a copy training step at "
+                  f"{probe['speedup_vs_1_thread']:.2f}x the speed of 1 thread[/dim]")
+        torch.set_num_threads(threads)
+    info["threads"] = threads
+    sections: dict[str, Section] = {}
+    for i, name in enumerate(chosen, 1):
+        err.print(f"[dim]bench {i}/{len(chosen)}: {name} ({time.perf_counter() - start:.0f} s so far)[/dim]")
+        t0 = time.perf_counter()
+        try:
+            torch.set_num_threads(threads)  # items that train through TrainingRun may change it
+            sec = run_item(name, args.quick, deadline, override, args.cuda_section_on_cpu)
+        except Exception as exc:  # noqa: BLE001 - one failing item must not hide the others
+            sec = Section(name, name, error=f"{type(exc).__name__}: {exc}")
+            err.print(f"[red]{name} failed:[/red] {sec.error}")
+            err.print(traceback.format_exc(), markup=False, highlight=False)
+        sec.seconds = round(time.perf_counter() - t0, 1)
+        sections[name] = sec
+    info["load_average_after"] = machine()["load_average_1_5_15"]
+    total = round(time.perf_counter() - start, 1)
+
+    ordered = [sections[n] for n in ITEMS if n in sections]
+    result: dict[str, Any] = {}
+    for sec in ordered:
+        result.update(sec.values)
+    result["errors"] = {s.name: s.error for s in ordered if s.error}
+    result["section_seconds"] = {s.name: s.seconds for s in ordered}
+    result["total_seconds"] = total
+    result["quick"] = args.quick
+    result["machine"] = info
+    result["date"] = datetime.datetime.now().isoformat(timespec="seconds")
+
+    command = " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])])
+    if args.json:
+        print(json.dumps(result, default=_jsonable))
+    else:
+        out = Console()
+        if not out.is_terminal:
+            out = Console(width=160)
+        out.print(render_table(ordered, info, total, command))
+    if not only and not args.no_write:
+        RESULTS.write_text(render_markdown(ordered, info, total, command, result, RESULTS))
+        err.print(f"[dim]wrote {RESULTS}[/dim]")
+    return 1 if result["errors"] else 0
+
+
+def _largest_bench_model() -> int:
+    """Parameters of the largest model the in-process items train (char-lm), counted on meta."""
+    import torch
+
+    from tui_lab.core.models import build_model
+    from tui_lab.core.presets import load_preset
+
+    with torch.device("meta"):
+        model = build_model(load_preset("char-lm").model, vocab_size=128)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return round(obj, 6)
+    return str(obj)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Item 5: seconds to the target accuracy for copy, reverse, sort and addition.
+
+A headless ``TrainingRun`` on the shipped preset (its seed, its
+``train.target_accuracy``, evaluation on ``train.eval_examples`` = 500 held-out
+examples every ``train.eval_every`` steps), exactly what
+``tfx-lab train --preset P`` runs, minus the run folder. The same loop then
+trains the ``torch.nn.Transformer`` reference (``bench.reference``) through
+``TrainingRun(model_factory=...)`` at the same settings.
+
+Reported per task and model:
+
+- ``seconds``: wall-clock seconds of ``run()``, evaluations included (what a
+  user waits for); this is ``copy_seconds`` etc.;
+- ``train_seconds``: ``TrainingRun.elapsed``, optimisation steps only. The
+  reference decodes without a KV cache (it recomputes the target every step),
+  so its evaluations are slower: compare the models on train seconds and steps;
+- ``steps`` and the accuracy reached.
+
+Caps: each run stops at 1.5x its goal (wall clock) with ``--quick``, where the
+reference runs only for copy, and at 3x otherwise; with ``--quick`` every run
+also stops when the whole benchmark would pass its overall deadline. A capped
+run says so (``reached: false``, ``reason: cap``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from bench.common import Row, Section
+from bench.reference import build_reference
+from tui_lab.core.presets import load_preset
+from tui_lab.core.train import EvalEvent, StepEvent, TrainingRun
+
+GOALS = {"copy": 30.0, "reverse": 60.0, "sort": 60.0, "addition": 180.0}
+QUICK_CAP = 1.5
+FULL_CAP = 3.0
+
+
+def train_to_target(
+    preset: str, cap_s: float | None, reference: bool = False, threads: int | None = None
+) -> dict[str, Any]:
+    """Train ``preset`` until its target, its step count or ``cap_s`` wall seconds.
+
+    ``threads`` overrides ``train.threads`` (0 in the presets: the lab's default).
+    """
+    config = load_preset(preset)
+    if threads:
+        config = config.with_values({"train.threads": threads})
+    kwargs: dict[str, Any] = {"model_factory": build_reference} if reference else {}
+    run = TrainingRun(config, None, **kwargs)
+    threads = torch.get_num_threads()
+    evals: list[tuple[int, float, float]] = []  # (step, wall s, accuracy)
+    start = time.perf_counter()
+    capped = False
+
+    def on_event(event: Any) -> None:
+        nonlocal capped
+        if isinstance(event, EvalEvent) and event.exact_match is not None:
+            evals.append((event.step, round(time.perf_counter() - start, 2), event.exact_match))
+        if isinstance(event, StepEvent) and cap_s is not None and time.perf_counter() - start > cap_s:
+            capped = True
+            run.stop()
+
+    run.on_event = on_event
+    summary = run.run()
+    wall = time.perf_counter() - start
+    target = config.train.target_accuracy
+    best = max((a for _, _, a in evals), default=None)
+    reached = summary["reason"] == "target"
+    seconds = wall
+    # A capped run still evaluates once when it stops; if that meets the target, it counts.
+    if not reached and target is not None:
+        hit = next(((s, t) for s, t, a in evals if a >= target), None)
+        if hit is not None:
+            reached, seconds = True, hit[1]
+    return {
+        "reached": reached,
+        "reason": "cap" if capped and summary["reason"] != "target" else summary["reason"],
+        "seconds": round(seconds, 2),
+        "train_seconds": round(run.elapsed, 2),
+        "steps": run.step,
+        "target": target,
+        "accuracy": summary["exact_match"],
+        "best_accuracy": best,
+        "evals": evals,
+        "threads": threads,
+    }
+
+
+def time_to_target(quick: bool, deadline: float | None, threads: int | None = None) -> Section:
+    """All four tasks for the lab, each followed by the reference (copy only with ``quick``)."""
+    sec = Section("time_to_target", "5. headless time to target accuracy (500 held-out examples)")
+    lab: dict[str, dict[str, Any]] = {}
+    ref: dict[str, dict[str, Any]] = {}
+    # Each task's reference right after the lab's run, so the two see similar load.
+    jobs = [(t, r) for t in GOALS for r in (False, True) if not (r and quick and t != "copy")]
+    for task, is_ref in jobs:
+        cap = GOALS[task] * (QUICK_CAP if quick else FULL_CAP)
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left < 10:
+                (ref if is_ref else lab)[task] = {"skipped": "overall time budget spent"}
+                continue
+            cap = left if cap is None else min(cap, left)
+        (ref if is_ref else lab)[task] = train_to_target(task, cap, reference=is_ref, threads=threads)
+
+    for task, goal in GOALS.items():
+        r = lab[task]
+        key = f"{task}_seconds"
+        if "skipped" in r:
+            sec.values[key] = None
+            sec.values[f"{task}_pass"] = False
+            sec.rows.append(Row(f"{task}: seconds to target", "skipped", f"<= {goal:g} s", False, r["skipped"]))
+            continue
+        ok = r["reached"] and r["seconds"] <= goal
+        sec.values[key] = r["seconds"] if r["reached"] else None
+        sec.values[f"{task}_goal"] = goal
+        sec.values[f"{task}_pass"] = ok
+        sec.values[f"{task}_reached"] = r["reached"]
+        sec.values[f"{task}_lab"] = r
+        shown = f"{r['seconds']:.1f} s" if r["reached"] else f"not reached ({r['reason']})"
+        note = (
+            f"{r['steps']} steps, train-only {r['train_seconds']:.1f} s, "
+            f"acc {_pct(r['accuracy'])} (target {_pct(r['target'])})"
+        )
+        rr = ref.get(task)
+        if rr is not None and "skipped" not in rr:
+            sec.values[f"{task}_torch"] = rr
+            sec.values[f"{task}_torch_seconds"] = rr["seconds"] if rr["reached"] else None
+            ref_shown = f"{rr['seconds']:.1f} s" if rr["reached"] else f"not reached ({rr['reason']})"
+            note += (
+                f"; nn.Transformer: {ref_shown}, {rr['steps']} steps, train-only {rr['train_seconds']:.1f} s, "
+                f"acc {_pct(rr['accuracy'])}"
+            )
+            if rr["reached"] and r["reached"]:
+                sec.values[f"{task}_train_seconds_vs_torch"] = round(rr["train_seconds"] / r["train_seconds"], 3)
+        elif rr is not None:
+            note += f"; nn.Transformer: skipped ({rr['skipped']})"
+        else:
+            note += "; nn.Transformer: not run (--quick runs it for copy only)"
+        sec.rows.append(Row(f"{task}: seconds to target", shown, f"<= {goal:g} s", ok, note))
+    return sec
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
