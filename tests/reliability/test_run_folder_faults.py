@@ -338,3 +338,22 @@ def test_log_records_what_happened_and_when(run_dir: Path, capsys: pytest.Captur
     assert any("finished 24 steps" in line for line in lines)
     assert any("from step 24 to 30" in line for line in lines)
     assert "finished 30 steps" in lines[-1]
+
+
+def test_missing_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for how in LOADERS:
+        result = load_with(capsys, how, tmp_path / "no-such-run")
+        assert_one_line_error(result.rc, result.err, "no-such-run", "no such run folder")
+
+
+@pytest.mark.skipif(not Path("/sys").is_dir() or os.access("/sys", os.W_OK) and os.geteuid() != 0,
+                    reason="needs a folder even root cannot write (Linux /sys)")
+def test_unwritable_out_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A real read-only place (no monkeypatch): /sys refuses even root."""
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(tiny().to_yaml())
+    result = cli(capsys, "train", "--preset", preset, "--out", "/sys/tfx-lab-run")
+    assert_one_line_error(result.rc, result.err, "/sys/tfx-lab-run")
+    (tmp_path / "a-file").write_text("x")
+    result = cli(capsys, "train", "--preset", preset, "--out", tmp_path / "a-file")
+    assert_one_line_error(result.rc, result.err, "a-file")
