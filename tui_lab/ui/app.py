@@ -8,6 +8,7 @@ torch in a thread worker after the first frame is on screen.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -204,17 +205,26 @@ class LabApp(App[None]):
 
     # ---- torch loading ----------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="core")
     def _load_core_worker(self) -> None:
-        """Import torch and the core (a second or two) off the UI thread."""
-        from tui_lab.ui.core_access import load_core
+        """Import torch and the core (a second or two) in a background thread.
 
-        try:
-            core = load_core()
-        except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
-            self.post_message(CoreLoaded(None, str(exc).splitlines()[0] if str(exc) else repr(exc)))
-            return
-        self.post_message(CoreLoaded(core))
+        A daemon thread rather than a Textual worker: an import cannot be
+        interrupted, and quitting while torch loads must not wait for it.
+        """
+
+        def load() -> None:
+            from tui_lab.ui.core_access import load_core
+
+            try:
+                core = load_core()
+            except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
+                self.post_message(
+                    CoreLoaded(None, str(exc).splitlines()[0] if str(exc) else repr(exc))
+                )
+                return
+            self.post_message(CoreLoaded(core))
+
+        threading.Thread(target=load, name="tfx-lab-load-torch", daemon=True).start()
 
     def on_core_loaded(self, message: CoreLoaded) -> None:
         """Torch is here: panes that need it come alive."""

@@ -75,6 +75,8 @@ class AttentionPane(Vertical):
 
     def on_mount(self) -> None:
         """Start empty, explaining how to get a heatmap."""
+        if getattr(self.app, "_exit", False):
+            return  # mounted while the app quits
         self.query_one(Heatmap).clear(
             "No decode yet: decode an input in the Decode pane (3), then come back."
         )

@@ -63,6 +63,8 @@ class DecodePane(Vertical):
 
     def on_mount(self) -> None:
         """Set up the steps table and say there is no model yet."""
+        if getattr(self.app, "_exit", False):
+            return  # mounted while the app quits
         table = self.query_one("#decode-steps", DataTable)
         table.add_columns("#", "token", "p", f"top-{TOP_K_SHOWN} next tokens")
         self._show_model()

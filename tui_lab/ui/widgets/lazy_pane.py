@@ -27,7 +27,7 @@ class LazyPane(Widget):
 
     async def _build(self) -> None:
         parent = self.parent
-        if parent is None:
-            return
+        if parent is None or getattr(self.app, "_exit", False):
+            return  # quitting already: nothing to build
         await parent.mount(self._factory(), after=self)  # type: ignore[attr-defined]
         await self.remove()

@@ -44,6 +44,8 @@ class ParamsPane(Vertical, can_focus=False):
 
     def on_mount(self) -> None:
         """Columns, and a note until torch (and so the counter) is loaded."""
+        if getattr(self.app, "_exit", False):
+            return  # mounted while the app quits
         table = self.query_one(DataTable)
         table.add_column("component", key="name")
         table.add_column("params", key="params")

@@ -11,6 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
@@ -106,6 +107,8 @@ class TrainPane(Vertical, can_focus=True):
 
     def on_mount(self) -> None:
         """Draw the empty state, start the redraw timer, open a run given on the command line."""
+        if getattr(self.app, "_exit", False):
+            return  # mounted while the app quits: nothing to show
         self.config = self.app.config
         self.set_interval(REDRAW_SECONDS, self._redraw)
         self._update_status()
@@ -131,6 +134,8 @@ class TrainPane(Vertical, can_focus=True):
         self.refresh_bindings()
 
     def _update_status(self) -> None:
+        if not self.is_attached or getattr(self.app, "_exit", False):
+            return
         hint = {
             "loading": "loading torch…",
             "idle": "press space to train",
@@ -152,6 +157,13 @@ class TrainPane(Vertical, can_focus=True):
         self.query_one("#train-status", Static).update(f"[b]{name}[/b]{where} · {hint}{dirty}")
 
     def _redraw(self, force: bool = False) -> None:
+        """Timer callback: redraw what changed (quietly nothing while the app tears down)."""
+        try:
+            self._redraw_now(force)
+        except NoMatches:
+            pass  # the pane is being torn down (quitting)
+
+    def _redraw_now(self, force: bool = False) -> None:
         """Redraw charts if the history changed, and the figures if they did (timer).
 
         Skipped while another pane is on show (``on_show`` catches up); the
