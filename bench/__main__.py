@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated items: " + ", ".join(ITEMS))
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads for the in-process items and the time-to-target runs (default: "
-                             "the lab's own choice, or 1 when a probe finds it slower than 1 on a busy machine)")
+                             "the lab's own rule for models of these sizes, which is 1 thread below 2 M parameters)")
     parser.add_argument("--no-write", action="store_true", help="do not rewrite bench/RESULTS.md")
     parser.add_argument("--cuda-section-on-cpu", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -4,19 +4,17 @@ First paint and key-to-repaint latency come from the UI's own
 ``tui_lab.ui.measure.measure`` (a cold ``run_lab`` in a child process on a
 120x40 pty; keys 4 and 2 alternately pressed while the copy preset trains).
 
-``measure`` does not report training speed, so this module watches the run
-folder the lab writes while ``measure`` drives it (``measure`` puts it under
-``tempfile.gettempdir()``; the benchmark points that at a private folder) and
-notes the wall-clock time at which each step first appears in
-``metrics.jsonl``. A headless ``tfx-lab train --preset copy`` in a child process
-is watched the same way, before and after the lab. Both use the preset's seed,
-so step k is the same batch in both: the throughput ratio is
-
-    headless seconds for steps a..b / lab seconds for steps a..b
-
-over the steps the lab ran while keys were being pressed (evaluations and
-checkpoints fall on the same steps in both). ``ratio_train_only`` repeats it
-with ``metrics.jsonl``'s ``elapsed`` (optimisation time only).
+``measure`` does not report training speed, so this module measures it with
+``measure.Terminal``: the lab (Train pane shown, no keys pressed) and a headless
+``tfx-lab train`` child process train the same preset at the same time, but
+only one of them runs at any moment: the other is frozen with SIGSTOP, and
+they swap every few seconds. Each window's rate is read from the run folder's
+``metrics.jsonl`` (the wall-clock time at which each step first appears), and
+the ratio of each lab window to its neighbouring headless windows is kept; the
+figure is their median. Interleaving this finely matters: on a shared machine
+two sessions a minute apart differ by more than the effect being measured.
+Both runs use the copy preset without its early stop (so neither ends inside
+the measurement); evaluations every 100 steps fall into both alike.
 """
 
 from __future__ import annotations
@@ -93,137 +91,137 @@ class StepWatcher(threading.Thread):
         self.join(5)
 
 
-def headless_run(steps: int, timeout: float, preset: str = PRESET) -> StepWatcher:
-    """``tfx-lab train --preset copy --steps N`` in a child process, watched step by step."""
-    with tempfile.TemporaryDirectory(prefix="tfx-bench-headless-") as tmp:
-        out = Path(tmp) / "run"
-        watcher = StepWatcher(str(out / "metrics.jsonl"))
-        watcher.start()
-        cmd = [
-            sys.executable, "-W", "ignore", "-c", "import sys; from tui_lab.cli import main; sys.exit(main())",
-            "train", "--preset", preset, "--steps", str(steps), "--out", str(out), "--json",
-        ]
-        try:
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            pass
-        watcher.stop()
-    return watcher
-
-
-def _span(w: StepWatcher, a: int, b: int) -> tuple[float, float] | None:
-    """(wall seconds, train-only seconds) from step a to step b, or None if not both seen."""
-    if a in w.seen and b in w.seen:
-        return w.seen[b] - w.seen[a], w.elapsed[b] - w.elapsed[a]
-    return None
-
-
-def lab_session(samples: int, train: bool, preset: str = PRESET) -> tuple[dict[str, Any], StepWatcher]:
-    """One ``measure.measure`` session, with the lab's run folder watched."""
+def lab_session(samples: int, train: bool, preset: str = PRESET) -> dict[str, Any]:
+    """One ``measure.measure`` session: first paint and key-to-repaint latency."""
     from tui_lab.ui import measure
 
-    private = tempfile.mkdtemp(prefix="tfx-bench-lab-")
-    before = tempfile.tempdir
-    tempfile.tempdir = private  # measure() makes its runs folder with TemporaryDirectory()
-    name = Path(preset).stem  # run folders are named after the preset
-    watcher = StepWatcher(os.path.join(private, "tfx-lab-measure-*", f"{name}-*", "metrics.jsonl"))
-    watcher.start()
-    try:
-        result = measure.measure(preset, samples, train=train)
-    finally:
-        watcher.stop()
-        tempfile.tempdir = before
-        try:
-            os.rmdir(private)
-        except OSError:
-            pass
-    return result, watcher
+    return measure.measure(preset, samples, train=train)
 
 
-def lab_training_session(seconds: float, preset: str = PRESET) -> StepWatcher:
-    """The lab trains on its Train pane for ``seconds`` with no keys pressed (``measure.Terminal``)."""
+def _no_stop_preset(folder: str, name: str = PRESET) -> str:
+    """``name`` as a YAML file in ``folder`` without its early stop and with many steps."""
+    from tui_lab.core.presets import load_preset
+
+    config = load_preset(name).with_values({"train.target_accuracy": None, "train.steps": 100_000})
+    path = Path(folder) / f"{config.name}.yaml"
+    path.write_text(config.to_yaml(), encoding="utf-8")
+    return str(path)
+
+
+def _window_rate(w: StepWatcher, t0: float, t1: float) -> float | None:
+    """Steps per second between the first and last step first seen inside [t0, t1]."""
+    inside = sorted((t, s) for s, t in w.seen.items() if t0 <= t <= t1)
+    if len(inside) < 3 or inside[-1][0] - inside[0][0] < 0.3:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def interleaved_lab_vs_headless(windows: int, window_s: float, lab_prelude: str = "") -> dict[str, Any]:
+    """The lab and a headless run of the same preset, alternately frozen (SIGSTOP/SIGCONT).
+
+    ``lab_prelude``: Python run in the lab's process before it starts (for experiments).
+    """
+    import signal
+
     from tui_lab.ui import measure
 
-    with tempfile.TemporaryDirectory(prefix="tfx-bench-lab-") as runs:
+    with tempfile.TemporaryDirectory(prefix="tfx-bench-lab-") as tmp:
+        preset = _no_stop_preset(tmp)
+        name = Path(preset).stem
+        runs = os.path.join(tmp, "runs")
         env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(measure.COLS), LINES=str(measure.ROWS))
         env["TFX_LAB_RUNS"] = runs
-        watcher = StepWatcher(os.path.join(runs, f"{Path(preset).stem}-*", "metrics.jsonl"))
-        code = f"from tui_lab.ui.app import run_lab; run_lab(preset={preset!r})"
+        lab_w = StepWatcher(os.path.join(runs, f"{name}-*", "metrics.jsonl"))
+        head_out = os.path.join(tmp, "headless")
+        head_w = StepWatcher(os.path.join(head_out, "metrics.jsonl"))
+        code = f"{lab_prelude}\nfrom tui_lab.ui.app import run_lab; run_lab(preset={preset!r})"
         term = measure.Terminal([sys.executable, "-W", "ignore", "-c", code], env)
+        head: subprocess.Popen[bytes] | None = None
+        lab_rates: list[float] = []
+        head_rates: list[float] = []
         try:
             term.expect(b"Presets", 30)
             term.expect(b"ready", 120)
             term.drain()
             term.send("2")
             term.expect(b"learning rate", 10)
-            watcher.start()
+            lab_w.start()
             term.send(" ")
             term.expect(b"training", 60)
-            end = time.perf_counter() + seconds
-            while time.perf_counter() < end:  # keep reading, as a terminal would
-                term.drain()
-                time.sleep(0.05)
+            head = subprocess.Popen(
+                [sys.executable, "-W", "ignore", "-c", "import sys; from tui_lab.cli import main; sys.exit(main())",
+                 "train", "--preset", preset, "--out", head_out, "--json"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+            head_w.start()
+            os.kill(term.proc.pid, signal.SIGSTOP)
+            # Warm-up: the headless run loads torch and takes its first steps alone.
+            deadline = time.perf_counter() + 60
+            while len(head_w.seen) < 20 and time.perf_counter() < deadline:
+                time.sleep(0.1)
+            procs = {"lab": term.proc.pid, "headless": head.pid}
+            rates = {"lab": lab_rates, "headless": head_rates}
+            watchers = {"lab": lab_w, "headless": head_w}
+            os.kill(head.pid, signal.SIGSTOP)
+            for k in range(2 * windows):
+                who = ("lab", "headless")[k % 2]
+                os.kill(procs[who], signal.SIGCONT)
+                t0 = time.perf_counter()
+                while time.perf_counter() - t0 < window_s:
+                    if who == "lab":
+                        term.drain()  # read what the lab writes, as a terminal would
+                    time.sleep(0.02)
+                t1 = time.perf_counter()
+                os.kill(procs[who], signal.SIGSTOP)
+                time.sleep(0.05)  # the watcher's last poll of this window
+                rate = _window_rate(watchers[who], t0 + 0.3, t1)  # skip the wake-up
+                rates[who].append(rate if rate is not None else float("nan"))
         finally:
+            for pid in (term.proc.pid, head.pid if head else None):
+                if pid is not None:
+                    try:
+                        os.kill(pid, signal.SIGCONT)
+                    except OSError:
+                        pass
+            if head is not None:
+                head.terminate()
+                try:
+                    head.wait(10)
+                except subprocess.TimeoutExpired:
+                    head.kill()
             term.close()
-            watcher.stop()
-    return watcher
-
-
-def _ratio(lab: StepWatcher, headless: list[StepWatcher], skip_s: float = 2.0) -> dict[str, Any] | None:
-    """Headless seconds / lab seconds over the steps the lab ran after its first ``skip_s``."""
-    steps = sorted(lab.seen)
-    if len(steps) < 10:
-        return None
-    t_first = lab.seen[steps[0]]
-    a = next((s for s in steps if lab.seen[s] - t_first >= skip_s), steps[len(steps) // 4])
-    b = steps[-1]
-    lab_span = _span(lab, a, b)
-    spans = [s for s in (_span(w, a, b) for w in headless) if s]
-    if not lab_span or not spans or b <= a:
-        return None
-    wall = statistics.mean(s[0] for s in spans)
-    train = statistics.mean(s[1] for s in spans)
+            lab_w.stop()
+            head_w.stop()
+    # Each lab window against the mean of the headless windows either side of it.
+    ratios = []
+    for i, lab_rate in enumerate(lab_rates):
+        near = [r for r in head_rates[max(0, i - 1) : i + 1] if r == r]
+        if lab_rate == lab_rate and near:
+            ratios.append(lab_rate / statistics.mean(near))
     return {
-        "ratio": wall / lab_span[0],
-        "ratio_train_only": train / lab_span[1],
-        "steps": [a, b],
-        "lab_wall_s": round(lab_span[0], 3),
-        "headless_wall_s": [round(s[0], 3) for s in spans],
-        "lab_train_s": round(lab_span[1], 3),
-        "headless_train_s": [round(s[1], 3) for s in spans],
-        "lab_steps_per_s": round((b - a) / lab_span[0], 2),
-        "headless_steps_per_s": round((b - a) / wall, 2),
+        "ratio": statistics.median(ratios) if ratios else None,
+        "ratios": [round(r, 3) for r in ratios],
+        "lab_steps_per_s": [round(r, 2) for r in lab_rates],
+        "headless_steps_per_s": [round(r, 2) for r in head_rates],
+        "window_s": window_s,
     }
 
 
 def lab_bench(quick: bool, preset: str = PRESET) -> Section:
     sec = Section("lab", "6. the lab in a real terminal (pty 120x40, measure.py)")
     samples = 20 if quick else 60
-    result, keyed = lab_session(samples, train=True, preset=preset)
+    result = lab_session(samples, train=True, preset=preset)
     paints = [result["first_paint_s"]]
     if not quick:
         for _ in range(2):
-            paints.append(lab_session(3, train=False, preset=preset)[0]["first_paint_s"])
+            paints.append(lab_session(3, train=False, preset=preset)["first_paint_s"])
     first_paint = statistics.median(paints)
     keys = result["key_to_repaint_ms"]
 
-    # Training speed: the lab on its Train pane with no keys pressed (the usual case),
-    # headless runs of the same steps before and after it (interleaved).
-    watch_s = 10.0 if quick else 25.0
-    idle = lab_training_session(watch_s, preset)
-    last = max(max(idle.seen, default=0), max(keyed.seen, default=0))
-    headless = [headless_run(last + 1, timeout=180, preset=preset)]
-    if not quick:
-        idle2 = lab_training_session(watch_s, preset)
-        headless.append(headless_run(max(idle2.seen, default=0) + 1, timeout=180, preset=preset))
-    idle_r = _ratio(idle, headless)
-    if not quick:
-        second = _ratio(idle2, headless)
-        if idle_r and second:
-            idle_r["ratio_runs"] = [round(idle_r["ratio"], 3), round(second["ratio"], 3)]
-            idle_r["ratio"] = statistics.mean([idle_r["ratio"], second["ratio"]])
-    keyed_r = _ratio(keyed, headless)
-    ratio = None if idle_r is None else idle_r["ratio"]
+    # Training speed: the lab on its Train pane (no keys) against a headless run,
+    # alternately frozen so both see the same machine (see the module docstring).
+    speed = interleaved_lab_vs_headless(windows=6 if quick else 12, window_s=2.5 if quick else 3.0)
+    ratio = speed["ratio"]
 
     sec.values = {
         "first_paint_seconds": first_paint,
@@ -236,9 +234,8 @@ def lab_bench(quick: bool, preset: str = PRESET) -> Section:
         "ui_train_throughput_ratio": None if ratio is None else round(ratio, 3),
         "ui_train_throughput_goal": THROUGHPUT_GOAL,
         "ui_train_throughput_pass": ratio is not None and ratio >= THROUGHPUT_GOAL,
-        "ui_train_throughput_ratio_while_keys": None if keyed_r is None else round(keyed_r["ratio"], 3),
         "ui_driver": "real pseudo-terminal (tui_lab.ui.measure, 120x40 pty), not Textual's headless harness",
-        "ui_detail": {"measure": result, "first_paints": paints, "train_pane_idle": idle_r, "while_keys": keyed_r},
+        "ui_detail": {"measure": result, "first_paints": paints, "train_speed": speed},
     }
     sec.rows += [
         Row("first paint (cold start, pty)", f"{first_paint:.2f} s", f"<= {FIRST_PAINT_GOAL:g} s",
@@ -246,20 +243,17 @@ def lab_bench(quick: bool, preset: str = PRESET) -> Section:
         Row("key to repaint while training, p95", f"{keys['p95']:.0f} ms", f"< {P95_GOAL_MS:g} ms",
             keys["p95"] < P95_GOAL_MS, f"p50 {keys['p50']:.0f} ms, max {keys['max']:.0f} ms, {keys['samples']} presses of 4/2"),
     ]
-    if idle_r is None:
+    if ratio is None:
         sec.rows.append(Row("training speed in the lab / headless", "n/a", f">= {THROUGHPUT_GOAL}", False,
-                            f"too few lab steps seen ({len(idle.seen)})"))
+                            "no complete measurement windows"))
     else:
+        lab_med = statistics.median(r for r in speed["lab_steps_per_s"] if r == r)
+        head_med = statistics.median(r for r in speed["headless_steps_per_s"] if r == r)
         sec.rows.append(
             Row("training speed in the lab / headless", f"{ratio:.2f}x", f">= {THROUGHPUT_GOAL}",
                 ratio >= THROUGHPUT_GOAL,
-                f"Train pane shown, no keys; steps {idle_r['steps'][0]}-{idle_r['steps'][1]}: lab "
-                f"{idle_r['lab_steps_per_s']} vs headless {idle_r['headless_steps_per_s']} steps/s (wall; same seed, "
-                f"same batches); optimisation-time-only ratio {idle_r['ratio_train_only']:.2f}")
-        )
-    if keyed_r is not None:
-        sec.rows.append(
-            Row("  same, while keys 4/2 are pressed every ~0.15 s", f"{keyed_r['ratio']:.2f}x", "", None,
-                f"steps {keyed_r['steps'][0]}-{keyed_r['steps'][1]} of the latency session")
+                f"Train pane shown, no keys; {len(speed['ratios'])} alternating {speed['window_s']:g} s windows "
+                f"(range {min(speed['ratios']):.2f}-{max(speed['ratios']):.2f}); lab {lab_med:.1f} vs headless "
+                f"{head_med:.1f} steps/s (copy preset, 1 training thread)")
         )
     return sec

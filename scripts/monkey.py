@@ -169,9 +169,9 @@ async def press(app: Any, pilot: Any, key: str, timeout: float) -> None:
     app._driver.send_message(event)
     # The app takes the key, then the screen and the focused widget (and its parents,
     # where bindings live) handle it: wait for each queue in that order.
-    await _processed(app, timeout)
+    await _processed(app, app, timeout)
     for node in _chain(app):
-        await _processed(node, timeout)
+        await _processed(app, node, timeout)
 
 
 def _chain(app: Any) -> list[Any]:
@@ -187,11 +187,17 @@ def _chain(app: Any) -> list[Any]:
     return chain[::-1]
 
 
-async def _processed(node: Any, timeout: float) -> None:
-    """Wait until ``node`` has handled everything queued before now (or it is gone)."""
+async def _processed(app: Any, node: Any, timeout: float) -> None:
+    """Wait until ``node`` has handled everything queued before now (or it is gone, or the app died)."""
     done = asyncio.Event()
-    if node.call_later(done.set):
-        await asyncio.wait_for(done.wait(), timeout)
+    if app._exception is not None or not node.call_later(done.set):
+        return
+    waits = [asyncio.create_task(done.wait()), asyncio.create_task(app._exception_event.wait())]
+    finished, pending = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    if not finished:
+        raise asyncio.TimeoutError
 
 
 def _choose(rng: random.Random, stream: list[tuple[float, list[str]]] = STREAM) -> str:
@@ -254,8 +260,15 @@ async def monkey(
             pane = app.query_one(TabbedContent).active
         except Exception:  # noqa: BLE001
             pane = "?"
-        return (f"key #{pressed + 1}, terminal {app.size.width}x{app.size.height}, pane {pane}, "
+        text = (f"key #{pressed + 1}, terminal {app.size.width}x{app.size.height}, pane {pane}, "
                 f"screen {type(app.screen).__name__}, focus {app.focused!r}")
+        train = app.panes.get("train")
+        if train is not None:
+            data = train.history.snapshot()
+            text += (f"; train pane {train.state}, log scale {train.log_scale}, "
+                     f"steps {data.steps[:3]}..{data.steps[-3:]} loss {data.loss[:3]}..{data.loss[-3:]}, "
+                     f"evals {list(zip(data.eval_steps, data.val_loss, strict=False))[-3:]}")
+        return text
 
     while pressed < keys and not summary.exceptions and not summary.hangs:
         app = new_app()
@@ -298,6 +311,9 @@ async def monkey(
                         summary.slowest_key_ms, summary.slowest_key = took, key
                     pressed += 1
                     if app._exception is not None:
+                        # The lab does not stop its training thread when it dies, and its
+                        # shutdown waits for that thread: stop it here or this never returns.
+                        _stop_training(app)
                         break
                     if app._exit:
                         summary.restarts += 1
