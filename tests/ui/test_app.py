@@ -151,3 +151,22 @@ async def test_small_terminal_shows_notice_and_80x24_shows_panes() -> None:
             focused = app.focused
             assert focused is not None and focused.region.height > 0, key
             assert focused.region.right <= 80 and focused.region.bottom <= 24
+
+
+async def test_shrinking_to_a_sliver_and_back_keeps_keys_safe() -> None:
+    """In a terminal a few rows tall the hidden panes get no keys; growing back restores focus."""
+    from tui_lab.ui.widgets.preset_list import PresetList
+
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert isinstance(app.focused, PresetList)
+        await pilot.press("down")
+        await pilot.resize_terminal(138, 6)
+        await pilot.pause(0.1)
+        for key in ("pagedown", "pageup", "down", "enter", "2", "space", "4", "k", "1"):
+            await pilot.press(key)
+        assert not app._exit
+        await pilot.resize_terminal(*SIZE)
+        await pilot.pause(0.1)
+        assert app.focused is not None and app.focused.region.height > 0

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -179,13 +179,26 @@ class LabApp(App[None]):
         if self._load_core:
             self.call_after_refresh(self._load_core_worker)
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         """Below 80x24, show a notice instead of a squeezed layout."""
-        width, height = self.size
+        width, height = event.size
         small = width < MIN_WIDTH or height < MIN_HEIGHT
+        was_small = self.screen.has_class("-too-small")
         self.screen.set_class(small, "-too-small")
         if small:
             self.query_one(SizeNotice).show_size(width, height)
+            if not was_small:
+                # Hidden widgets must not keep taking keys (a zero-height list breaks).
+                self._focus_before_small = self.focused
+                self.set_focus(None)
+        elif was_small:
+            before = getattr(self, "_focus_before_small", None)
+            active = self.query_one(TabbedContent).active
+            pane = self.pane(active)
+            if before is not None and before.is_attached and pane in before.ancestors_with_self:
+                self.set_focus(before)
+            else:
+                self._focus_pane(active)
 
     def _update_status(self) -> None:
         train = self.pane("train")
@@ -325,7 +338,7 @@ class LabApp(App[None]):
 
     def _focus_pane(self, pane_id: str) -> None:
         pane = self.pane(pane_id)
-        if pane is not None:
+        if pane is not None and not self.screen.has_class("-too-small"):
             pane.focus_default()
 
     def on_worker_state_changed(self, event: Any) -> None:
