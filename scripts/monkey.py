@@ -273,68 +273,97 @@ async def monkey(
     while pressed < keys and not summary.exceptions and not summary.hangs:
         app = new_app()
         seen_runs: set[int] = set()
+        context = app.run_test(size=size, message_hook=hook)
         try:
-            async with app.run_test(size=size, message_hook=hook) as pilot:
-                deadline = time.monotonic() + 60
-                while app.core is None and time.monotonic() < deadline:
-                    await pilot.pause(0.05)
-                # Training under the keys from the start.
-                for key in ("2", "space"):
-                    await pilot.press(key)
-                while pressed < keys:
-                    if rng.random() < RESIZE_CHANCE:
-                        w, h = rng.choice(SIZES) if rng.random() < 0.5 else (rng.randint(20, 240), rng.randint(6, 80))
-                        recent.append(f"resize {w}x{h}")
-                        await asyncio.wait_for(pilot.resize_terminal(w, h), key_timeout)
-                        summary.resizes += 1
-                    key = _choose(rng, stream)
-                    if pressed % JUMP_EVERY == 0:
-                        key = "escape"
-                    elif pressed % JUMP_EVERY == 1:
-                        key = rng.choice(PANES)
-                    elif pressed % 500 == 250:  # now and then make sure something is training
-                        train = app.pane("train")
-                        if train is not None and train.state in ("idle", "done", "ready"):
-                            key = "space" if app.query_one(TabbedContent).active == "train" else "2"
-                    recent.append(key)
-                    del recent[:-25]
-                    summary.failure_at = where(app)
-                    t0 = time.monotonic()
-                    try:
-                        await asyncio.wait_for(press(app, pilot, key, key_timeout), key_timeout)
-                    except (asyncio.TimeoutError, WaitForScreenTimeout):
-                        summary.hangs.append(f"key {key!r} (#{pressed + 1}) not processed in {key_timeout:.0f} s")
-                        summary.last_keys = list(recent)
-                        break
-                    took = (time.monotonic() - t0) * 1000
-                    if took > summary.slowest_key_ms:
-                        summary.slowest_key_ms, summary.slowest_key = took, key
-                    pressed += 1
-                    if app._exception is not None:
-                        # The lab does not stop its training thread when it dies, and its
-                        # shutdown waits for that thread: stop it here or this never returns.
-                        _stop_training(app)
-                        break
-                    if app._exit:
-                        summary.restarts += 1
-                        break
-                    visits[app.query_one(TabbedContent).active] += 1
-                    screens[type(app.screen).__name__] += 1
+            pilot = await context.__aenter__()
+        except Exception as exc:  # noqa: BLE001 - the lab did not even start
+            summary.exceptions.append(_format(exc))
+            break
+        try:
+            deadline = time.monotonic() + 60
+            while app.core is None and time.monotonic() < deadline and app._exception is None:
+                await asyncio.sleep(0.05)
+            # Training under the keys from the start.
+            for key in ("2", "space"):
+                await asyncio.wait_for(press(app, pilot, key, key_timeout), key_timeout)
+            while pressed < keys:
+                if rng.random() < RESIZE_CHANCE:
+                    w, h = rng.choice(SIZES) if rng.random() < 0.5 else (rng.randint(20, 240), rng.randint(6, 80))
+                    recent.append(f"resize {w}x{h}")
+                    await asyncio.wait_for(pilot.resize_terminal(w, h), key_timeout)
+                    summary.resizes += 1
+                key = _choose(rng, stream)
+                if pressed % JUMP_EVERY == 0:
+                    key = "escape"
+                elif pressed % JUMP_EVERY == 1:
+                    key = rng.choice(PANES)
+                elif pressed % 500 == 250:  # now and then make sure something is training
                     train = app.pane("train")
-                    if train is not None and train.run is not None and id(train.run) not in seen_runs:
-                        seen_runs.add(id(train.run))
-                        summary.training_starts += 1
-                    if progress and pressed % 1000 == 0:
-                        print(f"  {pressed} keys, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-                    _collect_notifications(app, notes, seen_notes)
-                if not app._exit and app._exception is None and pressed >= keys:
-                    await _health_check(app, pilot, summary)
+                    if train is not None and train.state in ("idle", "done", "ready"):
+                        key = "space" if app.query_one(TabbedContent).active == "train" else "2"
+                recent.append(key)
+                del recent[:-25]
+                summary.failure_at = where(app)
+                t0 = time.monotonic()
+                try:
+                    await asyncio.wait_for(press(app, pilot, key, key_timeout), key_timeout)
+                except (asyncio.TimeoutError, WaitForScreenTimeout):
+                    summary.hangs.append(f"key {key!r} (#{pressed + 1}) not processed in {key_timeout:.0f} s")
+                    summary.hangs.append(_stuck())
+                    summary.last_keys = list(recent)
+                    break
+                took = (time.monotonic() - t0) * 1000
+                if took > summary.slowest_key_ms:
+                    summary.slowest_key_ms, summary.slowest_key = took, key
+                pressed += 1
+                if app._exception is not None or app._exit:
+                    summary.restarts += app._exception is None
+                    break
+                visits[app.query_one(TabbedContent).active] += 1
+                screens[type(app.screen).__name__] += 1
+                train = app.pane("train")
+                if train is not None and train.run is not None and id(train.run) not in seen_runs:
+                    seen_runs.add(id(train.run))
+                    summary.training_starts += 1
+                if progress and pressed % 1000 == 0:
+                    print(f"  {pressed} keys, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+                _collect_notifications(app, notes, seen_notes)
+            if not app._exit and app._exception is None and pressed >= keys and not summary.hangs:
+                await _health_check(app, pilot, summary)
+        except Exception as exc:  # noqa: BLE001 - a failure of the monkey's own waits
+            if app._exception is None:
+                summary.exceptions.append(_format(exc))
+                summary.last_keys = list(recent)
+        # The lab does not stop its training thread when it dies (and asyncio waits for
+        # that thread at exit): ask it to stop before leaving, whatever happened.
+        _stop_training(app, wait=False)
+        # Leave in this same task (Textual resets context variables it set on entry); a
+        # watchdog notes where things are stuck and cancels the wait if shutdown hangs.
+        me = asyncio.current_task()
+        stuck: list[str] = []
+
+        def watchdog(stuck: list[str] = stuck, me: asyncio.Task | None = me) -> None:
+            stuck.append(_stuck())
+            if me is not None:
+                me.cancel()
+
+        timer = asyncio.get_running_loop().call_later(60, watchdog)
+        try:
+            await context.__aexit__(None, None, None)
+        except asyncio.CancelledError:
+            if not stuck:
+                raise
+            if me is not None:
+                me.uncancel()
+            summary.hangs += ["the lab did not shut down within 60 s", stuck[0]]
+            summary.last_keys = summary.last_keys or list(recent)
         except Exception as exc:  # noqa: BLE001 - run_test re-raises the app's unhandled exception
-            summary.exceptions.append("".join(traceback.format_exception(exc)).strip()[-4000:])
+            summary.exceptions.append(_format(exc))
             summary.last_keys = list(recent)
+        finally:
+            timer.cancel()
         if app._exception is not None and not summary.exceptions:
-            exc = app._exception
-            summary.exceptions.append("".join(traceback.format_exception(exc)).strip()[-4000:])
+            summary.exceptions.append(_format(app._exception))
             summary.last_keys = list(recent)
         _stop_training(app)
 
@@ -353,11 +382,37 @@ def _collect_notifications(app: Any, notes: Counter[str], seen: set[str]) -> Non
             notes[" ".join(f"{n.title}: {n.message}".split())[:160]] += 1
 
 
-def _stop_training(app: Any) -> None:
+def _stop_training(app: Any, wait: bool = True) -> None:
     train = app.panes.get("train") if hasattr(app, "panes") else None
     if train is not None:
         train.stop_training()
-        train.loop_finished.wait(30)
+        if wait:
+            train.loop_finished.wait(30)
+
+
+def _format(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc)).strip()[-4000:]
+
+
+def _stuck() -> str:
+    """Where everything waits: each thread's stack, and each asyncio task not idle in its queue."""
+    import faulthandler
+
+    lines = ["threads:"]
+    with tempfile.TemporaryFile("w+") as f:
+        faulthandler.dump_traceback(f, all_threads=True)
+        f.seek(0)
+        lines += ["  " + line for line in f.read().splitlines()]
+    lines.append("asyncio tasks not waiting for messages:")
+    for task in asyncio.all_tasks():
+        chain, coro = [], task.get_coro()
+        while coro is not None and hasattr(coro, "cr_frame") and coro.cr_frame is not None:
+            frame = coro.cr_frame
+            chain.append(f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno} {frame.f_code.co_name}")
+            coro = coro.cr_await
+        if chain and not any("_get_message" in c or "wait_for_idle" in c for c in chain):
+            lines.append(f"  {task.get_name()}: " + " -> ".join(chain))
+    return "\n".join(lines)
 
 
 async def _health_check(app: Any, pilot: Any, summary: Summary) -> None:
@@ -410,6 +465,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="keys to leave out, comma-separated (e.g. pageup,pagedown)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
+    import faulthandler
+    import signal
+
+    if hasattr(signal, "SIGUSR1"):  # kill -USR1 <pid> prints every thread's stack
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     w, h = (int(v) for v in args.size.lower().split("x"))
     with tempfile.TemporaryDirectory(prefix="tfx-monkey-") as tmp:
         os.chdir(tmp)  # screenshots and anything else relative land here
