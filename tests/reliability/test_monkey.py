@@ -52,12 +52,6 @@ def test_monkey_stream_is_seeded() -> None:
     assert "q" not in {monkey._choose(rng1) for _ in range(5000)}
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError, reason=(
-    "UI bug for the lab owner, found by `scripts/monkey.py --keys 10000 --seed 1` at key 1343 "
-    "(terminal 138x6, Build pane, focus on the preset list): in a terminal about 6 rows tall the "
-    "PresetList's scrollable region has height 0, so Textual's OptionList keeps no line map "
-    "(_update_lines returns early) and page up/page down raise KeyError: 0 in "
-    "OptionList._move_page; the unhandled exception kills the lab"))
 async def test_page_keys_in_a_very_short_terminal(in_tmp: Path) -> None:
     from tests.ui.helpers import ready, tiny_app
     from tui_lab.ui.widgets.preset_list import PresetList
