@@ -599,6 +599,10 @@ class TrainPane(Vertical, can_focus=True):
 
     # ---- shutting down --------------------------------------------------------------
 
+    def on_unmount(self) -> None:
+        """However the app ends (quit, or a crash), the training thread stops and saves."""
+        self.stop_training()
+
     def stop_training(self) -> None:
         """Ask a live loop to stop (used by stop, reset and quit); returns at once."""
         self._stop_requested.set()
