@@ -67,13 +67,6 @@ async def test_page_keys_in_a_very_short_terminal(in_tmp: Path) -> None:
         assert not app._exit
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "UI bug for the lab owner, found when the monkey's lab died while training: after any unhandled "
-    "exception the app exits without stopping the training worker, and asyncio.run() (inside "
-    "App.run) waits for that executor thread, so `tfx-lab` prints the traceback and never exits "
-    "(a paused run waits forever, a running one trains on to its last step; reproduced with "
-    "app.run(headless=True): still running after 60 s). Quitting normally works because "
-    "LabApp.action_quit stops training; a fix could stop it from TrainPane.on_unmount"))
 async def test_a_crash_while_training_stops_the_training_thread(in_tmp: Path) -> None:
     from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
     from tui_lab.ui.widgets.train_pane import TrainPane
