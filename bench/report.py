@@ -107,7 +107,7 @@ def render_markdown(
         "```",
         "",
         "Run from the repository root (`bench` is a top-level package next to `tui_lab`).",
-        "`--threads N` fixes torch's thread count for the in-process items (default: the lab's own choice).",
+        "`--threads N` fixes torch's thread count for the in-process items and the time-to-target runs (default: the lab's own rule, 1 thread below 2 M parameters).",
         "",
         NOTES_MARKER,
     ]
