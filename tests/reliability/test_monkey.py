@@ -126,22 +126,22 @@ async def test_log_scale_loss_chart_survives_a_resize(in_tmp: Path, run_dir: Pat
 @pytest.mark.xfail(strict=True, raises=KeyError, reason=(
     "UI bug for the lab owner (a Textual OptionList bug the lab inherits), found by "
     "`scripts/monkey.py --keys 10000 --seed 1` at key 10 after 1a506a3 made the preset list safe: "
-    "page down (or up) pressed before the command palette's list has been laid out (ctrl+p then PgDn "
-    "in quick succession, or typed ahead) raises KeyError: 0 in OptionList._move_page "
-    "(textual/command.py _action_command_list -> action_page_down) and kills the lab. PresetList's "
-    "guard (1a506a3) does not cover the palette's CommandList, nor the Decode examples and "
-    "open-run lists; a global guard on OptionList page moves would"))
-async def test_page_keys_typed_ahead_into_the_command_palette(in_tmp: Path) -> None:
-    from textual import events
-
+    "page down/up in the command palette while its list has no height raises KeyError: 0 in "
+    "OptionList._move_page (textual/command.py _action_command_list -> action_page_down) and kills "
+    "the lab. Deterministic in a 4-row terminal (this test); at any size when PgDn is typed ahead "
+    "right after ctrl+p, before the list is laid out (racy: the monkey's key 10 at 195x33). "
+    "PresetList's guard (1a506a3) does not cover the palette's CommandList, nor the Decode examples "
+    "and open-run lists; a guard for every OptionList page move would"))
+async def test_page_keys_in_the_command_palette_without_room(in_tmp: Path) -> None:
     from tests.ui.helpers import SIZE, ready, tiny_app
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        for key in ("ctrl+p", "pagedown"):  # both queued before the palette is laid out
-            event = events.Key(key, None)
-            event.set_sender(app)
-            app._driver.send_message(event)
+        await pilot.resize_terminal(60, 4)
+        await pilot.pause(0.1)
+        await pilot.press("ctrl+p")
         await pilot.pause(0.3)
+        await pilot.press("pagedown")
+        await pilot.pause(0.2)
         assert not app._exit
