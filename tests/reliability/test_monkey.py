@@ -96,16 +96,10 @@ async def test_a_crash_while_training_stops_the_training_thread(in_tmp: Path) ->
             pane.loop_finished.wait(30)
 
 
-@pytest.mark.xfail(strict=True, raises=(ValueError, IndexError), reason=(
-    "UI bug for the lab owner, found by `scripts/monkey.py --seed 1 --skip pageup,pagedown` (key "
-    "2956: ValueError math domain error; an earlier run: IndexError in plotext's legend): with the loss "
-    "chart on log scale ('l' on the Train pane, or automatic), any resize kills the lab. plotext's build() applies "
-    "yscale('log') to the figure's stored data in place, and textual-plotext rebuilds on every render "
-    "(LossChart's cache is keyed on the size), so a second build takes log10 of log10(loss): negative "
-    "for losses under 1 -> 'math domain error', and broken ticks/legend otherwise -> IndexError. "
-    "A fix: LossChart plots log10(loss) itself with linear scale and labelled ticks, or re-sets the "
-    "data before each build. Since 5a9b5cd the chart turns to log scale by itself once the loss spans two "
-    "decades, so a long run plus a resize is enough (monkey --skip pageup,pagedown,l: key 6878, 250x80)"))
+# Found by `scripts/monkey.py --seed 1` (key 2956): plotext's build applies
+# yscale("log") to the stored data in place, so the rebuild after a resize took
+# log10 of log10(loss) and raised ValueError/IndexError. Losses under 1 are the
+# case that broke (log of a negative number).
 async def test_log_scale_loss_chart_survives_a_resize(in_tmp: Path, run_dir: Path) -> None:
     from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
     from tui_lab.ui.widgets.train_pane import TrainPane
@@ -118,20 +112,16 @@ async def test_log_scale_loss_chart_survives_a_resize(in_tmp: Path, run_dir: Pat
         await pilot.press("2", "l")
         await pilot.pause(0.4)  # drawn once, on log scale
         assert pane.log_scale
-        await pilot.resize_terminal(100, 30)
-        await pilot.pause(0.4)
+        for size in ((100, 30), (120, 40), (90, 28)):  # every resize rebuilds the figure
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.3)
         assert not app._exit
+        assert "log scale" in str(app.query_one("#loss-chart").render())
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError, reason=(
-    "UI bug for the lab owner (a Textual OptionList bug the lab inherits), found by "
-    "`scripts/monkey.py --keys 10000 --seed 1` at key 10 after 1a506a3 made the preset list safe: "
-    "page down/up in the command palette while its list has no height raises KeyError: 0 in "
-    "OptionList._move_page (textual/command.py _action_command_list -> action_page_down) and kills "
-    "the lab. Deterministic in a 4-row terminal (this test); at any size when PgDn is typed ahead "
-    "right after ctrl+p, before the list is laid out (racy: the monkey's key 10 at 195x33). "
-    "PresetList's guard (1a506a3) does not cover the palette's CommandList, nor the Decode examples "
-    "and open-run lists; a guard for every OptionList page move would"))
+# Found by `scripts/monkey.py --keys 10000 --seed 1` (key 10): page down in the
+# command palette before its list was laid out raised KeyError in Textual's
+# OptionList._move_page and killed the lab (guarded for every list, ui/compat.py).
 async def test_page_keys_in_the_command_palette_without_room(in_tmp: Path) -> None:
     from tests.ui.helpers import SIZE, ready, tiny_app
 

@@ -98,6 +98,10 @@ class KVCache:
         self.static = static
         self.k: torch.Tensor | None = None  # (B, H, T, d_head)
         self.v: torch.Tensor | None = None
+        # w_q, w_k, w_v weights and biases stacked into one (3 d_model, d_model)
+        # projection, made on the first step: a decode lives as long as its cache
+        # and the weights do not change during it (see MultiHeadAttention).
+        self.packed: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @property
     def length(self) -> int:
@@ -119,6 +123,7 @@ class KVCache:
 
     def reset(self) -> None:
         self.k = self.v = None
+        self.packed = None
 
 
 class WeightStore(Protocol):
@@ -177,6 +182,26 @@ class MultiHeadAttention(nn.Module):
         b, t, _ = x.shape
         return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
 
+    def _packed_qkv(
+        self, x: torch.Tensor, cache: KVCache
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v of self-attention from one matmul on the stacked weights.
+
+        A decoded token is bound by per-op overhead, not arithmetic: one
+        (3 d_model) projection costs one GEMM where three cost three. The
+        parameters stay separate (checkpoint names unchanged); the stacked copy
+        lives in the decode's cache and is made only when no gradient is wanted.
+        """
+        if cache.packed is None:
+            cache.packed = (
+                torch.cat((self.w_q.weight, self.w_k.weight, self.w_v.weight)),  # (3D, D)
+                torch.cat((self.w_q.bias, self.w_k.bias, self.w_v.bias)),  # (3D,)
+            )
+        b, t, _ = x.shape
+        qkv = F.linear(x, *cache.packed).view(b, t, 3, self.n_heads, self.d_head)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # (B, H, T, d_head) each
+        return q, k, v
+
     def forward(
         self,
         query: torch.Tensor,
@@ -186,21 +211,41 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
         cache: KVCache | None = None,
         is_causal: bool = False,
+        rope_angles: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """See the class docstring; ``rope_angles`` are ``rope.angles(offset, Tq)``
+        when the caller (a layer stack) already has them for this step."""
         b, t_q, _ = query.shape
         offset = 0 if cache is None or cache.static else cache.length
-        q = self._split_heads(self.w_q(query))  # (B, H, Tq, d_head)
         if cache is not None and cache.static and cache.filled:
+            q = self._split_heads(self.w_q(query))  # (B, H, Tq, d_head)
             k, v = cache.k, cache.v  # memory projections from the first step
+            new_k = None
         else:
-            k = self._split_heads(self.w_k(key))  # (B, H, Tk_new, d_head)
-            v = self._split_heads(self.w_v(value))
-            if self.rope is not None:
-                k = self.rope(k, offset)
-            if cache is not None:
-                k, v = cache.update(k, v)  # (B, H, Tk, d_head)
+            if (
+                cache is not None
+                and not cache.static
+                and query is key
+                and key is value
+                and not torch.is_grad_enabled()
+            ):
+                q, k, v = self._packed_qkv(query, cache)
+            else:
+                q = self._split_heads(self.w_q(query))  # (B, H, Tq, d_head)
+                k = self._split_heads(self.w_k(key))  # (B, H, Tk_new, d_head)
+                v = self._split_heads(self.w_v(value))
+            new_k = k
         if self.rope is not None:
-            q = self.rope(q, offset)
+            # Self-attention: the new keys sit at the queries' positions, so one
+            # pair of angle rows serves both.
+            cos, sin = rope_angles if rope_angles is not None else self.rope.angles(offset, t_q)
+            q = self.rope.rotate(q, cos, sin)
+            if new_k is not None:
+                if new_k.size(-2) != t_q:
+                    cos, sin = self.rope.angles(offset, new_k.size(-2))
+                k = self.rope.rotate(new_k, cos, sin)
+        if new_k is not None and cache is not None:
+            k, v = cache.update(k, v)  # (B, H, Tk, d_head)
         t_k = k.size(-2)
 
         # A causal query block that is as long as the keys is the plain lower

@@ -21,6 +21,17 @@ from torch import nn
 from tui_lab.core.attention import KVCache, MultiHeadAttention
 from tui_lab.core.positions import RotaryEmbedding
 
+RopeAngles = tuple[torch.Tensor, torch.Tensor]  # RotaryEmbedding.angles(offset, T)
+
+
+def maybe_dropout(dropout: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
+    """``dropout(x)``, skipping the call where it would return ``x`` unchanged.
+
+    In eval mode, or with p = 0, ``nn.Dropout`` still costs a module call and a
+    dispatched op; a decoded token passes 13 of them in a 4-layer model.
+    """
+    return dropout(x) if dropout.training and dropout.p > 0 else x
+
 
 class FeedForward(nn.Module):
     """``lin2(dropout(act(lin1(x))))``: the same two-layer MLP at every position."""
@@ -37,7 +48,7 @@ class FeedForward(nn.Module):
         self.act = F.relu if activation == "relu" else F.gelu
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lin2(self.dropout(self.act(self.lin1(x))))  # (B, T, d_model)
+        return self.lin2(maybe_dropout(self.dropout, self.act(self.lin1(x))))  # (B, T, d_model)
 
 
 class EncoderLayer(nn.Module):
@@ -71,17 +82,19 @@ class EncoderLayer(nn.Module):
         mask: torch.Tensor | None = None,
         is_causal: bool = False,
         cache: KVCache | None = None,
+        rope_angles: RopeAngles | None = None,
     ) -> torch.Tensor:
         """``x`` (B, T, d_model); ``mask`` broadcastable to (B, H, T, T), True = may attend."""
+        drop = self.dropout
         if self.norm_first:
             h = self.norm1(x)
-            x = x + self.dropout(self.self_attn(h, h, h, mask, is_causal=is_causal, cache=cache)[0])
-            x = x + self.dropout(self.ff(self.norm2(x)))
+            a = self.self_attn(h, h, h, mask, is_causal=is_causal, cache=cache, rope_angles=rope_angles)[0]
+            x = x + maybe_dropout(drop, a)
+            x = x + maybe_dropout(drop, self.ff(self.norm2(x)))
         else:
-            x = self.norm1(
-                x + self.dropout(self.self_attn(x, x, x, mask, is_causal=is_causal, cache=cache)[0])
-            )
-            x = self.norm2(x + self.dropout(self.ff(x)))
+            a = self.self_attn(x, x, x, mask, is_causal=is_causal, cache=cache, rope_angles=rope_angles)[0]
+            x = self.norm1(x + maybe_dropout(drop, a))
+            x = self.norm2(x + maybe_dropout(drop, self.ff(x)))
         return x
 
 
@@ -121,25 +134,21 @@ class DecoderLayer(nn.Module):
         memory_mask: torch.Tensor | None = None,
         self_cache: KVCache | None = None,
         cross_cache: KVCache | None = None,
+        rope_angles: RopeAngles | None = None,
     ) -> torch.Tensor:
         """``x`` (B, T, d_model), ``memory`` (B, S, d_model), ``memory_mask`` (B, 1, 1, S)."""
+        drop = self.dropout
         if self.norm_first:
             h = self.norm1(x)
-            x = x + self.dropout(self.self_attn(h, h, h, is_causal=True, cache=self_cache)[0])
+            a = self.self_attn(h, h, h, is_causal=True, cache=self_cache, rope_angles=rope_angles)[0]
+            x = x + maybe_dropout(drop, a)
             h = self.norm2(x)
-            x = x + self.dropout(
-                self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0]
-            )
-            x = x + self.dropout(self.ff(self.norm3(x)))
+            x = x + maybe_dropout(drop, self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0])
+            x = x + maybe_dropout(drop, self.ff(self.norm3(x)))
         else:
-            x = self.norm1(
-                x + self.dropout(self.self_attn(x, x, x, is_causal=True, cache=self_cache)[0])
-            )
-            x = self.norm2(
-                x
-                + self.dropout(
-                    self.cross_attn(x, memory, memory, memory_mask, cache=cross_cache)[0]
-                )
-            )
-            x = self.norm3(x + self.dropout(self.ff(x)))
+            a = self.self_attn(x, x, x, is_causal=True, cache=self_cache, rope_angles=rope_angles)[0]
+            x = self.norm1(x + maybe_dropout(drop, a))
+            a = self.cross_attn(x, memory, memory, memory_mask, cache=cross_cache)[0]
+            x = self.norm2(x + maybe_dropout(drop, a))
+            x = self.norm3(x + maybe_dropout(drop, self.ff(x)))
         return x

@@ -29,7 +29,7 @@ from torch import nn
 
 from tui_lab.core.attention import KVCache, padding_mask
 from tui_lab.core.config import ModelConfig
-from tui_lab.core.layers import DecoderLayer, EncoderLayer
+from tui_lab.core.layers import DecoderLayer, EncoderLayer, RopeAngles, maybe_dropout
 from tui_lab.core.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
 
 
@@ -107,18 +107,25 @@ def _stack(
     return layers, nn.LayerNorm(c.d_model) if pre else None
 
 
+def _angles(rope: RotaryEmbedding | None, offset: int, length: int) -> RopeAngles | None:
+    """RoPE's cos/sin rows for this forward, taken once and shared by every layer."""
+    return None if rope is None else rope.angles(offset, length)
+
+
 class Encoder(nn.Module):
     """A stack of ``EncoderLayer`` (``layers``) plus ``norm`` for pre-LN."""
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
         self.layers, self.norm = _stack(EncoderLayer, config.n_encoder_layers, config, rope)
+        self.rope = rope  # shared with every self-attention; no parameters or saved state
         for i, layer in enumerate(self.layers):
             layer.self_attn.capture_name = f"encoder.{i}.self"
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        angles = _angles(self.rope, 0, x.size(1))
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, mask, rope_angles=angles)
         return x if self.norm is None else self.norm(x)
 
 
@@ -128,6 +135,7 @@ class Decoder(nn.Module):
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
         self.layers, self.norm = _stack(DecoderLayer, config.n_decoder_layers, config, rope)
+        self.rope = rope
         for i, layer in enumerate(self.layers):
             layer.self_attn.capture_name = f"decoder.{i}.self"
             layer.cross_attn.capture_name = f"decoder.{i}.cross"
@@ -139,11 +147,12 @@ class Decoder(nn.Module):
         memory_mask: torch.Tensor | None = None,
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
+        angles = _angles(self.rope, 0 if cache is None else cache.length, x.size(1))
         for i, layer in enumerate(self.layers):
             self_cache = cross_cache = None
             if cache is not None:
                 self_cache, cross_cache = cache.self_attn[i], cache.cross_attn[i]
-            x = layer(x, memory, memory_mask, self_cache, cross_cache)
+            x = layer(x, memory, memory_mask, self_cache, cross_cache, rope_angles=angles)
         return x if self.norm is None else self.norm(x)
 
 
@@ -153,12 +162,15 @@ class CausalDecoder(nn.Module):
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
         self.layers, self.norm = _stack(EncoderLayer, config.n_decoder_layers, config, rope)
+        self.rope = rope
         for i, layer in enumerate(self.layers):
             layer.self_attn.capture_name = f"decoder.{i}.self"
 
     def forward(self, x: torch.Tensor, cache: DecoderCache | None = None) -> torch.Tensor:
+        angles = _angles(self.rope, 0 if cache is None else cache.length, x.size(1))
         for i, layer in enumerate(self.layers):
-            x = layer(x, is_causal=True, cache=None if cache is None else cache.self_attn[i])
+            layer_cache = None if cache is None else cache.self_attn[i]
+            x = layer(x, is_causal=True, cache=layer_cache, rope_angles=angles)
         return x if self.norm is None else self.norm(x)
 
 
@@ -182,7 +194,7 @@ class _Base(nn.Module):
         x = embedding(tokens) * self.embed_scale  # (B, T, d_model)
         if self.pos is not None:
             x = self.pos(x, offset)
-        return self.drop(x)
+        return maybe_dropout(self.drop, x)
 
     def _head(self) -> nn.Linear:
         head = nn.Linear(self.config.d_model, self.vocab_size, bias=False)

@@ -68,8 +68,12 @@ class SinusoidalPositions(nn.Module):
         end = offset + x.size(1)
         if end > self.pe.size(0):
             # Grow geometrically so a long decode does not rebuild the table every step.
-            self.pe = sinusoid_table(max(end, 2 * self.pe.size(0)), self.d_model, x.device)
-        return x + self.pe[offset:end].to(x.dtype)  # (T, D) broadcasts over B
+            # Decoding runs under inference_mode; a table made there would be an
+            # inference tensor that a later training step could not use.
+            with torch.inference_mode(False):
+                self.pe = sinusoid_table(max(end, 2 * self.pe.size(0)), self.d_model, x.device)
+        pe = self.pe[offset:end]  # (T, D) broadcasts over B
+        return x + (pe if pe.dtype == x.dtype else pe.to(x.dtype))
 
 
 class LearnedPositions(nn.Module):
@@ -96,12 +100,6 @@ class LearnedPositions(nn.Module):
         return x + self.weight[offset:end]  # (T, D) broadcasts over B
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """(x1, x2) -> (-x2, x1) on the two halves of the last dimension."""
-    x1, x2 = x.chunk(2, dim=-1)  # (..., d/2) each
-    return torch.cat((-x2, x1), dim=-1)
-
-
 class RotaryEmbedding(nn.Module):
     """RoPE (Su et al. 2021), "rotate half" layout as in GPT-NeoX and Llama.
 
@@ -110,6 +108,17 @@ class RotaryEmbedding(nn.Module):
     ``rot(p) q . rot(s) k = q . rot(s - p) k``: the score depends only on the
     relative position ``s - p``. No parameters; cos/sin tables are cached and
     extended on demand.
+
+    The rotation of a pair ``(a, b)`` by ``theta`` is ``(a cos - b sin, b cos + a
+    sin)``. Over the whole vector that is ``x * cos + rotate_half(x) * sin`` with
+    ``rotate_half(x1, x2) = (-x2, x1)``; here it is computed as ``x * cos +
+    roll(x, d/2) * sin_signed`` where ``roll`` swaps the halves and
+    ``sin_signed`` is ``sin`` with its first half negated (the same numbers,
+    fewer ops: a decoded token rotates q and k in every layer).
+
+    ``angles(offset, length)`` gives the (cos, sin_signed) rows for a block of
+    positions; a layer stack takes them once per forward and hands them to
+    every layer (``rotate``), instead of slicing the tables 2 x n_layers times.
     """
 
     def __init__(self, d_head: int, base: float = 10000.0, max_len: int = 0) -> None:
@@ -123,24 +132,36 @@ class RotaryEmbedding(nn.Module):
         else:
             inv_freq = 1.0 / (base ** (torch.arange(0, d_head, 2, dtype=torch.float32) / d_head))
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d/2,)
-        cos, sin = self._tables(max_len)
+        cos, sin_signed = self._tables(max_len)
         self.register_buffer("cos", cos, persistent=False)  # (max_len, d_head)
-        self.register_buffer("sin", sin, persistent=False)
+        self.register_buffer("sin_signed", sin_signed, persistent=False)
 
     def _tables(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         if self.inv_freq.is_meta:
             empty = torch.empty(length, self.d_head, device="meta")
             return empty, empty
-        t = torch.arange(length, dtype=torch.float32, device=self.inv_freq.device)
-        freqs = torch.outer(t, self.inv_freq)  # (L, d/2)
-        angles = torch.cat((freqs, freqs), dim=-1)  # (L, d_head)
-        return angles.cos(), angles.sin()
+        # Decoding runs under inference_mode; tables made there would be inference
+        # tensors, which a later training step could not use.
+        with torch.inference_mode(False):
+            t = torch.arange(length, dtype=torch.float32, device=self.inv_freq.device)
+            freqs = torch.outer(t, self.inv_freq)  # (L, d/2)
+            cos, sin = freqs.cos(), freqs.sin()
+            return torch.cat((cos, cos), dim=-1), torch.cat((-sin, sin), dim=-1)  # (L, d_head)
+
+    def angles(self, offset: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, sin_signed), each (length, d_head), for positions ``offset .. offset+length-1``."""
+        end = offset + length
+        if end > self.cos.size(0):
+            self.cos, self.sin_signed = self._tables(max(end, 2 * self.cos.size(0)))
+        return self.cos[offset:end], self.sin_signed[offset:end]
+
+    @staticmethod
+    def rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
+        """Rotate ``x`` (..., T, d_head) by ``angles`` rows (T, d_head); keeps x's dtype."""
+        if cos.dtype != x.dtype:  # bf16 activations under autocast; the tables stay fp32
+            cos, sin_signed = cos.to(x.dtype), sin_signed.to(x.dtype)
+        return x * cos + x.roll(x.size(-1) // 2, dims=-1) * sin_signed
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x`` (..., T, d_head) as if its rows sat at positions ``offset..offset+T-1``."""
-        end = offset + x.size(-2)
-        if end > self.cos.size(0):
-            self.cos, self.sin = self._tables(max(end, 2 * self.cos.size(0)))
-        cos = self.cos[offset:end].to(x.dtype)  # (T, d_head)
-        sin = self.sin[offset:end].to(x.dtype)
-        return x * cos + rotate_half(x) * sin
+        return self.rotate(x, *self.angles(offset, x.size(-2)))

@@ -193,7 +193,9 @@ class TrainingRun:
         if reason not in ("nan", "error"):
             # The closing evaluation and save can meet the same faults as the loop.
             try:
-                if self.last_eval is None or self.last_eval.step != self.step:
+                # A stop asked for by the user saves at once: the closing evaluation
+                # would make quitting the lab wait for hundreds of greedy decodes.
+                if reason != "stopped" and (self.last_eval is None or self.last_eval.step != self.step):
                     if self.step > self._start_step and self.dist.is_main:
                         self.evaluate()
                 self.save()

@@ -21,6 +21,7 @@ from textual.widgets import Input, TabbedContent, TabPane
 
 from tui_lab.core.config import ConfigError, LabConfig, default_config
 from tui_lab.core.presets import load_preset
+from tui_lab.ui import compat
 from tui_lab.ui.messages import (
     ConfigChanged,
     ConfigInvalid,
@@ -35,6 +36,8 @@ from tui_lab.ui.widgets.key_bar import KeyBar
 from tui_lab.ui.widgets.lazy_pane import LazyPane
 from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice
 from tui_lab.ui.widgets.status_bar import StatusBar
+
+compat.install()
 
 if TYPE_CHECKING:
     from tui_lab.ui.widgets.attention_pane import AttentionPane
@@ -478,4 +481,10 @@ def run_lab(
     follow: bool = False,
 ) -> None:
     """Open the lab (the ``tfx-lab`` command with no subcommand)."""
-    LabApp(preset=preset, run_dir=run_dir, runs_dir=runs_dir, follow=follow).run()
+    from tui_lab.core import run_process
+
+    try:
+        LabApp(preset=preset, run_dir=run_dir, runs_dir=runs_dir, follow=follow).run()
+    finally:
+        # The screen is back to the shell; wait (briefly) for a stopped run's last save.
+        run_process.shutdown_all()

@@ -16,7 +16,7 @@ def load_core() -> SimpleNamespace:
     warnings.filterwarnings("ignore", message=".*NumPy.*")
     import torch
 
-    from tui_lab.core import checkpoint, decode, params, tasks, train
+    from tui_lab.core import checkpoint, decode, params, run_process, tasks, train
 
     # The first optimizer pulls in more of torch (seconds on a slow machine):
     # do it now, in the background, so pressing space starts training promptly.
@@ -27,6 +27,7 @@ def load_core() -> SimpleNamespace:
         checkpoint=checkpoint,
         decode=decode,
         params=params,
+        run_process=run_process,
         tasks=tasks,
         train=train,
     )

@@ -3,6 +3,11 @@
 ``PlotextPlot.render`` rebuilds the whole plot on every repaint (about 10 ms
 each); these charts keep the last build and reuse it until their data or
 size change, so switching panes or moving focus does not pay for it again.
+
+plotext's build transforms the figure's stored data in place (``yscale("log")``
+takes log10 of it), so building the same figure twice -- after a resize, say --
+would take the log of a log. Each chart therefore keeps its data and replays
+the whole figure from it right before every build.
 """
 
 from __future__ import annotations
@@ -26,19 +31,31 @@ def integer_ticks(last: int, count: int = 5) -> list[int]:
 
 
 class CachedPlot(PlotextPlot):
-    """A plot whose built text is reused until ``draw`` changes the data."""
+    """A plot whose built text is reused until ``draw`` changes the data.
+
+    Subclasses set up the figure in ``_figure`` from ``self._data``; it runs
+    afresh before every build, never on a figure that was built already.
+    """
 
     _version = 0
     _cached: tuple[Any, Any] | None = None
+    _data: Any = None
 
     def render(self) -> Any:
         """The plot, rebuilt only when the data, size or theme changed."""
         key = (self._version, self.size, self.app.theme)
         if self._cached is None or self._cached[0] != key:
+            self.plt.clear_figure()
+            self._figure()
             self._cached = (key, super().render())
         return self._cached[1]
 
-    def _changed(self) -> None:
+    def _figure(self) -> None:
+        raise NotImplementedError
+
+    def _set(self, data: Any) -> None:
+        """Keep the data to plot and rebuild at the next repaint."""
+        self._data = data
         self._version += 1
         self.refresh()
 
@@ -48,8 +65,11 @@ class LossChart(CachedPlot):
 
     def draw(self, data: HistorySnapshot, log_scale: bool) -> None:
         """Set the plot's data from a snapshot; it is built at the next repaint."""
+        self._set((data, log_scale))
+
+    def _figure(self) -> None:
+        data, log_scale = self._data or (HistorySnapshot(), False)
         plt = self.plt
-        plt.clear_figure()
         plt.title("loss" + (" (log scale)" if log_scale else ""))
         plt.xlabel("step")
         width = max(20, self.size.width * 2)
@@ -74,7 +94,6 @@ class LossChart(CachedPlot):
         if not data.steps and not data.eval_steps:
             plt.xlim(0, 1)
             plt.ylim(0, 1)
-        self._changed()
 
 
 class LrChart(CachedPlot):
@@ -82,8 +101,11 @@ class LrChart(CachedPlot):
 
     def draw(self, data: HistorySnapshot) -> None:
         """Set the small learning-rate plot's data."""
+        self._set(data)
+
+    def _figure(self) -> None:
+        data = self._data or HistorySnapshot()
         plt = self.plt
-        plt.clear_figure()
         plt.title("learning rate")
         if data.steps:
             xs, ys = thin(data.steps, data.lr, max(20, self.size.width * 2))
@@ -92,4 +114,3 @@ class LrChart(CachedPlot):
             plt.xlim(0, 1)
             plt.ylim(0, 1)
         plt.xticks([])
-        self._changed()

@@ -51,16 +51,6 @@ class PresetList(OptionList):
                 self.highlighted = i
                 return
 
-    def action_page_up(self) -> None:
-        """Page up, unless the list has no room at all (Textual's list breaks then)."""
-        if self.scrollable_content_region.height > 0:
-            super().action_page_up()
-
-    def action_page_down(self) -> None:
-        """Page down, unless the list has no room at all (Textual's list breaks then)."""
-        if self.scrollable_content_region.height > 0:
-            super().action_page_down()
-
     def preset_at(self, index: int | None) -> PresetInfo | None:
         """The preset shown at ``index`` (None if out of range)."""
         if index is None or not 0 <= index < len(self.presets):

@@ -1,4 +1,9 @@
-"""Train pane: start/pause/stop/reset a run in a thread worker, live charts and metrics."""
+"""Train pane: start/pause/stop/reset a run, live charts and metrics.
+
+The run trains in a child process (core/run_process.py) so that keys and
+repaints never wait for a training step; a thread worker here drives it and
+the run's events arrive as posted messages.
+"""
 
 from __future__ import annotations
 
@@ -46,7 +51,7 @@ def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
 
 
 class TrainPane(Vertical, can_focus=True):
-    """Runs training in a thread worker; the loop reports through posted messages."""
+    """Drives a training process from a thread worker; events arrive as posted messages."""
 
     BINDINGS = [
         Binding("space", "start", "Start"),
@@ -208,6 +213,13 @@ class TrainPane(Vertical, can_focus=True):
     def on_show(self) -> None:
         """Coming back to the pane: catch up with what happened meanwhile (if anything did)."""
         self._redraw()
+        self._prewarm()
+
+    def _prewarm(self) -> None:
+        """Someone looking at this pane may press space: have a training process ready."""
+        core = self.app.core
+        if core is not None and self._follow_dir is None and self.state != "running":
+            core.run_process.prewarm()
 
     # ---- messages from the app and the worker ---------------------------------------
 
@@ -215,6 +227,8 @@ class TrainPane(Vertical, can_focus=True):
         """Torch is loaded: training can start (or the pending run folder open)."""
         if self.state == "loading":
             self._set_state("idle")
+        if self._visible():
+            self._prewarm()
         if self._pending_open is not None:
             path, self._pending_open = self._pending_open, None
             self.open_run_dir(path)
@@ -380,17 +394,19 @@ class TrainPane(Vertical, can_focus=True):
             run = existing
             if run is None:
                 callback = self._callback(generation)
+                remote = core.run_process.RemoteRun
                 try:
                     if resume_dir is not None:
-                        run = core.train.open_run(resume_dir, on_event=callback)
+                        run = remote(callback, resume_dir=resume_dir)
                     else:
                         assert config is not None
                         folder = core.checkpoint.new_run_dir(self.runs_root, config.name)
-                        run = core.train.TrainingRun(config, folder, on_event=callback)
+                        run = remote(callback, config=config, out_dir=folder)
                 except Exception as exc:  # a bad folder or device: one line, app keeps going
                     self.post_message(RunFailed(one_line(exc)))
                     return
                 if generation != self._generation:
+                    run.close()  # reset while it was being built
                     return
                 self._live_run = run
                 self.post_message(RunReady(run, resumed=resume_dir is not None))
@@ -411,6 +427,7 @@ class TrainPane(Vertical, can_focus=True):
         self._starting = start
         self.loop_finished.clear()
         if existing is None:
+            self._retire(self._live_run, self.run)
             self._generation += 1
             self._live_run = None
             self._set_state("building")
@@ -496,6 +513,7 @@ class TrainPane(Vertical, can_focus=True):
     def action_reset(self) -> None:
         """Forget the current run (stopping it first): the next start builds a fresh model."""
         self.stop_training()
+        self._retire(self._live_run, self.run)
         self._generation += 1
         self._live_run = None
         self.run = None
@@ -600,8 +618,14 @@ class TrainPane(Vertical, can_focus=True):
     # ---- shutting down --------------------------------------------------------------
 
     def on_unmount(self) -> None:
-        """However the app ends (quit, or a crash), the training thread stops and saves."""
+        """However the app ends (quit, or a crash), the training process stops and saves."""
         self.stop_training()
+        self._retire(self._live_run, self.run)
+
+    def _retire(self, *runs: Any) -> None:
+        """Let runs the pane no longer shows stop, save and end their processes (thread)."""
+        for run in {id(r): r for r in runs if r is not None}.values():
+            threading.Thread(target=run.close, name="retire-run", daemon=True).start()
 
     def stop_training(self) -> None:
         """Ask a live loop to stop (used by stop, reset and quit); returns at once."""

@@ -1,0 +1,26 @@
+"""Guards for Textual bugs the lab would otherwise inherit.
+
+Installed once, when the app module is imported; each guard names the
+Textual behaviour it covers so it can go when Textual fixes it.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import OptionList
+
+_move_page = OptionList._move_page
+
+
+def _move_page_when_laid_out(self: OptionList, direction: int) -> None:
+    # Textual 8.2: page up/down before an OptionList has laid out its lines
+    # (no height yet, or keys typed ahead of the first layout, as in the
+    # command palette) looks the highlight up in an empty line map and raises
+    # KeyError, which kills the app. With nothing laid out there is no page.
+    if self.highlighted is not None and self.highlighted not in self._index_to_line:
+        return
+    _move_page(self, direction)
+
+
+def install() -> None:
+    """Apply every guard (idempotent)."""
+    OptionList._move_page = _move_page_when_laid_out  # type: ignore[method-assign]
