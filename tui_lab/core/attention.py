@@ -50,12 +50,13 @@ def scaled_dot_product_attention(
     d_k = q.size(-1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+        # torch.where(mask, x, c) is masked_fill(~mask, c) without building ~mask.
+        scores = torch.where(mask, scores, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     if mask is not None:
         # Masked entries are already exactly 0, except in fully masked rows where
         # softmax produced NaN: this zeroes those without touching the others.
-        weights = weights.masked_fill(~mask, 0.0)
+        weights = torch.where(mask, weights, 0.0)
     return weights @ v, weights
 
 
