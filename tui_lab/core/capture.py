@@ -49,19 +49,32 @@ class AttentionStore:
         self._records.clear()
 
     def matrices(self) -> dict[str, torch.Tensor]:
-        """name -> (B, H, Tq, Tk); shorter key rows are padded with zeros on the right."""
+        """name -> (B, H, Tq, Tk); shorter key rows are padded with zeros on the right.
+
+        A name recorded once (a full pass) gives back the recorded tensor itself.
+        """
         out: dict[str, torch.Tensor] = {}
         for name, blocks in self._records.items():
+            if len(blocks) == 1:  # one full pass: already the matrix (no copy of ~MBs)
+                out[name] = blocks[0]
+                continue
             t_k = max(w.size(-1) for w in blocks)
-            padded = [F.pad(w, (0, t_k - w.size(-1))) for w in blocks]  # (B, H, Tq_i, Tk)
+            # (B, H, Tq_i, Tk) each
+            padded = [F.pad(w, (0, t_k - w.size(-1))) if w.size(-1) < t_k else w for w in blocks]
             out[name] = torch.cat(padded, dim=-2)  # (B, H, sum Tq_i, Tk)
         return out
 
 
 @contextmanager
-def capture_attention(model: nn.Module) -> Iterator[AttentionStore]:
-    """Record every attention module's weights while the context is open."""
-    store = AttentionStore()
+def capture_attention(
+    model: nn.Module, store: AttentionStore | None = None
+) -> Iterator[AttentionStore]:
+    """Record every attention module's weights while the context is open.
+
+    ``store``: add to an existing store (records keep their order) instead of a
+    new one, e.g. the encoder's pass and the decoder's pass of one decode.
+    """
+    store = AttentionStore() if store is None else store
     modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     previous = [m.store for m in modules]
     for m in modules:
