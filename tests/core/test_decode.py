@@ -120,3 +120,35 @@ def test_wrong_task_shape_addition_without_plus():
     model, task = _untrained(cfg)
     with pytest.raises(DecodeInputError):
         generate(model, task, "1234")
+
+
+@pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only"])
+def test_training_after_decoding_and_decoding_after_training(arch):
+    # Decoding runs under inference_mode with a packed q/k/v copy in its cache:
+    # the same model must train afterwards, and the next decode must use the
+    # updated weights (the uncached decode has no packed copy to go stale).
+    cfg = tiny_config(model={"arch": arch, "positional": "rope", "max_len": 16})
+    model, task = _untrained(cfg)
+    generate(model, task, "31415")
+    batch_greedy(model, task, ["314", "15"], max_new_tokens=6)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    src, tgt = torch.tensor([[6, 7, 8]]), torch.tensor([[1, 6, 7]])
+    logits = model(src, tgt) if arch == "encoder-decoder" else model(tgt)
+    logits.sum().backward()
+    opt.step()
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    for p in model.parameters():
+        p.data.normal_(0, 0.5)  # a very different model
+    a = generate(model, task, "31415", use_cache=True)
+    b = generate(model, task, "31415", use_cache=False)
+    assert a.tokens == b.tokens
+    assert model.training  # generate puts back the mode it found
+
+
+def test_attention_returned_by_generate_is_an_ordinary_tensor():
+    model, task = _untrained(tiny_config())
+    r = generate(model, task, "314")
+    for w in r.attention.values():
+        assert not w.is_inference()
+        w.mul_(1.0)  # an inference tensor would refuse this outside inference_mode

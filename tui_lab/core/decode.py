@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from .capture import capture_attention
+from .capture import AttentionStore, capture_attention
 from .errors import LabError
 from .vocab import BOS, EOS, SEP, Vocab
 
@@ -137,7 +137,6 @@ def _pick(logits: Tensor, temperature: float, top_k: int, gen: torch.Generator |
     return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
 
 
-@torch.no_grad()
 def generate(
     model: nn.Module,
     task: Any,
@@ -151,7 +150,15 @@ def generate(
     capture: bool = True,
     seed: int = 0,
 ) -> DecodeResult:
-    """Decode one input; greedy unless ``temperature`` > 0."""
+    """Decode one input; greedy unless ``temperature`` > 0.
+
+    Decoding always runs on the fast path (fused attention, no weights kept).
+    With ``capture`` the attention shown in the lab comes from one more,
+    explicit pass over the decoded sequence at the end: a causal pass gives
+    each position exactly the row that position's own decoding step would
+    have produced, at the cost of about one uncached step instead of the
+    explicit path at every step.
+    """
     if not math.isfinite(temperature):
         raise DecodeInputError(f"temperature must be a finite number (0 = greedy), got {temperature}")
     if top_k < 0:
@@ -181,41 +188,49 @@ def generate(
     steps: list[StepTopK] = []
     out_ids: list[int] = []
     stopped = "max_len"
+    store = AttentionStore() if capture else None
     was_training = model.training
     model.eval()
+    # The decoding steps run under inference_mode, not no_grad: no autograd
+    # bookkeeping (views, version counters) on any of the ~800 ops of a decoded
+    # token. Nothing made there outlives the call except the position tables,
+    # which are built outside it. The two capture passes run under no_grad, so
+    # the weights handed out are ordinary tensors (an inference tensor cannot be
+    # changed in place, or saved for backward, anywhere else).
     try:
-        src = torch.tensor([ids], device=device)  # (1, S)
-        memory: Tensor | None = None
+        with torch.no_grad():
+            src = torch.tensor([ids], device=device)  # (1, S)
+            memory: Tensor | None = None
+            if not decoder_only:
+                # The encoder runs once either way: capture its self-attention as it does.
+                with capture_attention(model, store) if store is not None else nullcontext():
+                    memory = model.encode(src)
 
-        def run(tokens: list[int], cache: Any) -> Tensor:
-            """Logits (1, T, V) for ``tokens`` (only the new ones when cached)."""
-            x = torch.tensor([tokens], device=device)  # (1, T)
-            return model(x, cache=cache) if decoder_only else model.decode(x, memory, src, cache=cache)
+            def run(tokens: list[int], cache: Any) -> Tensor:
+                """Logits (1, T, V) for ``tokens`` (only the new ones when cached)."""
+                x = torch.tensor([tokens], device=device)  # (1, T)
+                return model(x, cache=cache) if decoder_only else model.decode(x, memory, src, cache=cache)
 
-        # Without a cache every step re-runs the whole sequence; its attention is
-        # taken from one full pass at the end instead of piling up every step's copy.
-        with capture_attention(model) if capture and use_cache else nullcontext() as store:
-            memory = None if decoder_only else model.encode(src)
-            cache = model.new_cache() if use_cache else None
-            logits = run(prompt, cache)[:, -1]
-            while len(out_ids) < budget:
-                nxt = _record(logits, temperature, top_k, gen, vocab, report_k, steps)
-                out_ids.append(nxt)
-                if nxt == EOS and not task.is_lm:
-                    stopped = "eos"
-                    break
-                if len(out_ids) < budget:
-                    logits = run([nxt] if use_cache else [*prompt, *out_ids], cache)[:, -1]
-        if capture and not use_cache:
-            with capture_attention(model) as store:
-                memory = None if decoder_only else model.encode(src)
-                run([*prompt, *out_ids[:-1]], None)
+            with torch.inference_mode():
+                cache = model.new_cache() if use_cache else None
+                logits = run(prompt, cache)[:, -1]
+                while len(out_ids) < budget:
+                    nxt = _record(logits, temperature, top_k, gen, vocab, report_k, steps)
+                    out_ids.append(nxt)
+                    if nxt == EOS and not task.is_lm:
+                        stopped = "eos"
+                        break
+                    if len(out_ids) < budget:
+                        logits = run([nxt] if use_cache else [*prompt, *out_ids], cache)[:, -1]
+            if store is not None:
+                with capture_attention(model, store):
+                    run([*prompt, *out_ids[:-1]], None)  # the last token is never fed back
     finally:
         model.train(was_training)
 
     output = vocab.decode(out_ids)
     result = DecodeResult(text, output, out_ids, steps, notes=notes, stopped=stopped)
-    if capture:
+    if store is not None:
         _attach_attention(result, store, vocab, ids, prompt, out_ids)
     return result
 
@@ -264,7 +279,7 @@ def _attach_attention(
         result.labels[name] = labels
 
 
-@torch.no_grad()
+@torch.inference_mode()  # see generate
 def batch_greedy(
     model: nn.Module,
     task: Any,
