@@ -301,3 +301,18 @@ def test_training_step_gives_finite_gradients_everywhere(arch: str) -> None:
     loss.backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
+def test_dropout_is_applied_in_training_only() -> None:
+    # Layers skip their dropout calls in eval or at p = 0; in training with p > 0
+    # it still acts (two passes differ), and eval equals the same model at p = 0.
+    torch.manual_seed(5)
+    model = build_model(_small("decoder-only", "rope", "pre", dropout=0.3), VOCAB)
+    torch.manual_seed(5)
+    plain = build_model(_small("decoder-only", "rope", "pre", dropout=0.0), VOCAB)
+    plain.load_state_dict(model.state_dict())
+    _, tgt = _batch()
+    model.train()
+    assert not torch.allclose(model(tgt), model(tgt))
+    model.eval()
+    torch.testing.assert_close(model(tgt), plain.eval()(tgt))

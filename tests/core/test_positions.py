@@ -111,3 +111,43 @@ def test_tables_on_meta_device_are_not_computed() -> None:
     assert s.pe.is_meta and s.pe.shape == (32, 8)
     assert r.cos.is_meta and r.cos.shape == (32, 8)
     assert lp.weight.is_meta
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """The reference layout: (x1, x2) -> (-x2, x1) on the two halves."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rope_equals_the_rotate_half_formula(dtype: torch.dtype) -> None:
+    # The module rotates with roll + a signed sin table; the reference formula is
+    # x * cos + rotate_half(x) * sin with angles p * base^(-2j/d), computed here.
+    torch.manual_seed(2)
+    d, base = 8, 10000.0
+    rope = RotaryEmbedding(d, base=base, max_len=4)
+    x = torch.randn(2, 3, 6, d, dtype=dtype)  # (B, H, T, d_head)
+    for offset in (0, 3, 50):  # 50 is past the table: it grows
+        pos = torch.arange(offset, offset + 6, dtype=torch.float64)[:, None]  # (T, 1)
+        inv = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+        angles = torch.cat((pos * inv, pos * inv), dim=-1)  # (T, d)
+        want = x.double() * angles.cos() + _rotate_half(x.double()) * angles.sin()
+        got = rope(x, offset)
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5)
+        # angles() + rotate() is the forward, as a layer stack uses it.
+        torch.testing.assert_close(RotaryEmbedding.rotate(x, *rope.angles(offset, 6)), got)
+
+
+def test_tables_grown_during_inference_mode_serve_training_later() -> None:
+    rope = RotaryEmbedding(8, max_len=2)
+    sin = SinusoidalPositions(8, max_len=2)
+    with torch.inference_mode():  # how decoding runs
+        rope(torch.randn(1, 1, 5, 8), offset=20)
+        sin(torch.randn(1, 5, 8), offset=20)
+    assert rope.cos.size(0) >= 25 and sin.pe.size(0) >= 25
+    assert not rope.cos.is_inference() and not rope.sin_signed.is_inference() and not sin.pe.is_inference()
+    x = torch.randn(1, 1, 4, 8, requires_grad=True)
+    y = torch.randn(1, 4, 8, requires_grad=True)
+    (rope(x, offset=21).sum() + sin(y, offset=21).sum()).backward()  # saved for backward: must not raise
+    assert x.grad is not None and y.grad is not None
