@@ -137,15 +137,18 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate ``w_q, w_k, w_v, w_o`` projections.
 
     ``forward(query, key, value, mask=None, need_weights=False, cache=None,
-    is_causal=False)`` with inputs (B, T, d_model) returns ``(output (B, Tq,
-    d_model), weights (B, H, Tq, Tk) or None)``.
+    is_causal=False, rope_angles=None)`` with inputs (B, T, d_model) returns
+    ``(output (B, Tq, d_model), weights (B, H, Tq, Tk) or None)``.
 
     - ``mask``: boolean, broadcastable to (B, H, Tq, Tk), True = may attend.
     - ``is_causal``: each query also sees only keys at or before its own
       position (positions continue after the cache's contents).
     - ``cache``: a ``KVCache``; new keys/values are appended (or, for a static
       cache already filled, reused without looking at ``key``/``value``).
-    - ``rope``: a shared ``RotaryEmbedding`` applied to q and k (self-attention).
+      Self-attention with a cache and no gradient (decoding) projects q, k, v
+      with one matmul on a stacked copy of the weights kept in the cache.
+    - ``rope``: a shared ``RotaryEmbedding`` applied to q and k (self-attention);
+      ``rope_angles``, its ``angles(offset, Tq)`` when the caller has them.
 
     Attention capture: ``capture_name`` is set by the model
     (``decoder.0.cross``...) and ``store`` is None except inside
