@@ -184,7 +184,9 @@ def train(args: argparse.Namespace) -> int:
     try:
         summary = reporter.finish(run.run())
     finally:
-        signal.signal(signal.SIGINT, previous)
+        # After a ctrl+c the run is saved and the command ends: a second, impatient
+        # one must not land as a traceback in the interpreter's shutdown.
+        signal.signal(signal.SIGINT, signal.SIG_IGN if interrupts else previous)
     if args.json and main_rank:
         _emit_json(summary)
     return 0 if summary["reason"] in ("finished", "target", "stopped", "time") else 1

@@ -178,3 +178,22 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ")[-1][:1] != "Z"
     except OSError:
         return False
+
+
+def test_a_prewarmed_process_finds_relative_folders_from_where_the_lab_is_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spare starts in one folder; the lab may be elsewhere by the time it is used."""
+    (tmp_path / "then").mkdir()
+    (tmp_path / "now").mkdir()
+    monkeypatch.chdir(tmp_path / "then")
+    run_process.prewarm()
+    monkeypatch.chdir(tmp_path / "now")
+    run = run_process.RemoteRun(lambda e: None, config=tiny_config(), out_dir="runs/a")
+    try:
+        assert run.out_dir == Path("runs/a")  # shown as the user named it
+        run.run()
+    finally:
+        run.close()
+    assert ckpt.load_run(tmp_path / "now" / "runs" / "a").state["step"] == 30
+    assert not (tmp_path / "then" / "runs").exists()

@@ -109,6 +109,10 @@ def child_main(fd: int) -> None:
     while commands.get() == "run":
         summary = run.run()
         send(("finished", {**_info(run), "summary": summary}))
+    # Every save is complete and synced by now; tearing torch down takes a second
+    # that quitting the lab would wait for, so leave at once.
+    conn.close()
+    os._exit(0)
 
 
 def _info(run: Any) -> dict[str, Any]:
@@ -188,7 +192,14 @@ class RemoteRun:
         self.on_event = on_event
         self._process, self._conn = _take_child()
         self._send_lock = threading.Lock()
-        self._send({"config": config, "out_dir": out_dir, "resume_dir": resume_dir})
+        given = out_dir if out_dir is not None else resume_dir
+        self._folder = Path(given) if given is not None else None  # as the user named it
+        # Absolute paths: a prewarmed process was started in whatever folder was current then.
+        self._send({
+            "config": config,
+            "out_dir": Path(out_dir).absolute() if out_dir is not None else None,
+            "resume_dir": Path(resume_dir).absolute() if resume_dir is not None else None,
+        })
         try:
             kind, payload = self._conn.recv()
         except (EOFError, OSError):
@@ -217,7 +228,7 @@ class RemoteRun:
 
     def _update(self, info: dict[str, Any]) -> None:
         self.config = info["config"]
-        self.out_dir = Path(info["out_dir"]) if info["out_dir"] is not None else None
+        self.out_dir = self._folder if info["out_dir"] is not None else None
         self.device = info["device"]
         self.device_name = info["device_name"]
         self.step = info["step"]
@@ -393,9 +404,7 @@ def shutdown_all(timeout: float = CLOSE_SECONDS) -> None:
         run.close(timeout)
     with _spare_lock:
         spare, _spare = _spare, None
-    if spare is not None:
-        spare[1].close()  # the spare reads EOF and exits
-        try:
-            spare[0].wait(timeout)
-        except subprocess.TimeoutExpired:
-            spare[0].kill()
+    if spare is not None:  # it holds nothing yet (maybe still importing torch)
+        spare[1].close()
+        spare[0].kill()
+        spare[0].wait()

@@ -293,6 +293,7 @@ class TrainPane(Vertical, can_focus=True):
             event.message, title=title, severity=severity, timeout=8 if severity == "error" else 5
         )
         self.post_message(ModelChanged(self.run))
+        self._prewarm()  # for the next run
 
     def on_run_ready(self, message: RunReady) -> None:
         """A run (new or restored) exists: remember it and offer its model to Decode."""
@@ -526,6 +527,7 @@ class TrainPane(Vertical, can_focus=True):
         self._set_state("idle" if self.app.core is not None else "loading")
         self._redraw(force=True)
         self.post_message(ModelChanged(None))
+        self._prewarm()
 
     def action_toggle_log(self) -> None:
         """Switch the loss chart between linear and log scale."""
