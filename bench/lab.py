@@ -7,8 +7,9 @@ First paint and key-to-repaint latency come from the UI's own
 ``measure`` does not report training speed, so this module measures it with
 ``measure.Terminal``: the lab (Train pane shown, no keys pressed) and a headless
 ``tfx-lab train`` child process train the same preset at the same time, but
-only one of them runs at any moment: the other is frozen with SIGSTOP, and
-they swap every few seconds. Each window's rate is read from the run folder's
+only one of them runs at any moment: the other is frozen with SIGSTOP (the
+whole process group: the lab trains in a child process), and they swap every
+few seconds. Each window's rate is read from the run folder's
 ``metrics.jsonl`` (the wall-clock time at which each step first appears), and
 the ratio of each lab window to its neighbouring headless windows is kept; the
 figure is their median. Interleaving this finely matters: on a shared machine
@@ -154,7 +155,7 @@ def interleaved_lab_vs_headless(windows: int, window_s: float, lab_prelude: str 
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
             )
             head_w.start()
-            os.kill(term.proc.pid, signal.SIGSTOP)
+            os.killpg(term.proc.pid, signal.SIGSTOP)
             # Warm-up: the headless run loads torch and takes its first steps alone.
             deadline = time.perf_counter() + 60
             while len(head_w.seen) < 20 and time.perf_counter() < deadline:
@@ -162,17 +163,17 @@ def interleaved_lab_vs_headless(windows: int, window_s: float, lab_prelude: str 
             procs = {"lab": term.proc.pid, "headless": head.pid}
             rates = {"lab": lab_rates, "headless": head_rates}
             watchers = {"lab": lab_w, "headless": head_w}
-            os.kill(head.pid, signal.SIGSTOP)
+            os.killpg(head.pid, signal.SIGSTOP)
             for k in range(2 * windows):
                 who = ("lab", "headless")[k % 2]
-                os.kill(procs[who], signal.SIGCONT)
+                os.killpg(procs[who], signal.SIGCONT)
                 t0 = time.perf_counter()
                 while time.perf_counter() - t0 < window_s:
                     if who == "lab":
                         term.drain()  # read what the lab writes, as a terminal would
                     time.sleep(0.02)
                 t1 = time.perf_counter()
-                os.kill(procs[who], signal.SIGSTOP)
+                os.killpg(procs[who], signal.SIGSTOP)
                 time.sleep(0.05)  # the watcher's last poll of this window
                 rate = _window_rate(watchers[who], t0 + 0.3, t1)  # skip the wake-up
                 rates[who].append(rate if rate is not None else float("nan"))
@@ -180,7 +181,7 @@ def interleaved_lab_vs_headless(windows: int, window_s: float, lab_prelude: str 
             for pid in (term.proc.pid, head.pid if head else None):
                 if pid is not None:
                     try:
-                        os.kill(pid, signal.SIGCONT)
+                        os.killpg(pid, signal.SIGCONT)
                     except OSError:
                         pass
             if head is not None:

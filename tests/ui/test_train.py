@@ -45,17 +45,6 @@ async def test_train_updates_metrics_chart_and_progress() -> None:
         assert app.query_one(DecodePane).run is pane.run
 
 
-async def test_step_messages_are_merged() -> None:
-    from types import SimpleNamespace
-
-    from tui_lab.ui.messages import TrainProgress
-
-    older = TrainProgress(SimpleNamespace(step=1))
-    newer = TrainProgress(SimpleNamespace(step=2))
-    assert newer.can_replace(older)
-    assert not newer.can_replace(TrainDone(SimpleNamespace()))
-
-
 async def test_pause_resume_stop() -> None:
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -33,17 +33,6 @@ class ConfigChanged(Message):
 
 
 @dataclass
-class TrainProgress(Message):
-    """The latest training step (a ``StepEvent``); newer ones replace older ones."""
-
-    event: Any
-
-    def can_replace(self, message: Message) -> bool:
-        """A newer progress message supersedes an older one still queued."""
-        return isinstance(message, TrainProgress)
-
-
-@dataclass
 class TrainEvaluated(Message):
     """An evaluation finished (an ``EvalEvent``)."""
 

@@ -83,7 +83,7 @@ class KeyBar(Static):
                 text.append(" " * gap)
                 text.append(f" {palette}", style=key_style)
                 text.append(" palette ")
-        self.update(text)
+        self.update(text, layout=False)  # docked, one line: no re-layout of the screen
 
     def on_resize(self) -> None:
         """Re-place the palette hint on the right."""

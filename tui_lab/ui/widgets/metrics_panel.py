@@ -85,4 +85,8 @@ class MetricsPanel(Static):
             "ETA", clock(step.eta) if step is not None and state in ("running", "paused") else "-"
         )
         grid.add_row("device", device or "-")
-        self.update(grid)
+        # A re-layout of the whole screen costs tens of milliseconds on a busy
+        # machine: only ask for one when the panel gains or loses a row.
+        rows = grid.row_count
+        self.update(grid, layout=rows != getattr(self, "_rows", None))
+        self._rows = rows

@@ -24,4 +24,4 @@ class StatusBar(Static):
             text.append("  ·  ", style="dim")
             text.append(training, style="bold")
         text.append("   1-5 panes · ? help · ctrl+p commands", style="dim")
-        self.update(text)
+        self.update(text, layout=False)  # one line, always: no re-layout of the screen

@@ -30,12 +30,12 @@ from tui_lab.ui.messages import (
     TrainDone,
     TrainEvaluated,
     TrainLog,
-    TrainProgress,
 )
 from tui_lab.ui.widgets.loss_chart import LossChart, LrChart
 from tui_lab.ui.widgets.metrics_panel import MetricsPanel
 
-REDRAW_SECONDS = 0.25  # charts and figures are redrawn at most 4 times a second
+REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
+CHART_SECONDS = 0.5  # the loss chart at most twice a second (a plotext build is the dearest part)
 LR_REDRAW_SECONDS = 1.0  # the small learning-rate chart at most once a second
 FOLLOW_SECONDS = 1.0
 
@@ -91,7 +91,12 @@ class TrainPane(Vertical, can_focus=True):
         self._live_run: Any = None
         self._generation = 0
         self._drawn = -1
+        self._chart_drawn = 0.0
         self._lr_drawn = 0.0
+        # The newest StepEvent, set by the event thread for every step; the redraw
+        # timer picks it up (a message per step would wake the UI 50 times a second).
+        self._newest_step: Any = None
+        self._seen_step: Any = None
         self._figures_dirty = True
         self._config_dirty = False
         self._follow_dir: Path | None = None
@@ -159,7 +164,9 @@ class TrainPane(Vertical, can_focus=True):
             if self._config_dirty and self.run is not None
             else ""
         )
-        self.query_one("#train-status", Static).update(f"[b]{name}[/b]{where} · {hint}{dirty}")
+        self.query_one("#train-status", Static).update(
+            f"[b]{name}[/b]{where} · {hint}{dirty}", layout=False  # one line (CSS)
+        )
 
     def _redraw(self, force: bool = False) -> None:
         """Timer callback: redraw what changed (quietly nothing while the app tears down)."""
@@ -174,14 +181,20 @@ class TrainPane(Vertical, can_focus=True):
         Skipped while another pane is on show (``on_show`` catches up); the
         learning-rate chart is redrawn at most once a second.
         """
+        self._take_newest_step()
         if not force and not self._visible():
             return
-        if force or self.history.version != self._drawn:
+        now = time.monotonic()
+        running = self.state == "running"
+        if force or (
+            self.history.version != self._drawn
+            and (not running or now - self._chart_drawn >= CHART_SECONDS)
+        ):
             self._drawn = self.history.version
+            self._chart_drawn = now
             data = self.history.snapshot()
             self.query_one(LossChart).draw(data, self._use_log(data))
-            now = time.monotonic()
-            if force or now - self._lr_drawn >= LR_REDRAW_SECONDS or self.state not in ("running",):
+            if force or now - self._lr_drawn >= LR_REDRAW_SECONDS or not running:
                 self._lr_drawn = now
                 self.query_one(LrChart).draw(data)
             self._figures_dirty = True
@@ -199,6 +212,12 @@ class TrainPane(Vertical, can_focus=True):
             )
             bar = self.query_one(ProgressBar)
             bar.update(total=total, progress=self.last_step.step if self.last_step else 0)
+
+    def _take_newest_step(self) -> None:
+        newest = self._newest_step
+        if newest is not None and newest is not self._seen_step:
+            self._seen_step = self.last_step = newest
+            self._figures_dirty = True
 
     def _use_log(self, data: Any) -> bool:
         if self.log_scale is not None:
@@ -246,12 +265,6 @@ class TrainPane(Vertical, can_focus=True):
         self._figures_dirty = True
         self._update_status()
 
-    def on_train_progress(self, message: TrainProgress) -> None:
-        """Keep the newest step; the timer redraws."""
-        message.stop()
-        self.last_step = message.event
-        self._figures_dirty = True
-
     def on_train_evaluated(self, message: TrainEvaluated) -> None:
         """Keep the newest evaluation."""
         message.stop()
@@ -270,7 +283,7 @@ class TrainPane(Vertical, can_focus=True):
         """Show the run's last log line; warnings and errors also notify."""
         message.stop()
         event = message.event
-        self.query_one("#train-log", Static).update(f"[dim]log:[/dim] {event.message}")
+        self.query_one("#train-log", Static).update(f"[dim]log:[/dim] {event.message}", layout=False)
         if event.level in ("warning", "error") and self.state not in ("done",):
             self.notify(event.message, severity=event.level, timeout=6)
 
@@ -278,6 +291,7 @@ class TrainPane(Vertical, can_focus=True):
         """The loop ended: say why, keep the model for decoding."""
         message.stop()
         event = message.event
+        self._take_newest_step()  # the last step before the run ended
         self.reason = event.reason
         self._set_state("done")
         titles = {
@@ -367,7 +381,7 @@ class TrainPane(Vertical, can_focus=True):
                 return  # a run the user has reset away
             if isinstance(event, train.StepEvent):
                 self.history.add_step(event.step, event.loss, event.lr)
-                self.post_message(TrainProgress(event))
+                self._newest_step = event
             elif isinstance(event, train.EvalEvent):
                 self.history.add_eval(event.step, event.val_loss, event.exact_match)
                 self.post_message(TrainEvaluated(event))
@@ -484,6 +498,7 @@ class TrainPane(Vertical, can_focus=True):
         self.run = None
         self.run_dir = None
         self.last_step = self.last_eval = self.best = None
+        self._newest_step = None
         self.reason = ""
         self._config_dirty = False
         self.query_one("#train-log", Static).update("")
@@ -521,6 +536,7 @@ class TrainPane(Vertical, can_focus=True):
         self.run_dir = None
         self.history.clear()
         self.last_step = self.last_eval = self.best = None
+        self._newest_step = None
         self.reason = ""
         self._config_dirty = False
         self.query_one("#train-log", Static).update("")
@@ -568,6 +584,7 @@ class TrainPane(Vertical, can_focus=True):
         self.history.clear()
         self.history.load_records(records)
         self.last_step = self.last_eval = None
+        self._newest_step = None
         self.reason = ""
         self.run = None
         self.run_dir = Path(path)
