@@ -7,6 +7,7 @@ torch in a thread worker after the first frame is on screen.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections.abc import Iterable
@@ -182,6 +183,10 @@ class LabApp(App[None]):
         if self._load_core:
             self.call_after_refresh(self._load_core_worker)
 
+    def on_unmount(self) -> None:
+        """Hand frozen objects back to the collector (a process may open more labs: tests)."""
+        gc.unfreeze()
+
     def on_resize(self, event: events.Resize) -> None:
         """Below 80x24, show a notice instead of a squeezed layout."""
         width, height = event.size
@@ -251,6 +256,11 @@ class LabApp(App[None]):
             return
         self.core = message.core
         torch = message.core.torch
+        # torch brings hundreds of thousands of long-lived objects; a full garbage
+        # collection walking them all paused the UI for hundreds of milliseconds
+        # now and then. Frozen, they are left out of every later collection.
+        gc.collect()
+        gc.freeze()
         self.core_state = f"torch {torch.__version__.split('+')[0]} ready"
         self._update_status()
         if self.pane("train") is not None:
