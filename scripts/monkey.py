@@ -30,6 +30,7 @@ import os
 import random
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import unicodedata
@@ -251,6 +252,20 @@ async def monkey(
     def new_app() -> Any:
         app = LabApp(preset=str(preset), runs_dir=str(workdir / "runs"), user_dir=workdir / "presets")
         app.animation_level = "none"
+        ui_thread = threading.current_thread()
+        notify = app.notify
+
+        def notify_on_the_ui_thread(*args: Any, **kwargs: Any) -> Any:
+            # Widgets may only change on the UI thread; a notification from a
+            # worker thread races the screen (and anything reading the list).
+            if threading.current_thread() is not ui_thread:
+                summary.exceptions.append(
+                    "notify() called from thread " + threading.current_thread().name + ":\n"
+                    + "".join(traceback.format_stack(limit=12))
+                )
+            return notify(*args, **kwargs)
+
+        app.notify = notify_on_the_ui_thread
         return app
 
     pressed = 0

@@ -125,7 +125,7 @@ def test_a_killed_training_process_ends_the_run_with_a_message(tmp_path: Path) -
         assert "ended unexpectedly" in done.message
         model = run.model  # from the last checkpoint on disk, not random weights
         _, reference = saved_model(tmp_path / "run")
-        assert all(torch.equal(a, b) for a, b in zip(model.parameters(), reference.parameters()))
+        assert all(torch.equal(a, b) for a, b in zip(model.parameters(), reference.parameters(), strict=True))
     finally:
         run.close()
 

@@ -25,9 +25,16 @@ from tests.reliability.conftest import (
     temps,
     tiny,
 )
-from tui_lab.core.models import EncoderDecoder
 from tui_lab.core.checkpoint import load_run
-from tui_lab.core.train import CheckpointEvent, DoneEvent, EvalEvent, LogEvent, StepEvent, TrainingRun
+from tui_lab.core.models import EncoderDecoder
+from tui_lab.core.train import (
+    CheckpointEvent,
+    DoneEvent,
+    EvalEvent,
+    LogEvent,
+    StepEvent,
+    TrainingRun,
+)
 
 FAULT_STEP = 6  # the fault strikes during this (1-based) training step
 
@@ -302,7 +309,7 @@ async def test_lab_shows_training_faults_and_keeps_working(
 
     (A device error inside the process ends the run the same way as a NaN:
     see the TrainingRun tests above; here the lab's side of both.)"""
-    from tests.ui.helpers import SIZE, ready, tiny_app
+    from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
     from tui_lab.ui.widgets.decode_pane import DecodePane
 
     app = tiny_app()
@@ -313,6 +320,14 @@ async def test_lab_shows_training_faults_and_keeps_working(
         notes = [n for n in app._notifications if n.severity == "error"]
         assert any(n.title == title and fragment in n.message for n in notes), [(n.title, n.message) for n in notes]
         assert load_run(pane.run_dir).state["step"] >= 0  # the folder still loads
+        if fault == "crash":  # space continues the run from its last checkpoint
+            folder, saved = pane.run_dir, load_run(pane.run_dir).state["step"]
+            await pilot.press("space")
+            await wait_until(pilot, lambda: pane.state == "running" and pane.run is not None
+                             and pane.run.step > saved, 60, "the run to continue")
+            assert pane.run_dir == folder
+            await pilot.press("s")
+            await wait_until(pilot, lambda: pane.state == "done", 30, "the run to stop")
         # The app still works: panes switch, the model (last good weights) decodes.
         await pilot.press("3")
         decode = app.query_one(DecodePane)

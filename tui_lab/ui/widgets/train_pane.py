@@ -486,7 +486,7 @@ class TrainPane(Vertical, can_focus=True):
             self.state == "done"
             and self.run is not None
             and not self._config_dirty
-            and self.reason in ("stopped", "time")
+            and self.reason in ("stopped", "time", "error")  # error: from the last checkpoint
             and self.run.step < self.run.total_steps
         ):
             self._launch(resume_dir=self.run_dir)
