@@ -491,10 +491,11 @@ def run_lab(
     follow: bool = False,
 ) -> None:
     """Open the lab (the ``tfx-lab`` command with no subcommand)."""
-    from tui_lab.core import run_process
-
     try:
         LabApp(preset=preset, run_dir=run_dir, runs_dir=runs_dir, follow=follow).run()
     finally:
         # The screen is back to the shell; wait (briefly) for a stopped run's last save.
+        # (Imported here: nothing may delay the first frame.)
+        from tui_lab.core import run_process
+
         run_process.shutdown_all()
