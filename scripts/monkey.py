@@ -391,7 +391,9 @@ async def monkey(
 
 
 def _collect_notifications(app: Any, notes: Counter[str], seen: set[str]) -> None:
-    for n in list(app._notifications):
+    # A comprehension, not list(): list() asks len() after iter(), and Textual's
+    # len() drops expired toasts from the dict the iterator walks.
+    for n in [n for n in app._notifications]:  # noqa: C416
         if n.severity == "error" and n.identity not in seen:
             seen.add(n.identity)
             notes[" ".join(f"{n.title}: {n.message}".split())[:160]] += 1
@@ -462,7 +464,11 @@ async def _health_check(app: Any, pilot: Any, summary: Summary) -> None:
             await pilot.pause(0.05)
         took = time.monotonic() - t0
         if train.state not in ("done", "idle"):
-            summary.health.append(f"training did not stop within 10 s of 's' (state {train.state})")
+            summary.health.append(
+                f"training did not stop within 10 s of 's' (state {train.state}; focus {app.focused!r}; "
+                f"loop finished {train.loop_finished.is_set()}; live run {train._live_run!r}; "
+                f"run {train.run!r}; generation {train._generation})"
+            )
             return
         summary.health.append(f"training stopped {took:.2f} s after 's'")
     summary.health.append("escape, 5, 3, 1, 2 all answered")

@@ -317,8 +317,12 @@ async def test_lab_shows_training_faults_and_keeps_working(
         await ready(pilot)
         pane = await _lab_run_ends(pilot, app, fault)
         assert pane.reason == ("nan" if fault == "nan" else "error")
-        notes = [n for n in app._notifications if n.severity == "error"]
-        assert any(n.title == title and fragment in n.message for n in notes), [(n.title, n.message) for n in notes]
+
+        def shown() -> bool:  # notify() posts a message: the toast lands a moment later
+            return any(n.severity == "error" and n.title == title and fragment in n.message
+                       for n in app._notifications)
+
+        await wait_until(pilot, shown, 10, f"a {title!r} notification")
         assert load_run(pane.run_dir).state["step"] >= 0  # the folder still loads
         if fault == "crash":  # space continues the run from its last checkpoint
             folder, saved = pane.run_dir, load_run(pane.run_dir).state["step"]
