@@ -135,3 +135,27 @@ async def test_page_keys_in_the_command_palette_without_room(in_tmp: Path) -> No
         await pilot.press("pagedown")
         await pilot.pause(0.2)
         assert not app._exit
+
+
+# Found by `scripts/monkey.py --keys 10000 --seed 2`: space pressed again right as
+# a run ended started a new one while the old worker was still returning; its
+# late "loop finished" made s ignore the new run (state running forever).
+async def test_a_stale_worker_cannot_make_stop_ignore_the_next_run(in_tmp: Path) -> None:
+    from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
+    from tui_lab.ui.widgets.train_pane import TrainPane
+
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = app.query_one(TrainPane)
+        pane.config_changed(app.config.with_values({"train.steps": 1_000_000}))
+        await pilot.press("2", "space")
+        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 2, 60, "steps")
+        old_worker_done = pane.loop_finished
+        await pilot.press("s")
+        await wait_until(pilot, lambda: pane.state == "done", 30, "the first run to stop")
+        await pilot.press("r", "space")  # a fresh run
+        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 2, 60, "steps")
+        old_worker_done.set()  # the first run's worker returning late
+        await pilot.press("s")
+        await wait_until(pilot, lambda: pane.state == "done", 30, "the second run to stop after s")

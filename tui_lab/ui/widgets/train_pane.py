@@ -402,6 +402,7 @@ class TrainPane(Vertical, can_focus=True):
         resume_dir: Path | None,
         existing: Any,
         start: bool,
+        finished: threading.Event,
     ) -> None:
         """Build or restore a run if needed, then train it until it stops (thread)."""
         try:
@@ -428,7 +429,7 @@ class TrainPane(Vertical, can_focus=True):
             if start and generation == self._generation and not self._stop_requested.is_set():
                 run.run()
         finally:
-            self.loop_finished.set()
+            finished.set()  # this launch's event: a stale worker must not end a newer loop
 
     def _launch(
         self,
@@ -440,7 +441,9 @@ class TrainPane(Vertical, can_focus=True):
     ) -> None:
         self._stop_requested = threading.Event()
         self._starting = start
-        self.loop_finished.clear()
+        # A fresh event per launch: the worker of a run that just ended may still
+        # be returning, and setting a shared event would make s ignore the new run.
+        self.loop_finished = threading.Event()
         if existing is None:
             self._retire(self._live_run, self.run)
             self._generation += 1
@@ -449,7 +452,7 @@ class TrainPane(Vertical, can_focus=True):
         else:
             self._live_run = existing
             self._set_state("running")
-        self._train_worker(self._generation, config, resume_dir, existing, start)
+        self._train_worker(self._generation, config, resume_dir, existing, start, self.loop_finished)
 
     # ---- actions ----------------------------------------------------------------------
 
@@ -506,13 +509,13 @@ class TrainPane(Vertical, can_focus=True):
 
     def action_pause(self) -> None:
         """Pause the running loop (it waits between steps)."""
-        if self._live_run is not None:
+        if self._live_run is not None and self.state == "running":
             self._live_run.pause()
             self._set_state("paused")
 
     def action_resume(self) -> None:
         """Resume a paused loop."""
-        if self._live_run is not None:
+        if self._live_run is not None and self.state == "paused":
             self._live_run.resume()
             self._set_state("running")
 
