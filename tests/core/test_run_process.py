@@ -197,3 +197,14 @@ def test_a_prewarmed_process_finds_relative_folders_from_where_the_lab_is_now(
         run.close()
     assert ckpt.load_run(tmp_path / "now" / "runs" / "a").state["step"] == 30
     assert not (tmp_path / "then" / "runs").exists()
+
+
+def test_no_weights_from_a_process_that_died_before_its_first_checkpoint(tmp_path: Path) -> None:
+    run = run_process.RemoteRun(lambda e: None, config=tiny_config(), out_dir=tmp_path / "run")
+    try:
+        run._process.kill()  # built, never trained: nothing saved yet
+        run._process.wait(10)
+        with pytest.raises(run_process.RunProcessError, match="left no checkpoint"):
+            run.model  # noqa: B018 - the property fetches the weights
+    finally:
+        run.close()

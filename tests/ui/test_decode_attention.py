@@ -185,3 +185,28 @@ async def test_follow_mode_shows_another_process_run(trained_run: Path) -> None:
         assert pane.state == "following"
         await pilot.press("2", "space")
         assert pane.state == "following"  # nothing to start: another process trains it
+
+
+async def test_a_model_that_cannot_be_fetched_is_an_inline_message() -> None:
+    """A training process gone before its first checkpoint: Decode says so, the lab goes on."""
+    from tui_lab.core.run_process import RunProcessError
+    from tui_lab.core.tasks import make_task
+
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+
+        class Gone:
+            config = app.config
+            step = 3
+            task = make_task(app.config.task)
+
+            @property
+            def model(self) -> None:
+                raise RunProcessError("the training process has ended and left no checkpoint to use")
+
+        pane = app.query_one(DecodePane)
+        pane.set_run(Gone())
+        pane = await decode(pilot, "123")
+        assert "left no checkpoint" in plain(pane.query_one("#decode-error", Static))
+        assert not app._exit and app._exception is None  # the lab is still up

@@ -271,9 +271,14 @@ class RemoteRun:
                 if state is not None:
                     self._model.load_state_dict(state)
                 elif self.out_dir is not None:  # the process has gone: its last checkpoint
-                    from .checkpoint import load_weights
+                    from .checkpoint import RunError, load_weights
 
-                    load_weights(self.out_dir, self._model)
+                    try:
+                        load_weights(self.out_dir, self._model)
+                    except RunError as exc:
+                        raise RunProcessError(
+                            f"the training process has ended and left no checkpoint to use ({exc})"
+                        ) from None
                 self._model_step = step
             return self._model
 

@@ -173,9 +173,11 @@ class DecodePane(Vertical):
     ) -> None:
         """Run the core's decoder (thread); a copy of the model if it is training."""
         core = self.app.core
-        model = copy.deepcopy(run.model) if snapshot else run.model
         options = {"temperature": temperature, "top_k": top_k, "report_k": TOP_K_SHOWN}
         try:
+            # Fetching the weights can fail too (a training process that has ended
+            # before its first checkpoint): say so inline, like bad input.
+            model = copy.deepcopy(run.model) if snapshot else run.model
             result = core.decode.generate(model, run.task, text, **options)
         except Exception as exc:  # DecodeInputError and friends: one line, inline
             lines = str(exc).strip().splitlines()
