@@ -199,18 +199,13 @@ def test_ctrl_c_twice_still_leaves_a_loadable_run(training_process, capsys: pyte
 
 
 async def test_quitting_the_lab_while_training_stops_within_a_second(in_tmp: Path) -> None:
-    from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
+    from tests.ui.helpers import SIZE, ready, tiny_app, train_endless
     from tui_lab.core.checkpoint import load_run
-    from tui_lab.ui.widgets.train_pane import TrainPane
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        pane = app.query_one(TrainPane)
-        pane.config_changed(app.config.with_values({"train.steps": 1_000_000}))
-        await pilot.press("2")
-        await pilot.press("space")
-        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 5, 60, "steps")
+        pane = await train_endless(pilot, steps=5)
         run = pane.run
         started = time.monotonic()
         await pilot.press("q")

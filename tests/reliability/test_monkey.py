@@ -68,8 +68,7 @@ async def test_page_keys_in_a_very_short_terminal(in_tmp: Path) -> None:
 
 
 async def test_a_crash_while_training_stops_the_training_thread(in_tmp: Path) -> None:
-    from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
-    from tui_lab.ui.widgets.train_pane import TrainPane
+    from tests.ui.helpers import SIZE, ready, tiny_app, train_endless
 
     app = tiny_app()
     pane = None
@@ -77,10 +76,7 @@ async def test_a_crash_while_training_stops_the_training_thread(in_tmp: Path) ->
         with pytest.raises(RuntimeError, match="any unhandled exception"):
             async with app.run_test(size=SIZE) as pilot:
                 await ready(pilot)
-                pane = app.query_one(TrainPane)
-                pane.config_changed(app.config.with_values({"train.steps": 1_000_000}))
-                await pilot.press("2", "space")
-                await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "steps")
+                pane = await train_endless(pilot)
                 await pilot.press("space")  # paused
 
                 def boom() -> None:
@@ -141,16 +137,12 @@ async def test_page_keys_in_the_command_palette_without_room(in_tmp: Path) -> No
 # a run ended started a new one while the old worker was still returning; its
 # late "loop finished" made s ignore the new run (state running forever).
 async def test_a_stale_worker_cannot_make_stop_ignore_the_next_run(in_tmp: Path) -> None:
-    from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
-    from tui_lab.ui.widgets.train_pane import TrainPane
+    from tests.ui.helpers import SIZE, ready, tiny_app, train_endless, wait_until
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        pane = app.query_one(TrainPane)
-        pane.config_changed(app.config.with_values({"train.steps": 1_000_000}))
-        await pilot.press("2", "space")
-        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 2, 60, "steps")
+        pane = await train_endless(pilot, steps=2)
         old_worker_done = pane.loop_finished
         await pilot.press("s")
         await wait_until(pilot, lambda: pane.state == "done", 30, "the first run to stop")

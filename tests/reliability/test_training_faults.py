@@ -280,19 +280,16 @@ def test_cli_train_with_a_device_error_exits_1_without_a_traceback(
 
 async def _lab_run_ends(pilot, app, fault: str):  # type: ignore[no-untyped-def]
     """Start a run in the lab and make ``fault`` end it in the training process."""
-    from tests.ui.helpers import wait_until
+    from tests.ui.helpers import train_endless, wait_until
     from tui_lab.ui.widgets.train_pane import TrainPane
 
     pane = app.query_one(TrainPane)
     if fault == "nan":  # a learning rate this size overflows the weights within two steps
         pane.config_changed(app.config.with_values(
             {"train.lr": 1e30, "train.warmup_steps": 0, "train.clip": 0.0}))
-    else:
-        pane.config_changed(app.config.with_values({"train.steps": 1_000_000}))
-    await pilot.press("2")
-    await pilot.press("space")
-    if fault == "crash":  # the training process dies (a device fault that kills it, the OOM killer)
-        await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "steps")
+        await pilot.press("2", "space")
+    else:  # the training process dies (a device fault that kills it, the OOM killer)
+        await train_endless(pilot)
         pane._live_run._process.kill()
     await wait_until(pilot, lambda: pane.state == "done", 60, "the fault to end the run")
     return pane

@@ -33,6 +33,18 @@ async def wait_until(
         await pilot.pause(0.05)
 
 
+async def train_endless(pilot: Pilot, steps: int = 3):  # type: ignore[no-untyped-def]
+    """Start a run that will not end by itself; return the Train pane once ``steps`` are in."""
+    from tui_lab.ui.widgets.train_pane import TrainPane
+
+    app = pilot.app
+    pane = app.query_one(TrainPane)
+    pane.config_changed(app.config.with_values({"train.steps": 1_000_000}))  # type: ignore[attr-defined]
+    await pilot.press("2", "space")
+    await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= steps, 60, "steps")
+    return pane
+
+
 async def ready(pilot: Pilot) -> LabApp:
     """Wait for torch and the first parameter count."""
     app = pilot.app

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LabError
+from .events import DoneEvent, EvalEvent, StepEvent
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
 
@@ -380,8 +381,6 @@ class RemoteRun:
             self._died()
 
     def _note(self, event: Any) -> None:
-        from .events import EvalEvent, StepEvent
-
         if isinstance(event, StepEvent):
             self.step, self.elapsed, self.last_step = event.step, event.elapsed, event
         elif isinstance(event, EvalEvent):
@@ -391,8 +390,6 @@ class RemoteRun:
 
     def _died(self) -> None:
         """The child went away mid-run: end the run as an error the lab shows."""
-        from .events import DoneEvent
-
         with self._end_lock:
             if self._finished.is_set():
                 return
