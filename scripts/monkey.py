@@ -224,7 +224,6 @@ async def monkey(
 ) -> Summary:
     """Press ``keys`` seeded random keys (and resizes) into the lab; return what happened."""
     from textual.pilot import WaitForScreenTimeout
-    from textual.widgets import TabbedContent
     from textual.worker import Worker, WorkerState
 
     from tui_lab.ui.app import LabApp
@@ -272,7 +271,7 @@ async def monkey(
 
     def where(app: Any) -> str:
         try:
-            pane = app.query_one(TabbedContent).active
+            pane = app.active_pane
         except Exception:  # noqa: BLE001
             pane = "?"
         text = (f"key #{pressed + 1}, terminal {app.size.width}x{app.size.height}, pane {pane}, "
@@ -315,7 +314,7 @@ async def monkey(
                 elif pressed % 500 == 250:  # now and then make sure something is training
                     train = app.pane("train")
                     if train is not None and train.state in ("idle", "done", "ready"):
-                        key = "space" if app.query_one(TabbedContent).active == "train" else "2"
+                        key = "space" if app.active_pane == "train" else "2"
                 recent.append(key)
                 del recent[:-25]
                 summary.failure_at = where(app)
@@ -334,7 +333,7 @@ async def monkey(
                 if app._exception is not None or app._exit:
                     summary.restarts += app._exception is None
                     break
-                visits[app.query_one(TabbedContent).active] += 1
+                visits[app.active_pane] += 1
                 screens[type(app.screen).__name__] += 1
                 train = app.pane("train")
                 if train is not None and train.run is not None and id(train.run) not in seen_runs:
@@ -434,7 +433,7 @@ def _stuck() -> str:
 
 async def _health_check(app: Any, pilot: Any, summary: Summary) -> None:
     """The lab still answers: screens close, panes switch, training stops promptly."""
-    from textual.widgets import Input, TabbedContent
+    from textual.widgets import Input
 
     for _ in range(6):  # leave dialogs, the palette, help
         if len(app.screen_stack) <= 1:
@@ -446,14 +445,13 @@ async def _health_check(app: Any, pilot: Any, summary: Summary) -> None:
     await pilot.resize_terminal(120, 40)
     if isinstance(app.focused, Input):
         await pilot.press("escape")
-    tabs = app.query_one(TabbedContent)
     for key, pane in (("5", "params"), ("3", "decode"), ("1", "build"), ("2", "train")):
         if isinstance(app.focused, Input):
             await pilot.press("escape")
         await pilot.press(key)
         await pilot.pause(0.05)
-        if tabs.active != pane:
-            summary.health.append(f"key {key} left the lab on {tabs.active}, not {pane}")
+        if app.active_pane != pane:
+            summary.health.append(f"key {key} left the lab on {app.active_pane}, not {pane}")
             return
     train = app.pane("train")
     if train is not None and train.state in ("running", "paused"):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 from textual.command import CommandPalette
-from textual.widgets import Input, TabbedContent
+from textual.widgets import Input
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
 from tui_lab.ui.screens.help import HelpScreen
@@ -26,16 +27,21 @@ async def test_first_frame_before_torch() -> None:
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.query_one(TabbedContent).active == "build"
+        assert app.active_pane == "build"
         assert app.core is None
         assert "loading torch" in app.core_state
+
+
+def highlighted_tab(app: Any) -> str:
+    """The text of the tab bar drawn in bold: the pane the bar says is on show."""
+    strip = app.query_one("#tabs").render_line(0)
+    return "".join(seg.text for seg in strip if seg.style and seg.style.bold).strip()
 
 
 async def test_number_keys_switch_panes_and_focus_lands() -> None:
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        tabs = app.query_one(TabbedContent)
         expected_focus = {
             "2": ("train", "train-pane"),
             "3": ("decode", "decode-input"),
@@ -48,8 +54,25 @@ async def test_number_keys_switch_panes_and_focus_lands() -> None:
                 await pilot.press("escape")
             await pilot.press(key)
             await pilot.pause()
-            assert tabs.active == pane, key
+            assert app.active_pane == pane, key
+            shown = [w.id for w in app.query_one("#panes").children if w.region.height > 0]
+            assert shown == [f"{pane}-pane"], (key, shown)
+            assert highlighted_tab(app) == f"{key} {pane.title()}", key
             assert app.focused is not None and app.focused.id == focus_id, (key, app.focused)
+
+
+async def test_clicking_a_tab_shows_its_pane() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.click("#tabs", offset=(22, 0))  # on " 3 Decode "
+        await pilot.pause()
+        assert app.active_pane == "decode"
+        assert highlighted_tab(app) == "3 Decode"
+        assert app.focused is not None and app.focused.id == "decode-input"
+        await pilot.click("#tabs", offset=(19, 0))  # the gap between two tabs
+        await pilot.pause()
+        assert app.active_pane == "decode"
 
 
 async def test_keys_type_into_text_fields_and_escape_leaves() -> None:
@@ -61,12 +84,12 @@ async def test_keys_type_into_text_fields_and_escape_leaves() -> None:
         assert app.focused is field
         await type_text(pilot, "12q?")
         assert field.value == "12q?"
-        assert app.query_one(TabbedContent).active == "decode"
+        assert app.active_pane == "decode"
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         assert not isinstance(app.focused, Input)
         await pilot.press("2")
-        assert app.query_one(TabbedContent).active == "train"
+        assert app.active_pane == "train"
 
 
 async def test_help_lists_every_binding() -> None:
@@ -118,7 +141,7 @@ async def test_command_palette_offers_lab_actions() -> None:
         await type_text(pilot, "go to params")
         await pilot.pause(0.5)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query_one(TabbedContent).active == "params", 5)
+        await wait_until(pilot, lambda: app.active_pane == "params", 5)
 
 
 async def test_quit_keys() -> None:
@@ -138,7 +161,7 @@ async def test_small_terminal_shows_notice_and_80x24_shows_panes() -> None:
         notice = app.query_one(SizeNotice)
         assert notice.display and notice.region.height > 0
         assert "70×20" in plain(notice)
-        assert app.query_one(TabbedContent).region.height == 0
+        assert app.query_one("#panes").region.height == 0
     app = tiny_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, Input, Static, TabbedContent
+from textual.widgets import DataTable, Input, Static
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
 from tui_lab.ui.widgets.attention_pane import AttentionPane
@@ -53,7 +53,7 @@ async def test_decode_typed_input(trained_run: Path) -> None:
         # Enter leaves the field so the pane keys work at once.
         assert not isinstance(app.focused, Input)
         await pilot.press("4")
-        assert app.query_one(TabbedContent).active == "attention"
+        assert app.active_pane == "attention"
 
 
 async def test_bad_input_is_explained_inline(trained_run: Path) -> None:
@@ -146,7 +146,7 @@ async def test_attention_keys_before_any_decode_do_not_crash() -> None:
             if hasattr(app, "x")
             else True
         )
-        assert app.query_one(TabbedContent).active == "attention"
+        assert app.active_pane == "attention"
 
 
 async def test_decoder_only_model_decodes_and_walks_through() -> None:

@@ -1,4 +1,4 @@
-"""The lab's Textual app: five panes in tabs, a status bar, the footer and the palette.
+"""The lab's Textual app: five panes behind a tab bar, a status bar, the footer and the palette.
 
 Thin on purpose: the panes own their widgets and actions; the app routes
 messages between them, owns the global keys (1-5, ?, q, escape) and loads
@@ -18,7 +18,7 @@ from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Input, TabbedContent, TabPane
+from textual.widgets import Input
 
 from tui_lab.core.config import ConfigError, LabConfig, default_config
 from tui_lab.core.presets import load_preset
@@ -35,6 +35,7 @@ from tui_lab.ui.runs import runs_root
 from tui_lab.ui.widgets.build_pane import BuildPane
 from tui_lab.ui.widgets.key_bar import KeyBar
 from tui_lab.ui.widgets.lazy_pane import LazyPane
+from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id
 from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice
 from tui_lab.ui.widgets.status_bar import StatusBar
 
@@ -120,17 +121,16 @@ class LabApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
-        with TabbedContent(initial="build", id="tabs"):
-            with TabPane("1 Build", id="build"):
-                yield BuildPane(self.config, self.user_dir, id="build-pane")
-            with TabPane("2 Train", id="train"):
-                yield LazyPane(self._make_train)
-            with TabPane("3 Decode", id="decode"):
-                yield LazyPane(self._make_decode)
-            with TabPane("4 Attention", id="attention"):
-                yield LazyPane(self._make_attention)
-            with TabPane("5 Params", id="params"):
-                yield LazyPane(self._make_params)
+        yield PaneTabs(PANE_TITLES, "build", id="tabs")
+        yield PaneSwitcher(
+            BuildPane(self.config, self.user_dir, id=pane_widget_id("build")),
+            LazyPane(self._make_train, id=pane_widget_id("train")),
+            LazyPane(self._make_decode, id=pane_widget_id("decode")),
+            LazyPane(self._make_attention, id=pane_widget_id("attention")),
+            LazyPane(self._make_params, id=pane_widget_id("params")),
+            active="build",
+            id="panes",
+        )
         yield SizeNotice(id="size-notice")
         yield KeyBar(id="keys")
 
@@ -142,23 +142,27 @@ class LabApp(App[None]):
         follow = self.run_dir if self.follow_run else None
         opened = self.run_dir if not self.follow_run else None
         return TrainPane(
-            self.config, self.runs_root, open_dir=opened, follow_dir=follow, id="train-pane"
+            self.config,
+            self.runs_root,
+            open_dir=opened,
+            follow_dir=follow,
+            id=pane_widget_id("train"),
         )
 
     def _make_decode(self) -> DecodePane:
         from tui_lab.ui.widgets.decode_pane import DecodePane
 
-        return DecodePane(id="decode-pane")
+        return DecodePane(id=pane_widget_id("decode"))
 
     def _make_attention(self) -> AttentionPane:
         from tui_lab.ui.widgets.attention_pane import AttentionPane
 
-        return AttentionPane(id="attention-pane")
+        return AttentionPane(id=pane_widget_id("attention"))
 
     def _make_params(self) -> ParamsPane:
         from tui_lab.ui.widgets.params_pane import ParamsPane
 
-        return ParamsPane(id="params-pane")
+        return ParamsPane(id=pane_widget_id("params"))
 
     def pane(self, pane_id: str) -> Any:
         """The pane widget with this id ('train'...), or None before it is built."""
@@ -167,7 +171,7 @@ class LabApp(App[None]):
     def register_pane(self, pane_id: str, widget: Any) -> None:
         """Called by each pane when it mounts; hands it what it missed."""
         self.panes[pane_id] = widget
-        if self.query_one(TabbedContent).active == pane_id:
+        if self.active_pane == pane_id:
             self._focus_pane(pane_id)
 
     def on_mount(self) -> None:
@@ -201,7 +205,7 @@ class LabApp(App[None]):
                 self.set_focus(None)
         elif was_small:
             before = getattr(self, "_focus_before_small", None)
-            active = self.query_one(TabbedContent).active
+            active = self.active_pane
             pane = self.pane(active)
             if before is not None and before.is_attached and pane in before.ancestors_with_self:
                 self.set_focus(before)
@@ -217,6 +221,11 @@ class LabApp(App[None]):
         )
         name = build.config.name + (" (edited)" if build.edited else "")
         self.query_one(StatusBar).show(name, self.core_state, training)
+
+    @property
+    def active_pane(self) -> str:
+        """The pane on show: "build", "train", "decode", "attention" or "params"."""
+        return self.query_one(PaneSwitcher).active
 
     @property
     def training_active(self) -> bool:
@@ -344,11 +353,6 @@ class LabApp(App[None]):
                 message.result, message.model, message.task, message.options
             )
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Whichever way a pane was chosen, focus lands where its keys work."""
-        pane_id = event.pane.id or ""
-        self._focus_pane(pane_id)
-
     def _focus_pane(self, pane_id: str) -> None:
         pane = self.pane(pane_id)
         if pane is not None and not self.screen.has_class("-too-small"):
@@ -362,10 +366,9 @@ class LabApp(App[None]):
 
     def action_show_pane(self, pane: str) -> None:
         """Switch to a pane (1-5)."""
-        tabs = self.query_one(TabbedContent)
-        if tabs.active != pane:
-            tabs.active = pane
-        self._focus_pane(pane)
+        self.query_one(PaneSwitcher).show(pane)
+        self.query_one(PaneTabs).active = pane
+        self._focus_pane(pane)  # focus lands where the pane's keys work
 
     def action_help(self) -> None:
         """Open the help screen listing every binding."""
@@ -403,7 +406,7 @@ class LabApp(App[None]):
         """Escape: leave a text field so the single-key bindings work again."""
         focused = self.focused
         if isinstance(focused, Input):
-            pane = self.query_one(TabbedContent).active
+            pane = self.active_pane
             if pane == "build":
                 self.query_one("#form").focus()
             elif pane == "decode":

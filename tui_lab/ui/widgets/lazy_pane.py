@@ -8,26 +8,29 @@ from textual.widget import Widget
 
 
 class LazyPane(Widget):
-    """Replaces itself with ``factory()`` once the first frame is on screen.
+    """Swaps itself for ``factory()`` once the first frame is on screen.
 
     Only the Build pane is visible at start; the others (and plotext, which the
     Train pane needs) are imported and mounted right after, so the first frame
-    does not wait for them.
+    does not wait for them. It takes the pane's id, so the pane switcher can
+    show it (as "loading") before the pane exists.
     """
 
-    DEFAULT_CSS = "LazyPane { display: none; }"
+    DEFAULT_CSS = "LazyPane { color: $text-muted; }"
 
-    def __init__(self, factory: Callable[[], Widget]) -> None:
-        super().__init__()
+    def __init__(self, factory: Callable[[], Widget], id: str) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id)
         self._factory = factory
+
+    def render(self) -> str:
+        return "loading…"
 
     def on_mount(self) -> None:
         """Build the real pane after the next refresh."""
         self.call_after_refresh(self._build)
 
     async def _build(self) -> None:
-        parent = self.parent
-        if parent is None or getattr(self.app, "_exit", False):
+        switcher = self.parent
+        if switcher is None or getattr(self.app, "_exit", False):
             return  # quitting already: nothing to build
-        await parent.mount(self._factory(), after=self)  # type: ignore[attr-defined]
-        await self.remove()
+        await switcher.swap(self, self._factory())  # type: ignore[attr-defined]

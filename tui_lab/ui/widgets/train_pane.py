@@ -135,6 +135,16 @@ class TrainPane(Vertical, can_focus=True):
         """The pane itself takes focus so its keys (space, s, r, l, o) work."""
         self.focus()
 
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """Restyle the pane alone when it gains or loses focus.
+
+        Textual restyles a widget's whole subtree on a focus change, in case a
+        rule like ``TrainPane:focus Label`` depends on it. No rule here does, and
+        restyling every chart and metric cost ~7 ms of each switch to and from
+        this pane.
+        """
+        self.app.stylesheet.update_nodes([self], animate=True)
+
     # ---- state shown --------------------------------------------------------------
 
     def _set_state(self, state: str) -> None:
@@ -226,8 +236,7 @@ class TrainPane(Vertical, can_focus=True):
         return bool(values) and max(values) / min(values) > 100
 
     def _visible(self) -> bool:
-        parent = self.parent
-        return self.display and (parent is None or parent.display)  # type: ignore[attr-defined]
+        return bool(self.display)  # the pane switcher hides the panes not on show
 
     def on_show(self) -> None:
         """Coming back to the pane: catch up with what happened meanwhile (if anything did)."""

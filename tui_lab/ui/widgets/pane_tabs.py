@@ -1,0 +1,97 @@
+"""The five panes: one on show at a time, named in a one-line tab bar.
+
+Textual's TabbedContent nests three full-screen containers and a dozen tab
+widgets around each pane. Repainting them, and restyling the tabs, took about
+half of a pane switch's 50 ms budget on a two-core machine that is training a
+model. A line of text and a container that toggles its children's ``display``
+do the same job: switching panes repaints the new pane and one line.
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.containers import Container
+from textual.content import Content
+from textual.css.query import NoMatches
+from textual.reactive import reactive
+from textual.widget import Widget
+
+
+def pane_widget_id(name: str) -> str:
+    """The DOM id of a pane (or of its stand-in until it is built): ``train-pane``."""
+    return f"{name}-pane"
+
+
+class PaneTabs(Widget):
+    """`` 1 Build   2 Train  …``: the pane on show stands out; a click switches."""
+
+    DEFAULT_CSS = """
+    PaneTabs {
+        height: 1;
+        background: $surface;
+        color: $text-muted;
+    }
+    """
+
+    active: reactive[str] = reactive("")
+
+    def __init__(self, titles: dict[str, str], active: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._titles = titles
+        self.set_reactive(PaneTabs.active, active)
+
+    def _labels(self) -> list[tuple[str, str]]:
+        return [
+            (name, f" {number} {title} ")
+            for number, (name, title) in enumerate(self._titles.items(), start=1)
+        ]
+
+    def render(self) -> Content:
+        parts: list[Content | str] = []
+        for name, label in self._labels():
+            style = "bold $text on $primary" if name == self.active else ""
+            parts += [Content.styled(label, style), " "]
+        return Content.assemble(*parts)
+
+    async def on_click(self, event: events.Click) -> None:
+        """A click on a tab shows its pane (through the app, as the 1-5 keys do)."""
+        x = 0
+        for name, label in self._labels():
+            if x <= event.x < x + len(label):
+                await self.app.run_action(f"show_pane('{name}')")
+                return
+            x += len(label) + 1
+
+
+class PaneSwitcher(Container):
+    """Holds the panes and shows the active one; the others keep their state, hidden."""
+
+    DEFAULT_CSS = """
+    PaneSwitcher {
+        height: 1fr;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, *panes: Widget, active: str, **kwargs: object) -> None:
+        for pane in panes:
+            pane.display = pane.id == pane_widget_id(active)
+        super().__init__(*panes, **kwargs)  # type: ignore[arg-type]
+        self.active = active
+
+    def show(self, name: str) -> None:
+        """Put pane ``name`` on show (a no-op if it already is)."""
+        if name == self.active:
+            return
+        hidden, self.active = self.active, name
+        for pane_name, shown in ((hidden, False), (name, True)):
+            try:
+                self.get_child_by_id(pane_widget_id(pane_name)).display = shown
+            except NoMatches:
+                pass  # a stand-in is being swapped for its pane: ``swap`` sets it
+
+    async def swap(self, stand_in: Widget, pane: Widget) -> None:
+        """Replace a pane's stand-in with the pane (same id), shown if it is active."""
+        await stand_in.remove()
+        pane.display = pane.id == pane_widget_id(self.active)
+        await self.mount(pane)
