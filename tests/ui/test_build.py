@@ -82,6 +82,10 @@ async def test_params_follow_edits_live() -> None:
         expected = parameter_report(app.config.model, app.vocab_size(app.config)).total
         assert params.report.total == expected
         assert f"{expected:,}" in plain(app.query_one("#summary", Static))
+        await pilot.press("5")
+        shown = plain(app.query_one("#params-table Static", Static))
+        assert all(row.name in shown and f"{row.params:,}" in shown for row in params.report.rows)
+        assert f"{expected:,}" in plain(app.query_one("#params-totals", Static))
         assert app.config.model.d_model == 32
         assert app.query_one(BuildPane).edited
 

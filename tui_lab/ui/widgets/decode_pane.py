@@ -10,10 +10,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Checkbox, DataTable, Input, Label, OptionList, Static
+from textual.widgets import Checkbox, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui_lab.ui.messages import Decoded, DecodeFailed
+from tui_lab.ui.widgets.text_table import TextTable
 
 N_EXAMPLES = 8
 TOP_K_SHOWN = 5
@@ -56,7 +57,13 @@ class DecodePane(Vertical):
         with Horizontal(id="decode-body"):
             with Vertical(id="decode-main"):
                 yield Static(id="decode-output")
-                yield DataTable(id="decode-steps", cursor_type="row", zebra_stripes=True)
+                yield TextTable(
+                    {"header": "#", "justify": "right", "no_wrap": True},
+                    {"header": "token", "no_wrap": True},
+                    {"header": "p", "justify": "right", "no_wrap": True},
+                    {"header": f"top-{TOP_K_SHOWN} next tokens", "no_wrap": True},
+                    id="decode-steps",
+                )
             with Vertical(id="decode-side"):
                 yield Label("Examples", classes="pane-title")
                 yield OptionList(id="examples")
@@ -65,8 +72,6 @@ class DecodePane(Vertical):
         """Set up the steps table and say there is no model yet."""
         if getattr(self.app, "_exit", False):
             return  # mounted while the app quits
-        table = self.query_one("#decode-steps", DataTable)
-        table.add_columns("#", "token", "p", f"top-{TOP_K_SHOWN} next tokens")
         self._show_model()
         self.query_one("#decode-output", Static).update(
             Text("Train a model (2, then space) or open a run (2, then o) to decode.", style="dim")
@@ -127,7 +132,7 @@ class DecodePane(Vertical):
         event.stop()
         if self.decode(self.query_one("#decode-input", Input).value):
             # Leave the field so 1-5 work at once; i or / comes back to it.
-            self.query_one("#decode-steps", DataTable).focus()
+            self.query_one("#decode-steps", TextTable).focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """Enter on an example puts it in the input and decodes it."""
@@ -225,8 +230,7 @@ class DecodePane(Vertical):
         for note in result.notes:
             out.append(f"\nnote: {note}", style="yellow")
         self.query_one("#decode-output", Static).update(out)
-        table = self.query_one("#decode-steps", DataTable)
-        table.clear()
+        rows = []
         for i, step in enumerate(result.steps, start=1):
             top = Text()
             for j, (token, prob) in enumerate(step.top):
@@ -234,7 +238,8 @@ class DecodePane(Vertical):
                     top.append("   ")
                 top.append(token, style="bold" if token == step.token else "")
                 top.append(" " + probability(prob), style="dim")
-            table.add_row(str(i), step.token, probability(step.prob), top)
+            rows.append((str(i), step.token, probability(step.prob), top))
+        self.query_one("#decode-steps", TextTable).show(rows)
 
     # ---- actions ----------------------------------------------------------------
 

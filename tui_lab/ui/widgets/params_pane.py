@@ -9,9 +9,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui_lab.ui.widgets.model_summary import human, human_bytes
+from tui_lab.ui.widgets.text_table import TextTable
 
 BAR_WIDTH = 20
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -39,19 +40,20 @@ class ParamsPane(Vertical, can_focus=False):
 
     def compose(self) -> ComposeResult:
         yield Static(id="params-title")
-        yield DataTable(id="params-table", cursor_type="row", zebra_stripes=True)
+        yield TextTable(
+            {"header": "component", "no_wrap": True},
+            {"header": "params", "justify": "right", "no_wrap": True},
+            {"header": "%", "justify": "right", "no_wrap": True},
+            {"header": "share", "no_wrap": True},
+            {"header": "note", "style": "dim italic", "no_wrap": True},
+            id="params-table",
+        )
         yield Static(id="params-totals")
 
     def on_mount(self) -> None:
         """Columns, and a note until torch (and so the counter) is loaded."""
         if getattr(self.app, "_exit", False):
             return  # mounted while the app quits
-        table = self.query_one(DataTable)
-        table.add_column("component", key="name")
-        table.add_column("params", key="params")
-        table.add_column("%", key="pct")
-        table.add_column("share", key="bar")
-        table.add_column("note", key="note")
         self.query_one("#params-title", Static).update(
             Text("Parameters: loading torch…", style="dim")
         )
@@ -62,7 +64,7 @@ class ParamsPane(Vertical, can_focus=False):
 
     def focus_default(self) -> None:
         """The table takes focus so it can be scrolled with the keys."""
-        self.query_one(DataTable).focus()
+        self.query_one("#params-table").focus()
 
     def show_invalid(self, message: str) -> None:
         """The form is invalid: keep the last table, say why it is stale."""
@@ -88,24 +90,19 @@ class ParamsPane(Vertical, can_focus=False):
 
     def _fill_table(self) -> None:
         report = self.report
-        table = self.query_one(DataTable)
-        table.clear()
         total = max(1, report.total)
         if self.grouped:
             rows = [(group, n, "") for group, n in report.groups().items()]
         else:
             rows = [(r.name, r.params, r.note) for r in report.rows]
         largest = max((n for _, n, _ in rows), default=1) or 1
-        width = max(len(f"{n:,}") for _, n, _ in rows) if rows else 1
-        for name, n, note in rows:
-            share = n / total
-            table.add_row(
-                name,
-                f"{n:>{width},}",
-                f"{share:6.1%}",
-                Text(bar(n / largest), style="cyan"),  # bars relative to the largest row
-                Text(note, style="dim italic"),
-            )
+        self.query_one(TextTable).show(
+            [
+                # bars relative to the largest row
+                (name, f"{n:,}", f"{n / total:.1%}", Text(bar(n / largest), style="cyan"), note)
+                for name, n, note in rows
+            ]
+        )
 
     def _fill_totals(self) -> None:
         r = self.report

@@ -1,0 +1,47 @@
+"""A read-only table drawn as one block of text in a focusable, scrolling view.
+
+The Params and Decode tables are only read and scrolled. Textual's DataTable
+throws away every rendered row whenever it gains or loses focus or is shown
+again, so a pane holding one took two to four times longer to appear. This
+renders the rows once per change, with Rich, and keeps them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.table import Column, Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+
+class TextTable(VerticalScroll):
+    """Columns given as Rich ``Column`` keyword arguments; ``show`` replaces the rows."""
+
+    def __init__(self, *columns: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._columns = columns
+        self.row_count = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._table([]), classes="text-table-rows")
+
+    def _table(self, rows: list[tuple[Any, ...]]) -> Table:
+        # Rich keeps cells in its Column objects, so each table gets new ones.
+        table = Table(
+            *(Column(**spec) for spec in self._columns),
+            box=box.SIMPLE_HEAD,
+            header_style="bold",
+            pad_edge=False,
+        )
+        for row in rows:
+            table.add_row(*row)
+        return table
+
+    def show(self, rows: list[tuple[str | Text, ...]]) -> None:
+        """Draw these rows (cells are strings or Rich Text) under the header."""
+        self.row_count = len(rows)
+        self.query_one(Static).update(self._table(rows))
