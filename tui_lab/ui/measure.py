@@ -4,9 +4,11 @@
 
 - first paint: seconds from starting the process until the Build pane's
   first frame is written (torch loads afterwards, in a worker);
-- key to repaint: while the preset trains in the Train pane, the time from
-  pressing 4 (Attention) or 2 (Train) until that pane's text is written,
-  as p50/p95 in milliseconds.
+- key to repaint: while the preset trains, the time from pressing a pane's
+  number (1-5, in a fixed random order, each from the other panes) until
+  that pane's text is written, as p50/p95 in milliseconds, overall and per
+  pane. After Decode (whose input takes the keys) an unmeasured escape
+  leaves the field first.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import fcntl
 import json
 import os
 import pty
+import random
 import select
 import statistics
 import struct
@@ -26,6 +29,30 @@ import termios
 import time
 
 ROWS, COLS = 40, 120
+
+# Text each pane writes when it is shown (and the pane it comes from does not).
+PANE_TEXT = {
+    "1": ("build", b"Presets"),
+    "2": ("train", b"learning rate"),
+    "3": ("decode", b"Examples"),
+    "4": ("attention", b"decode yet"),
+    "5": ("params", b"component"),
+}
+
+
+def key_order(samples: int, seed: int = 0) -> list[str]:
+    """Pane keys to press: each differs from the one before, the first leaves Train."""
+    rng = random.Random(seed)
+    keys, last = [], "2"
+    for _ in range(samples):
+        last = rng.choice([k for k in PANE_TEXT if k != last])
+        keys.append(last)
+    return keys
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile of sorted ``values``."""
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 class Terminal:
@@ -78,10 +105,25 @@ class Terminal:
         os.close(self.fd)
 
 
+def no_stop_preset(folder: str, name: str) -> str:
+    """Preset ``name`` as a YAML file in ``folder``, without its early stop and with many
+    steps, so that training lasts as long as a measurement does."""
+    from pathlib import Path
+
+    from tui_lab.core.presets import load_preset
+
+    config = load_preset(name).with_values({"train.target_accuracy": None, "train.steps": 100_000})
+    path = Path(folder) / f"{config.name}.yaml"
+    path.write_text(config.to_yaml(), encoding="utf-8")
+    return str(path)
+
+
 def measure(preset: str, samples: int, train: bool = True) -> dict[str, object]:
     env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
     with tempfile.TemporaryDirectory(prefix="tfx-lab-measure-") as runs:
         env["TFX_LAB_RUNS"] = runs
+        if train:
+            preset = no_stop_preset(runs, preset)
         code = f"from tui_lab.ui.app import run_lab; run_lab(preset={preset!r})"
         term = Terminal([sys.executable, "-W", "ignore", "-c", code], env)
         try:
@@ -95,26 +137,40 @@ def measure(preset: str, samples: int, train: bool = True) -> dict[str, object]:
                 term.send(" ")
                 term.expect(b"training", 60)
                 time.sleep(2.0)  # let it reach full speed
-            latencies = []
-            for i in range(samples):
-                key, needle = ("4", b"decode yet") if i % 2 == 0 else ("2", b"learning rate")
+            latencies: list[tuple[str, float]] = []
+            previous = "2"
+            for key in key_order(samples):
+                if previous == "3":  # the Decode input has the keys: leave it first
+                    term.send("\x1b")
+                    time.sleep(0.3)
+                previous = key
                 term.drain()
                 sent = term.send(key)
-                term.expect(needle, 10)
-                latencies.append((time.perf_counter() - sent) * 1000)
+                term.expect(PANE_TEXT[key][1], 10)
+                latencies.append((PANE_TEXT[key][0], (time.perf_counter() - sent) * 1000))
                 time.sleep(0.15)
         finally:
             term.close()
-    latencies.sort()
-    p95 = latencies[min(len(latencies) - 1, int(round(0.95 * (len(latencies) - 1))))]
+    every = sorted(ms for _, ms in latencies)
+    per_pane = {}
+    for name, _ in PANE_TEXT.values():
+        mine = sorted(ms for pane, ms in latencies if pane == name)
+        if mine:
+            per_pane[name] = {
+                "p50": round(statistics.median(mine), 1),
+                "p95": round(percentile(mine, 0.95), 1),
+                "max": round(mine[-1], 1),
+                "samples": len(mine),
+            }
     return {
         "first_paint_s": round(first_paint, 3),
         "key_to_repaint_ms": {
-            "p50": round(statistics.median(latencies), 1),
-            "p95": round(p95, 1),
-            "max": round(latencies[-1], 1),
-            "samples": len(latencies),
+            "p50": round(statistics.median(every), 1),
+            "p95": round(percentile(every, 0.95), 1),
+            "max": round(every[-1], 1),
+            "samples": len(every),
             "while_training": train,
+            "per_pane": per_pane,
         },
     }
 
@@ -124,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tui_lab.ui.measure", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--preset", default="copy")
-    parser.add_argument("--samples", type=int, default=30)
+    parser.add_argument("--samples", type=int, default=50, help="pane switches (default 50)")
     parser.add_argument("--idle", action="store_true", help="measure keys without training")
     parser.add_argument("--json", action="store_true", help="print JSON only")
     args = parser.parse_args(argv)
@@ -138,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             f"key to repaint  p50 {k['p50']} ms, p95 {k['p95']} ms, max {k['max']} ms "  # type: ignore[index]
             f"({k['samples']} samples{' while training' if k['while_training'] else ', idle'})"
         )  # type: ignore[index]
+        for pane, p in k["per_pane"].items():  # type: ignore[index]
+            print(f"  {pane:<10} p50 {p['p50']} ms, p95 {p['p95']} ms ({p['samples']} samples)")
     return 0
 
 
