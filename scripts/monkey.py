@@ -297,9 +297,17 @@ async def monkey(
             deadline = time.monotonic() + 60
             while app.core is None and time.monotonic() < deadline and app._exception is None:
                 await asyncio.sleep(0.05)
-            # Training under the keys from the start.
+            # Training under the keys from the start: wait until the run trains (its
+            # process takes a second or two to start; a fast key stream could otherwise
+            # reset or stop it before it ever ran).
             for key in ("2", "space"):
                 await asyncio.wait_for(press(app, pilot, key, key_timeout), key_timeout)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and app._exception is None:
+                train = app.pane("train")
+                if train is not None and train.state == "running":
+                    break
+                await asyncio.sleep(0.05)
             while pressed < keys:
                 if rng.random() < RESIZE_CHANCE:
                     w, h = rng.choice(SIZES) if rng.random() < 0.5 else (rng.randint(20, 240), rng.randint(6, 80))
