@@ -27,6 +27,7 @@ import sys
 import tempfile
 import termios
 import time
+from pathlib import Path
 
 ROWS, COLS = 40, 120
 
@@ -108,8 +109,6 @@ class Terminal:
 def no_stop_preset(folder: str, name: str) -> str:
     """Preset ``name`` as a YAML file in ``folder``, without its early stop and with many
     steps, so that training lasts as long as a measurement does."""
-    from pathlib import Path
-
     from tui_lab.core.presets import load_preset
 
     config = load_preset(name).with_values({"train.target_accuracy": None, "train.steps": 100_000})

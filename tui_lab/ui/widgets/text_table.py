@@ -32,7 +32,6 @@ class TextTable(ScrollableContainer):
     def __init__(self, *columns: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._columns = columns
-        self.row_count = 0
 
     def compose(self) -> ComposeResult:
         yield self._draw(Static(classes="text-table-rows"), [])
@@ -51,7 +50,6 @@ class TextTable(ScrollableContainer):
 
     def show(self, rows: list[tuple[str | Text, ...]]) -> None:
         """Draw these rows (cells are strings or Rich Text) under the header."""
-        self.row_count = len(rows)
         self._draw(self.query_one(Static), rows)
 
     def _draw(self, block: Static, rows: list[tuple[Any, ...]]) -> Static:
