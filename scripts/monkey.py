@@ -441,8 +441,6 @@ def _stuck() -> str:
 
 async def _health_check(app: Any, pilot: Any, summary: Summary) -> None:
     """The lab still answers: screens close, panes switch, training stops promptly."""
-    from textual.widgets import Input
-
     for _ in range(6):  # leave dialogs, the palette, help
         if len(app.screen_stack) <= 1:
             break
@@ -451,10 +449,10 @@ async def _health_check(app: Any, pilot: Any, summary: Summary) -> None:
         summary.health.append(f"a {type(app.screen).__name__} did not close with escape")
         return
     await pilot.resize_terminal(120, 40)
-    if isinstance(app.focused, Input):
+    if app.in_text_field:
         await pilot.press("escape")
     for key, pane in (("5", "params"), ("3", "decode"), ("1", "build"), ("2", "train")):
-        if isinstance(app.focused, Input):
+        if app.in_text_field:
             await pilot.press("escape")
         await pilot.press(key)
         await pilot.pause(0.05)

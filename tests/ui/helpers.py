@@ -41,7 +41,9 @@ async def train_endless(pilot: Pilot, steps: int = 3):  # type: ignore[no-untype
     pane = app.query_one(TrainPane)
     pane.config_changed(app.config.with_values({"train.steps": 1_000_000}))  # type: ignore[attr-defined]
     await pilot.press("2", "space")
-    await wait_until(pilot, lambda: pane.state == "running" and len(pane.history) >= steps, 60, "steps")
+    await wait_until(
+        pilot, lambda: pane.state == "running" and len(pane.history) >= steps, 60, "steps"
+    )
     return pane
 
 
@@ -71,6 +73,32 @@ async def type_text(pilot: Pilot, text: str) -> None:
     """Type characters one by one into whatever has focus."""
     for ch in text:
         await pilot.press(ch)
+
+
+async def edit_field(pilot: Pilot, key: str) -> None:
+    """Focus the Build form and walk its cursor to ``key`` with the arrow keys, editing."""
+    from tui_lab.ui.form_fields import FIELDS
+    from tui_lab.ui.widgets.config_form import ConfigForm
+
+    form = pilot.app.query_one(ConfigForm)
+    if not form.has_focus:
+        form.focus()
+        await pilot.pause()
+    if not form.editing:
+        await pilot.press("enter")
+    order = list(FIELDS)
+    while form.cursor_key != key:
+        step = order.index(key) - order.index(form.cursor_key)
+        await pilot.press("down" if step > 0 else "up")
+    assert form.editing and form.cursor_key == key
+
+
+async def set_field(pilot: Pilot, key: str, text: str) -> None:
+    """Type ``text`` into a Build form field the way a user would (clear it, type)."""
+    await edit_field(pilot, key)
+    await pilot.press("end", "ctrl+u")
+    await type_text(pilot, text)
+    await pilot.pause(0.1)
 
 
 def plain(widget: object) -> str:

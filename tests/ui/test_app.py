@@ -50,7 +50,7 @@ async def test_number_keys_switch_panes_and_focus_lands() -> None:
             "1": ("build", "presets"),
         }
         for key, (pane, focus_id) in expected_focus.items():
-            if isinstance(app.focused, Input):
+            if app.in_text_field:
                 await pilot.press("escape")
             await pilot.press(key)
             await pilot.pause()
@@ -87,7 +87,7 @@ async def test_keys_type_into_text_fields_and_escape_leaves() -> None:
         assert app.active_pane == "decode"
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
-        assert not isinstance(app.focused, Input)
+        assert not app.in_text_field
         await pilot.press("2")
         assert app.active_pane == "train"
 
@@ -103,11 +103,13 @@ async def test_help_lists_every_binding() -> None:
         from tui_lab.ui.app import LabApp
         from tui_lab.ui.widgets.attention_pane import AttentionPane
         from tui_lab.ui.widgets.build_pane import BuildPane
+        from tui_lab.ui.widgets.config_form import ConfigForm
         from tui_lab.ui.widgets.decode_pane import DecodePane
         from tui_lab.ui.widgets.params_pane import ParamsPane
         from tui_lab.ui.widgets.train_pane import TrainPane
 
-        for cls in (LabApp, BuildPane, TrainPane, DecodePane, AttentionPane, ParamsPane):
+        panes = (LabApp, BuildPane, ConfigForm, TrainPane, DecodePane, AttentionPane, ParamsPane)
+        for cls in panes:
             for binding in cls.BINDINGS:
                 assert binding.description in text, (cls.__name__, binding.description)
         for word in ("escape", "ctrl+p", "ctrl+q"):
@@ -167,7 +169,7 @@ async def test_small_terminal_shows_notice_and_80x24_shows_panes() -> None:
         await ready(pilot)
         assert app.query_one(SizeNotice).region.height == 0
         for key in "12345":
-            if isinstance(app.focused, Input):
+            if app.in_text_field:
                 await pilot.press("escape")
             await pilot.press(key)
             await pilot.pause()

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Static
 
-from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
+from tests.ui.helpers import (
+    SIZE,
+    edit_field,
+    plain,
+    ready,
+    set_field,
+    tiny_app,
+    type_text,
+    wait_until,
+)
 from tui_lab.core.config import load_file
 from tui_lab.ui.screens.save_preset import SavePresetScreen
 from tui_lab.ui.widgets.build_pane import BuildPane, split_config_error
@@ -16,16 +25,19 @@ from tui_lab.ui.widgets.preset_list import PresetList
 
 
 def error_text(app, key: str) -> str:  # type: ignore[no-untyped-def]
-    return plain(app.query_one(f"#field-{key.replace('.', '-')}-error", Static))
+    """The error drawn under ``key``'s field, its wrapped lines joined ('' if none)."""
+    lines = app.query_one(ConfigForm).shown_lines()
+    return " ".join(text.strip() for kind, k, text in lines if kind == "error" and k == key)
 
 
-async def set_field(pilot, key: str, text: str) -> None:  # type: ignore[no-untyped-def]
-    """Type ``text`` into a form field the way a user would (select all, type)."""
-    field = pilot.app.query_one(f"#field-{key.replace('.', '-')}", Input)
-    field.focus()
-    field.value = ""
-    await type_text(pilot, text)
-    await pilot.pause(0.1)
+def field_line(app, key: str) -> str:  # type: ignore[no-untyped-def]
+    """``key``'s row as drawn: its label and value."""
+    lines = app.query_one(ConfigForm).shown_lines()
+    return next(text for kind, k, text in lines if kind == "field" and k == key)
+
+
+def form_lines(app):  # type: ignore[no-untyped-def]
+    return app.query_one(ConfigForm).shown_lines()
 
 
 def test_split_config_error() -> None:
@@ -42,7 +54,7 @@ async def test_invalid_value_is_flagged_and_nothing_changes() -> None:
         before = app.config
         await set_field(pilot, "model.d_model", "15")
         assert "not divisible by n_heads=2" in error_text(app, "model.d_model")
-        assert app.query_one("#field-model-d_model-row").has_class("-invalid")
+        assert app.query_one(ConfigForm).error("model.d_model")
         assert app.config == before and build.config == before
         assert "stale" in plain(app.query_one("#params-title", Static))
         await set_field(pilot, "model.d_model", "abc")
@@ -63,8 +75,13 @@ async def test_relation_errors_go_to_the_right_field() -> None:
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.query_one("#field-task-name", Select).value = "char-lm"
+        await edit_field(pilot, "task.name")
+        await pilot.press("enter")  # opens the list of tasks
+        while "▸ char-lm" not in [t.strip() for kind, _, t in form_lines(app) if kind == "option"]:
+            await pilot.press("down")
+        await pilot.press("enter")
         await pilot.pause(0.2)
+        assert "char-lm" in field_line(app, "task.name")
         assert "decoder-only" in error_text(app, "task.name")
 
 
@@ -102,7 +119,7 @@ async def test_pick_another_preset() -> None:
         await pilot.press("enter")
         await pilot.pause(0.2)
         assert app.config.task.name == "reverse"
-        assert app.query_one("#field-task-name", Select).value == "reverse"
+        assert "reverse" in field_line(app, "task.name")
 
 
 async def test_save_as_writes_a_preset(lab_folders: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from textual.widgets import Input
 
-from tests.ui.helpers import ready, settle, tiny_app, type_text, wait_until
+from tests.ui.helpers import ready, set_field, settle, tiny_app, type_text, wait_until
 from tui_lab.ui.widgets.decode_pane import DecodePane
 from tui_lab.ui.widgets.train_pane import TrainPane
 
@@ -48,10 +48,7 @@ class TestBuildScreen:
     def test_build_invalid_field(self, snap_compare) -> None:  # type: ignore[no-untyped-def]
         async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
             await ready(pilot)
-            field = pilot.app.query_one("#field-model-d_model", Input)
-            field.focus()
-            field.value = ""
-            await type_text(pilot, "15")
+            await set_field(pilot, "model.d_model", "15")
             await settle(pilot)
 
         assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)

@@ -228,6 +228,12 @@ class LabApp(App[None]):
         return self.query_one(PaneSwitcher).active
 
     @property
+    def in_text_field(self) -> bool:
+        """True while typed characters go into a field (so 1-5 and q type, not switch)."""
+        focused = self.focused
+        return focused is not None and focused.check_consume_key("1", "1")
+
+    @property
     def training_active(self) -> bool:
         """True while a training loop is running or paused."""
         train = self.pane("train")
@@ -372,8 +378,9 @@ class LabApp(App[None]):
 
     def action_help(self) -> None:
         """Open the help screen listing every binding."""
-        from tui_lab.ui.screens.help import FIELD_KEYS, HelpScreen, binding_rows
+        from tui_lab.ui.screens.help import FIELD_KEYS, FORM_TYPING, HelpScreen, binding_rows
         from tui_lab.ui.widgets.attention_pane import AttentionPane
+        from tui_lab.ui.widgets.config_form import ConfigForm
         from tui_lab.ui.widgets.decode_pane import DecodePane
         from tui_lab.ui.widgets.heatmap import Heatmap
         from tui_lab.ui.widgets.params_pane import ParamsPane
@@ -388,6 +395,7 @@ class LabApp(App[None]):
             ("Everywhere", everywhere),
             ("In text fields", FIELD_KEYS),
             ("1 Build", binding_rows(BuildPane.BINDINGS, self)),
+            ("1 Build: the form", binding_rows(ConfigForm.BINDINGS, self) + FORM_TYPING),
             ("2 Train", binding_rows(TrainPane.BINDINGS, self)),
             (
                 "3 Decode",
@@ -407,9 +415,7 @@ class LabApp(App[None]):
         focused = self.focused
         if isinstance(focused, Input):
             pane = self.active_pane
-            if pane == "build":
-                self.query_one("#form").focus()
-            elif pane == "decode":
+            if pane == "decode":
                 self.query_one("#decode-steps").focus()
             else:
                 self.set_focus(None)

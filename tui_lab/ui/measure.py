@@ -34,7 +34,7 @@ ROWS, COLS = 40, 120
 # Text each pane writes when it is shown (and the pane it comes from does not).
 PANE_TEXT = {
     "1": ("build", b"Presets"),
-    "2": ("train", b"learning rate"),
+    "2": ("train", b"grad norm"),  # unique to Train (Build has a "learning rate" field)
     "3": ("decode", b"Examples"),
     "4": ("attention", b"decode yet"),
     "5": ("params", b"component"),

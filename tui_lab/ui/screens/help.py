@@ -14,7 +14,10 @@ FIELD_KEYS = [
     ("escape", "leave the text field (then 1-5, q and ? work again)"),
     ("enter", "submit (decode the input, save, open)"),
     ("tab / shift+tab", "next / previous control"),
-    ("up / down", "previous / next form field (Build)"),
+]
+
+FORM_TYPING = [
+    ("0-9 . e -", "type into a number (backspace, delete, ←→, home, end, ctrl+u)"),
 ]
 
 
@@ -25,7 +28,7 @@ def binding_rows(bindings: list[Binding], app: object) -> list[tuple[str, str]]:
         if not isinstance(b, Binding):
             b = Binding(*b)
         key = app.get_key_display(b) if hasattr(app, "get_key_display") else b.key  # type: ignore[attr-defined]
-        description = b.description or b.action
+        description = b.tooltip or b.description or b.action  # the footer's label is terser
         if description not in rows.setdefault(key, []):
             rows[key].append(description)
     return [(key, " / ".join(descriptions)) for key, descriptions in rows.items()]

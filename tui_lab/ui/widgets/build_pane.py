@@ -9,7 +9,7 @@ import yaml
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Label, OptionList, Static
+from textual.widgets import Label, Static
 
 from tui_lab.core.config import ConfigError, LabConfig, load_file
 from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
@@ -17,6 +17,7 @@ from tui_lab.ui.widgets.config_form import FIELDS, ConfigForm
 from tui_lab.ui.widgets.model_summary import ModelSummary
 from tui_lab.ui.widgets.preset_list import PresetList
 
+FORM_HELP = "↑↓ move · type to edit · enter/←→ choose · esc leaves"
 _KEY = re.compile(r"\b((?:model|task|train)\.[a-z_]+)")
 
 
@@ -54,7 +55,7 @@ class BuildPane(Vertical):
             yield Label("Hyperparameters", classes="pane-title", id="form-title")
             yield Static("", id="preset-error", classes="field-error")
             yield ConfigForm(id="form")
-            yield Static("tab / ↑↓ move · enter opens a choice · esc leaves", id="form-help")
+            yield Static(FORM_HELP, id="form-help")
         with Vertical(id="build-yaml-col"):
             yield Label("YAML", classes="pane-title", id="yaml-title")
             with VerticalScroll(id="yaml-scroll"):
@@ -130,10 +131,10 @@ class BuildPane(Vertical):
         )
         widget.set_class(bool(message), "-shown")
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+    def on_pick_list_picked(self, event: PresetList.Picked) -> None:
         """Enter on a preset loads it into the form."""
         event.stop()
-        info = self.query_one(PresetList).preset_at(event.option_index)
+        info = self.query_one(PresetList).preset_at(event.index)
         if info is not None:
             self.load_preset_file(info.path)
 

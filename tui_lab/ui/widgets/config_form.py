@@ -1,123 +1,92 @@
-"""The Build pane's form over the key hyperparameters, with an inline error per field."""
+"""The Build pane's form over the key hyperparameters, with an inline error per field.
+
+The whole form is one widget that draws its own rows. Built from Textual's
+Input, Select and Checkbox it was about 100 widgets, and Textual pays for every
+visible widget on each full repaint: showing the Build pane while a model
+trained took twice as long as any other pane.
+
+Keys: ↑↓ (or tab) move between fields. On a number, typing edits it, and escape
+leaves the field so that 1-5 and q work again; enter resumes editing. On a
+choice, ←→ cycle and enter opens the list of choices; on a switch, space or
+enter toggles it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import textwrap
+from dataclasses import dataclass, field
 
+from rich.segment import Segment
+from rich.style import Style
 from textual import events
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.geometry import Region, Size
 from textual.message import Message
-from textual.widget import Widget
-from textual.widgets import Checkbox, Input, Label, Select, Static
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
-from tui_lab.core import config as cfg
 from tui_lab.core.config import LabConfig
+from tui_lab.ui.form_fields import FIELDS, SECTIONS, FieldSpec, format_value, parse_value
+from tui_lab.ui.line_edit import LineEdit
+
+__all__ = ["FIELDS", "ConfigForm"]
+
+LABEL_WIDTH = 17
+VALUE_WIDTH = 18
+EDIT_KEYS = {"backspace", "delete", "left", "right", "home", "end"}
+EDIT_KEYS |= {"ctrl+a", "ctrl+e", "ctrl+u", "ctrl+k"}
 
 
 @dataclass(frozen=True)
-class FieldSpec:
-    """One form field: the dotted config key, its label and how it is edited."""
+class _Line:
+    """One drawn line: what it shows and which field (if any) it belongs to."""
 
-    key: str
-    label: str
-    kind: str  # int | float | choice | bool
-    choices: tuple[str, ...] = ()
-    hint: str = ""
-
-
-SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
-    (
-        "Model",
-        (
-            FieldSpec(
-                "model.arch",
-                "architecture",
-                "choice",
-                cfg.ARCHS,
-                hint="encoder-decoder (translation) or decoder-only (GPT)",
-            ),
-            FieldSpec("model.d_model", "d_model", "int", hint="width of every token vector"),
-            FieldSpec("model.n_heads", "n_heads", "int", hint="must divide d_model"),
-            FieldSpec("model.n_encoder_layers", "encoder layers", "int"),
-            FieldSpec("model.n_decoder_layers", "decoder layers", "int"),
-            FieldSpec("model.d_ff", "d_ff", "int", hint="feed-forward hidden size"),
-            FieldSpec("model.dropout", "dropout", "float", hint="in [0, 1)"),
-            FieldSpec(
-                "model.norm",
-                "norm",
-                "choice",
-                cfg.NORMS,
-                hint="LayerNorm before (pre) or after (post) each block",
-            ),
-            FieldSpec("model.positional", "positions", "choice", cfg.POSITIONALS),
-            FieldSpec(
-                "model.tie_embeddings",
-                "tied embeddings",
-                "bool",
-                hint="output layer shares the embedding matrix",
-            ),
-        ),
-    ),
-    ("Task", (FieldSpec("task.name", "task", "choice", cfg.TASKS),)),
-    (
-        "Training",
-        (
-            FieldSpec("train.steps", "steps", "int"),
-            FieldSpec("train.batch_size", "batch size", "int"),
-            FieldSpec("train.lr", "learning rate", "float", hint="peak learning rate after warmup"),
-            FieldSpec("train.warmup_steps", "warmup steps", "int"),
-            FieldSpec("train.schedule", "schedule", "choice", cfg.SCHEDULES),
-            FieldSpec("train.clip", "grad clip", "float", hint="0 turns clipping off"),
-            FieldSpec("train.label_smoothing", "label smoothing", "float"),
-            FieldSpec("train.seed", "seed", "int"),
-            FieldSpec("train.device", "device", "choice", cfg.DEVICES),
-        ),
-    ),
-)
-
-FIELDS: dict[str, FieldSpec] = {f.key: f for _, fields in SECTIONS for f in fields}
+    kind: str  # blank | banner | section | field | error | option
+    text: str = ""
+    field: int = -1  # index into the field list
+    option: int = -1  # index into the field's choices, for an open choice list
 
 
-def _field_id(key: str) -> str:
-    return "field-" + key.replace(".", "-")
+@dataclass
+class _Field:
+    spec: FieldSpec
+    edit: LineEdit = field(default_factory=LineEdit)  # int and float fields
+    value: object = None  # choice and bool fields
 
 
-def format_value(value: object) -> str:
-    """A config value as the text the form shows."""
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+class ConfigForm(ScrollView, can_focus=True):
+    """Edits a LabConfig's key settings; reports edits, shows errors it is given."""
 
-
-def parse_value(spec: FieldSpec, text: str) -> object:
-    """Text typed into a numeric field as a number; ValueError with a short reason."""
-    text = text.strip()
-    if not text:
-        raise ValueError("needs a value")
-    if spec.kind == "int":
-        try:
-            return int(text.replace("_", ""))
-        except ValueError:
-            raise ValueError(f"{text!r} is not a whole number") from None
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
-
-
-class FieldInput(Input):
-    """A one-line number input; up/down move between fields like a form."""
+    COMPONENT_CLASSES = {
+        "config-form--section",
+        "config-form--label",
+        "config-form--label-invalid",
+        "config-form--label-cursor",
+        "config-form--value",
+        "config-form--value-invalid",
+        "config-form--value-cursor",
+        "config-form--caret",
+        "config-form--error",
+        "config-form--option",
+        "config-form--option-highlighted",
+    }
 
     BINDINGS = [
-        Binding("down", "app.focus_next", "Next field", show=False),
-        Binding("up", "app.focus_previous", "Previous field", show=False),
+        Binding("up", "move(-1)", "Previous field", show=False),
+        Binding("down", "move(1)", "Next field", show=False),
+        Binding("tab", "tab(1)", "Next field", show=False),
+        Binding("shift+tab", "tab(-1)", "Previous field", show=False),
+        Binding(
+            "enter",
+            "activate",
+            "Edit / choose",
+            tooltip="Edit / choose: resume editing, next field; open a choice list, pick",
+        ),
+        Binding("space", "toggle", "Toggle a switch, open a choice list", show=False),
+        Binding("left", "cycle(-1)", "Previous choice", show=False),
+        Binding("right", "cycle(1)", "Next choice", show=False),
+        Binding("escape", "leave", "Close the list, or stop editing (1-5, q work)", show=False),
     ]
-
-
-class ConfigForm(VerticalScroll):
-    """Edits a LabConfig's key settings; reports edits, shows errors it is given."""
 
     @dataclass
     class Edited(Message):
@@ -127,62 +96,110 @@ class ConfigForm(VerticalScroll):
         values: dict[str, object]
         parse_errors: dict[str, str]
 
-    def compose(self) -> ComposeResult:
-        yield Static("", id="form-banner", classes="field-error")
-        for title, fields in SECTIONS:
-            yield Label(title, classes="form-section")
-            for spec in fields:
-                fid = _field_id(spec.key)
-                with Horizontal(classes="field-row", id=f"{fid}-row"):
-                    yield Label(spec.label, classes="field-label")
-                    yield self._control(spec, fid)
-                yield Static("", id=f"{fid}-error", classes="field-error")
+    @dataclass
+    class FieldFocused(Message):
+        """The cursor is on a field; ``help`` names its setting."""
 
-    @staticmethod
-    def _control(spec: FieldSpec, fid: str) -> Widget:
-        if spec.kind == "choice":
-            return Select(
-                [(c, c) for c in spec.choices],
-                allow_blank=False,
-                compact=True,
-                id=fid,
-                classes="field-control",
-            )
-        if spec.kind == "bool":
-            return Checkbox("", compact=True, id=fid, classes="field-control")
-        return FieldInput(compact=True, id=fid, classes="field-control", select_on_focus=False)
+        form: ConfigForm
+        help: str
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._fields = [_Field(spec) for spec in FIELDS.values()]
+        self._index = {f.spec.key: i for i, f in enumerate(self._fields)}
+        self.cursor = 0
+        self.editing = False  # typing goes into the number under the cursor
+        self.choosing: int | None = None  # the highlighted choice while the list is open
+        self._errors: dict[str, str] = {}
+        self._banner = ""
+        self._lines: list[_Line] = []
+        self._field_line: dict[int, int] = {}
+        self._strips: dict[int, Strip] = {}
+        self._styles: dict[tuple[str, ...], Style] = {}  # resolving walks the DOM: cache
+        self._lines_width = -1
+        self._loaded = False
+        self._last_report: tuple[dict[str, object], dict[str, str]] | None = None
+        self._report_pending = False
+
+    # ---- the public face ------------------------------------------------------------
 
     @property
     def has_errors(self) -> bool:
         """True while any field (or the banner) shows an error."""
-        return bool(self.query(".field-row.-invalid")) or self.query_one("#form-banner").has_class(
-            "-shown"
+        return bool(self._errors or self._banner)
+
+    @property
+    def cursor_key(self) -> str:
+        """The setting under the cursor."""
+        return self._fields[self.cursor].spec.key
+
+    @property
+    def in_text(self) -> bool:
+        """True while typed characters go into a number (not to the lab's keys)."""
+        return (
+            self.has_focus
+            and self.editing
+            and self._fields[self.cursor].spec.kind
+            in (
+                "int",
+                "float",
+            )
         )
 
     def focus_first(self) -> None:
-        """Focus the first field."""
-        self.control(next(iter(FIELDS))).focus()
+        """Focus the form, editing its first field."""
+        self.move_to(next(iter(FIELDS)))
+        self.focus()
 
-    def control(self, key: str) -> Widget:
-        """The widget that edits ``key``."""
-        return self.query_one(f"#{_field_id(key)}")
+    def move_to(self, key: str) -> None:
+        """Put the cursor on ``key``'s field."""
+        self._set_cursor(self._index[key])
+
+    def text(self, key: str) -> str:
+        """What ``key``'s field shows."""
+        f = self._fields[self._index[key]]
+        return f.edit.text if f.spec.kind in ("int", "float") else format_value(f.value)
+
+    def error(self, key: str) -> str:
+        """The error shown under ``key``'s field ('' if none)."""
+        return self._errors.get(key, "")
+
+    @property
+    def banner(self) -> str:
+        """The error about no single field ('' if none)."""
+        return self._banner
+
+    def shown_lines(self) -> list[tuple[str, str | None, str]]:
+        """Every line as drawn, scrolled into view or not: (kind, setting key, plain text)."""
+        self._ensure_lines()
+        return [
+            (line.kind, self._fields[line.field].spec.key if line.field >= 0 else None, text)
+            for line, text in zip(
+                self._lines, (self._draw(i).text for i in range(len(self._lines))), strict=True
+            )
+        ]
+
+    def set_value(self, key: str, value: object) -> None:
+        """Set a field as if the user had entered ``value``; the edit is reported."""
+        f = self._fields[self._index[key]]
+        if f.spec.kind in ("int", "float"):
+            f.edit.set(value if isinstance(value, str) else format_value(value))
+        else:
+            f.value = value
+        self._changed(report=True)
 
     def load(self, config: LabConfig) -> None:
         """Show ``config``'s values (without reporting them as edits) and clear errors."""
         data = config.to_dict()
+        for f in self._fields:
+            section, _, name = f.spec.key.partition(".")
+            value = data[section][name]
+            if f.spec.kind in ("int", "float"):
+                f.edit.set(format_value(value))
+            else:
+                f.value = bool(value) if f.spec.kind == "bool" else value
+        self.choosing = None
         self._loaded = True
-        self._values_loaded = True
-        with self.prevent(Input.Changed, Select.Changed, Checkbox.Changed):
-            for key in FIELDS:
-                section, _, name = key.partition(".")
-                value = data[section][name]
-                widget = self.control(key)
-                if isinstance(widget, Select):
-                    widget.value = value
-                elif isinstance(widget, Checkbox):
-                    widget.value = bool(value)
-                elif isinstance(widget, Input):
-                    widget.value = format_value(value)
         self.show_errors({})
         self._last_report = self.read()
 
@@ -190,38 +207,72 @@ class ConfigForm(VerticalScroll):
         """(values that parsed, {key: why} for those that did not)."""
         values: dict[str, object] = {}
         errors: dict[str, str] = {}
-        for key, spec in FIELDS.items():
-            widget = self.control(key)
-            if isinstance(widget, Select):
-                if widget.value is not Select.NULL:
-                    values[key] = widget.value
-            elif isinstance(widget, Checkbox):
-                values[key] = widget.value
-            elif isinstance(widget, Input):
+        for f in self._fields:
+            key = f.spec.key
+            if f.spec.kind in ("int", "float"):
                 try:
-                    values[key] = parse_value(spec, widget.value)
+                    values[key] = parse_value(f.spec, f.edit.text)
                 except ValueError as exc:
                     errors[key] = str(exc)
+            elif f.value is not None:
+                values[key] = f.value
         return values, errors
 
     def show_errors(self, errors: dict[str, str], banner: str = "") -> None:
         """Mark the fields in ``errors`` and explain each below it; ``banner`` for the rest."""
-        for key in FIELDS:
-            fid = _field_id(key)
-            message = errors.get(key, "")
-            self.query_one(f"#{fid}-error", Static).update(f"↳ {message}" if message else "")
-            self.query_one(f"#{fid}-error").set_class(bool(message), "-shown")
-            self.query_one(f"#{fid}-row").set_class(bool(message), "-invalid")
-        banner_widget = self.query_one("#form-banner", Static)
-        banner_widget.update(f"⚠ {banner}" if banner else "")
-        banner_widget.set_class(bool(banner), "-shown")
+        if errors != self._errors or banner != self._banner:
+            self._errors = {k: v for k, v in errors.items() if k in self._index}
+            self._banner = banner
+            self._changed()
 
-    _loaded = False
-    _last_report: tuple[dict[str, object], dict[str, str]] | None = None
-    _report_pending = False
+    # ---- state changes --------------------------------------------------------------
+
+    def _changed(self, report: bool = False) -> None:
+        """Redraw; with ``report``, tell the pane once this batch of edits is done."""
+        self._lines_width = -1
+        self._strips.clear()
+        self.refresh()
+        if report:
+            self._schedule_report()
+
+    def _set_cursor(self, index: int) -> None:
+        index = max(0, min(len(self._fields) - 1, index))
+        if index != self.cursor or self.choosing is not None:
+            self.cursor = index
+            self.choosing = None
+            self._fields[index].edit.caret = len(self._fields[index].edit.text)
+            self._changed()
+            self.refresh_bindings()  # whether 1-5 and q type or switch depends on the field
+        self._announce()
+        self.call_after_refresh(self._scroll_to_cursor)
+
+    def _set_editing(self, editing: bool) -> None:
+        if editing != self.editing:
+            self.editing = editing
+            self._changed()
+            self.refresh_bindings()
+
+    def _announce(self) -> None:
+        if self.has_focus:
+            spec = self._fields[self.cursor].spec
+            self.post_message(
+                self.FieldFocused(self, spec.key + (f" · {spec.hint}" if spec.hint else ""))
+            )
+
+    def _scroll_to_cursor(self) -> None:
+        self._ensure_lines()
+        y = self._field_line.get(self.cursor)
+        if y is None:
+            return
+        below = 1
+        while y + below < len(self._lines) and self._lines[y + below].field == self.cursor:
+            below += 1  # its error and open choice list come into view with it
+        top = y - 2 if self.cursor == 0 or self._lines[y - 1].kind == "section" else y
+        top = max(0, top)
+        self.scroll_to_region(Region(0, top, 1, y + below - top), animate=False, force=True)
 
     def _schedule_report(self) -> None:
-        """Report once after this batch of change events (values read when it runs)."""
+        """Report once after this batch of edits (values read when it runs)."""
         if self._loaded and not self._report_pending:
             self._report_pending = True
             self.call_after_refresh(self._report)
@@ -230,37 +281,280 @@ class ConfigForm(VerticalScroll):
         self._report_pending = False
         current = self.read()
         if current == self._last_report:
-            return  # an echo of load() or a no-op edit
+            return  # a no-op edit
         self._last_report = current
         values, errors = current
         self.post_message(self.Edited(self, values, errors))
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        """A number was typed: report the edit."""
+    # ---- keys and mouse -------------------------------------------------------------
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        """While a number is edited, printable keys type (so 1-5 and q are not bindings)."""
+        return self.in_text and character is not None and character.isprintable()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Escape only means something while editing or choosing; else the lab's escape runs."""
+        if action == "leave":
+            return self.editing or self.choosing is not None
+        return True
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing and the editing keys go into the number under the cursor."""
+        if not self.in_text or self.choosing is not None:
+            return
+        edit = self._fields[self.cursor].edit
+        if event.is_printable and event.character:
+            edit.insert(event.character)
+            changed = True
+        elif event.key in EDIT_KEYS:
+            before = edit.text
+            edit.key(event.key)
+            changed = edit.text != before
+        else:
+            return
         event.stop()
-        self._schedule_report()
+        event.prevent_default()
+        self._changed(report=changed)
 
-    def on_select_changed(self, event: Select.Changed) -> None:
-        """A choice was picked: report the edit."""
-        event.stop()
-        self._schedule_report()
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste goes into the number under the cursor."""
+        if self.in_text:
+            event.stop()
+            self._fields[self.cursor].edit.insert(event.text.strip())
+            self._changed(report=True)
 
-    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
-        """A switch was toggled: report the edit."""
-        event.stop()
-        self._schedule_report()
+    def on_focus(self, event: events.Focus) -> None:
+        """Arriving in the form edits the field under the cursor (as focusing an input)."""
+        self._set_editing(True)
+        self._changed()
+        self._announce()
 
-    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """Say which setting the focused field edits, and what it means."""
-        key = (event.widget.id or "").removeprefix("field-")
-        spec = next((f for k, f in FIELDS.items() if k.replace(".", "-") == key), None)
-        if spec is not None:
-            help_text = f"{spec.key}" + (f" · {spec.hint}" if spec.hint else "")
-            self.post_message(self.FieldFocused(self, help_text))
+    def on_blur(self, event: events.Blur) -> None:
+        """The cursor is only drawn while the form has focus; an open list closes."""
+        self.choosing = None
+        self._changed()
 
-    @dataclass
-    class FieldFocused(Message):
-        """A field got focus; ``help`` names its setting."""
+    def on_click(self, event: events.Click) -> None:
+        """Click a field to edit it, a choice or switch to change it, an open choice to pick it."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        self._ensure_lines()
+        y = offset.y + self.scroll_offset.y
+        if not 0 <= y < len(self._lines):
+            return
+        line = self._lines[y]
+        if line.kind == "option":
+            self._pick(line.option)
+        elif line.kind in ("field", "error"):
+            was_here = line.field == self.cursor and self.has_focus
+            self._set_cursor(line.field)
+            self._set_editing(True)
+            kind = self._fields[line.field].spec.kind
+            on_value = line.kind == "field" and offset.x >= LABEL_WIDTH
+            if on_value and (kind == "bool" or (kind == "choice" and was_here)):
+                self.action_activate()
 
-        form: ConfigForm
-        help: str
+    def action_move(self, step: int) -> None:
+        """↑↓: the previous/next field, or the previous/next choice in an open list."""
+        if self.choosing is not None:
+            choices = self._fields[self.cursor].spec.choices
+            self.choosing = max(0, min(len(choices) - 1, self.choosing + step))
+            self._changed()
+            return
+        self._set_cursor(self.cursor + step)
+
+    def action_tab(self, step: int) -> None:
+        """Tab moves field by field, then on to the next control past either end."""
+        target = self.cursor + step
+        if 0 <= target < len(self._fields):
+            self._set_cursor(target)
+        elif step > 0:
+            self.screen.focus_next()
+        else:
+            self.screen.focus_previous()
+
+    def action_activate(self) -> None:
+        """Enter: resume editing; on a number go to the next field; open, pick or toggle."""
+        f = self._fields[self.cursor]
+        if self.choosing is not None:
+            self._pick(self.choosing)
+        elif not self.editing:
+            self._set_editing(True)
+        elif f.spec.kind == "choice":
+            self.choosing = f.spec.choices.index(f.value) if f.value in f.spec.choices else 0
+            self._changed()
+            self.call_after_refresh(self._scroll_to_cursor)
+        elif f.spec.kind == "bool":
+            self.action_toggle()
+        else:
+            self._set_cursor(self.cursor + 1)
+
+    def action_toggle(self) -> None:
+        """Space: toggle a switch, open (or pick from) a choice list."""
+        f = self._fields[self.cursor]
+        if f.spec.kind == "bool":
+            f.value = not f.value
+            self._set_editing(True)
+            self._changed(report=True)
+        elif f.spec.kind == "choice":
+            self._set_editing(True)
+            self.action_activate()
+
+    def action_cycle(self, step: int) -> None:
+        """←→ on a choice: the previous/next choice at once; on a switch: toggle."""
+        f = self._fields[self.cursor]
+        if f.spec.kind == "bool":
+            self.action_toggle()
+        elif f.spec.kind == "choice" and self.choosing is None:
+            choices = f.spec.choices
+            at = choices.index(f.value) if f.value in choices else -step
+            f.value = choices[(at + step) % len(choices)]
+            self._changed(report=True)
+
+    def action_leave(self) -> None:
+        """Escape: close an open choice list, else stop editing (1-5 switch panes again)."""
+        if self.choosing is not None:
+            self.choosing = None
+            self._changed()
+        else:
+            self._set_editing(False)
+
+    def _pick(self, option: int) -> None:
+        f = self._fields[self.cursor]
+        f.value = f.spec.choices[option]
+        self.choosing = None
+        self._changed(report=True)
+
+    # ---- drawing --------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        """A theme or CSS change: draw again with the new styles."""
+        super().notify_style_update()
+        self._strips.clear()
+        self._styles.clear()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Errors wrap to the width, so the lines depend on it."""
+        self._lines_width = -1
+        self._strips.clear()
+
+    def _ensure_lines(self) -> None:
+        width = self.scrollable_content_region.width
+        if width == self._lines_width:
+            return
+        self._lines_width = width
+        lines: list[_Line] = []
+        if self._banner:
+            lines += [_Line("banner", t) for t in _wrap("⚠ " + self._banner, width)]
+        self._field_line = {}
+        for title, specs in SECTIONS:
+            if lines:
+                lines.append(_Line("blank"))
+            lines.append(_Line("section", title))
+            for spec in specs:
+                i = self._index[spec.key]
+                self._field_line[i] = len(lines)
+                lines.append(_Line("field", field=i))
+                if self.choosing is not None and i == self.cursor and self.has_focus:
+                    lines += [
+                        _Line("option", choice, field=i, option=n)
+                        for n, choice in enumerate(spec.choices)
+                    ]
+                message = self._errors.get(spec.key)
+                if message:
+                    wrapped = _wrap("↳ " + message, width - LABEL_WIDTH)
+                    lines += [_Line("error", t, field=i) for t in wrapped]
+        self._lines = lines
+        size = Size(width, len(lines))
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    def render_line(self, y: int) -> Strip:
+        """One line of the form (drawn once per change and kept)."""
+        self._ensure_lines()
+        index = y + self.scroll_offset.y
+        strip = self._strips.get(index)
+        if strip is None:
+            strip = (
+                self._draw(index)
+                .extend_cell_length(self._lines_width, self._style())
+                .crop(0, self._lines_width)
+            )
+            self._strips[index] = strip
+        return strip
+
+    def _style(self, *parts: str) -> Style:
+        """The widget's style with these component styles on top (cached until restyled)."""
+        style = self._styles.get(parts)
+        if style is None:
+            style = self.rich_style
+            for name in parts:
+                style += self.get_component_rich_style(f"config-form--{name}")
+            self._styles[parts] = style
+        return style
+
+    def _draw(self, index: int) -> Strip:
+        if not 0 <= index < len(self._lines):
+            return Strip([])
+        line = self._lines[index]
+        indent = Segment(" " * LABEL_WIDTH, self._style())
+        if line.kind == "banner":
+            return Strip([Segment(line.text, self._style("error"))])
+        if line.kind == "error":  # under the value it explains
+            return Strip([indent, Segment(line.text, self._style("error"))])
+        if line.kind == "section":
+            return Strip([Segment(line.text, self._style("section"))])
+        if line.kind == "option":
+            highlighted = line.option == self.choosing
+            text = ("▸ " if highlighted else "  ") + line.text
+            style = self._style("option-highlighted" if highlighted else "option")
+            return Strip([indent, Segment(_fit(text), style)])
+        if line.kind != "field":
+            return Strip([])
+        return self._draw_field(line.field)
+
+    def _draw_field(self, i: int) -> Strip:
+        f = self._fields[i]
+        here = i == self.cursor and self.has_focus
+        invalid = f.spec.key in self._errors
+        label = "label-invalid" if invalid else ("label-cursor" if here else "label")
+        value = (
+            ("value",)
+            + (("value-invalid",) if invalid else ())
+            + (("value-cursor",) if here else ())
+        )
+        value_style = self._style(*value)
+        segments = [Segment(_fit(f.spec.label, LABEL_WIDTH), self._style(label))]
+        if f.spec.kind in ("int", "float"):
+            text, caret = f.edit.text, f.edit.caret
+            if here and self.editing:
+                # Keep the caret inside the box: show the end of a long number.
+                start = max(0, caret - (VALUE_WIDTH - 1))
+                shown = text[start : start + VALUE_WIDTH]
+                at = caret - start
+                cell = shown[at] if at < len(shown) else " "
+                segments += [
+                    Segment(shown[:at], value_style),
+                    Segment(cell, self._style(*value, "caret")),
+                    Segment(shown[at + 1 :].ljust(VALUE_WIDTH - at - 1), value_style),
+                ]
+            else:
+                segments.append(Segment(_fit(text), value_style))
+        elif f.spec.kind == "bool":
+            segments.append(Segment(_fit("[x] on" if f.value else "[ ] off"), value_style))
+        else:
+            arrow = "▲" if here and self.choosing is not None else "▼"
+            segments.append(
+                Segment(_fit(format_value(f.value), VALUE_WIDTH - 2) + " " + arrow, value_style)
+            )
+        return Strip(segments)
+
+
+def _fit(text: str, width: int = VALUE_WIDTH) -> str:
+    """``text`` in a box of ``width`` cells: padded, or cut with an ellipsis."""
+    return text.ljust(width) if len(text) <= width else text[: width - 1] + "…"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, max(10, width), break_long_words=True) or [""]

@@ -10,10 +10,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Checkbox, Input, Label, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets import Checkbox, Input, Label, Static
 
 from tui_lab.ui.messages import Decoded, DecodeFailed
+from tui_lab.ui.widgets.pick_list import Item, PickList
 from tui_lab.ui.widgets.text_table import TextTable
 
 N_EXAMPLES = 8
@@ -66,7 +66,7 @@ class DecodePane(Vertical):
                 )
             with Vertical(id="decode-side"):
                 yield Label("Examples", classes="pane-title")
-                yield OptionList(id="examples")
+                yield PickList(id="examples")
 
     def on_mount(self) -> None:
         """Set up the steps table and say there is no model yet."""
@@ -105,8 +105,8 @@ class DecodePane(Vertical):
             )
 
     def _fill_examples(self) -> None:
-        options = self.query_one("#examples", OptionList)
-        options.clear_options()
+        options = self.query_one("#examples", PickList)
+        options.set_items([])
         self.examples = []
         self._example_index = -1
         if self.lab_task is None:
@@ -115,9 +115,7 @@ class DecodePane(Vertical):
             self.examples = list(self.lab_task.examples_for_display(N_EXAMPLES))
         except Exception:  # noqa: BLE001 - examples are a convenience
             self.examples = []
-        for i, text in enumerate(self.examples):
-            shown = text.replace("\n", "↵")
-            options.add_option(Option(shown[:40], id=f"ex-{i}"))
+        options.set_items([Item(text.replace("\n", "↵")[:40]) for text in self.examples])
         if self.examples:
             self.query_one(
                 "#decode-input", Input
@@ -134,10 +132,10 @@ class DecodePane(Vertical):
             # Leave the field so 1-5 work at once; i or / comes back to it.
             self.query_one("#decode-steps", TextTable).focus()
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+    def on_pick_list_picked(self, event: PickList.Picked) -> None:
         """Enter on an example puts it in the input and decodes it."""
         event.stop()
-        text = self.examples[event.option_index]
+        text = self.examples[event.index]
         self.query_one("#decode-input", Input).value = text
         self.decode(text)
 

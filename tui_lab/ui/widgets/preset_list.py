@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.text import Text
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
-
 from tui_lab.core.presets import PresetInfo, list_presets
+from tui_lab.ui.widgets.pick_list import Item, PickList
 
 
-class PresetList(OptionList):
+class PresetList(PickList):
     """Shipped and user presets; Enter loads the highlighted one."""
 
     def __init__(self, user_dir: Path | None = None, **kwargs: object) -> None:
@@ -29,16 +26,12 @@ class PresetList(OptionList):
             self.presets = list_presets(self.user_dir)
         except OSError:
             self.presets = []
-        self.clear_options()
-        options = []
-        for i, info in enumerate(self.presets):
-            label = Text(info.name, style="bold")
-            if not info.shipped:
-                label.append("  (yours)", style="italic")
-            if info.description:
-                label.append("\n" + info.description, style="dim")
-            options.append(Option(label, id=f"preset-{i}"))
-        self.add_options(options)
+        self.set_items(
+            [
+                Item(info.name, "" if info.shipped else "(yours)", info.description)
+                for info in self.presets
+            ]
+        )
         if select is not None:
             self.highlight_preset(select)
 

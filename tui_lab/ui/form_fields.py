@@ -1,0 +1,94 @@
+"""The Build form's fields: which settings it edits, how each is shown and parsed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tui_lab.core import config as cfg
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One form field: the dotted config key, its label and how it is edited."""
+
+    key: str
+    label: str
+    kind: str  # int | float | choice | bool
+    choices: tuple[str, ...] = ()
+    hint: str = ""
+
+
+SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
+    (
+        "Model",
+        (
+            FieldSpec(
+                "model.arch",
+                "architecture",
+                "choice",
+                cfg.ARCHS,
+                hint="encoder-decoder (translation) or decoder-only (GPT)",
+            ),
+            FieldSpec("model.d_model", "d_model", "int", hint="width of every token vector"),
+            FieldSpec("model.n_heads", "n_heads", "int", hint="must divide d_model"),
+            FieldSpec("model.n_encoder_layers", "encoder layers", "int"),
+            FieldSpec("model.n_decoder_layers", "decoder layers", "int"),
+            FieldSpec("model.d_ff", "d_ff", "int", hint="feed-forward hidden size"),
+            FieldSpec("model.dropout", "dropout", "float", hint="in [0, 1)"),
+            FieldSpec(
+                "model.norm",
+                "norm",
+                "choice",
+                cfg.NORMS,
+                hint="LayerNorm before (pre) or after (post) each block",
+            ),
+            FieldSpec("model.positional", "positions", "choice", cfg.POSITIONALS),
+            FieldSpec(
+                "model.tie_embeddings",
+                "tied embeddings",
+                "bool",
+                hint="output layer shares the embedding matrix",
+            ),
+        ),
+    ),
+    ("Task", (FieldSpec("task.name", "task", "choice", cfg.TASKS),)),
+    (
+        "Training",
+        (
+            FieldSpec("train.steps", "steps", "int"),
+            FieldSpec("train.batch_size", "batch size", "int"),
+            FieldSpec("train.lr", "learning rate", "float", hint="peak learning rate after warmup"),
+            FieldSpec("train.warmup_steps", "warmup steps", "int"),
+            FieldSpec("train.schedule", "schedule", "choice", cfg.SCHEDULES),
+            FieldSpec("train.clip", "grad clip", "float", hint="0 turns clipping off"),
+            FieldSpec("train.label_smoothing", "label smoothing", "float"),
+            FieldSpec("train.seed", "seed", "int"),
+            FieldSpec("train.device", "device", "choice", cfg.DEVICES),
+        ),
+    ),
+)
+
+FIELDS: dict[str, FieldSpec] = {f.key: f for _, fields in SECTIONS for f in fields}
+
+
+def format_value(value: object) -> str:
+    """A config value as the text the form shows."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def parse_value(spec: FieldSpec, text: str) -> object:
+    """Text typed into a numeric field as a number; ValueError with a short reason."""
+    text = text.strip()
+    if not text:
+        raise ValueError("needs a value")
+    if spec.kind == "int":
+        try:
+            return int(text.replace("_", ""))
+        except ValueError:
+            raise ValueError(f"{text!r} is not a whole number") from None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
