@@ -136,7 +136,7 @@ def interleaved_lab_vs_headless(windows: int, window_s: float, lab_prelude: str 
             term.expect(b"ready", 120)
             term.drain()
             term.send("2")
-            term.expect(b"learning rate", 10)
+            term.expect(measure.PANE_TEXT["2"][1], 10)
             lab_w.start()
             term.send(" ")
             term.expect(b"training", 60)

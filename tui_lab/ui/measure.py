@@ -131,7 +131,7 @@ def measure(preset: str, samples: int, train: bool = True) -> dict[str, object]:
             term.expect(b"ready", 120)  # torch loaded
             term.drain()
             term.send("2")
-            term.expect(b"learning rate", 10)
+            term.expect(PANE_TEXT["2"][1], 10)
             if train:
                 term.send(" ")
                 term.expect(b"training", 60)
