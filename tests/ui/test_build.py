@@ -22,6 +22,7 @@ from tui_lab.ui.widgets.build_pane import BuildPane, split_config_error
 from tui_lab.ui.widgets.config_form import ConfigForm
 from tui_lab.ui.widgets.params_pane import ParamsPane
 from tui_lab.ui.widgets.preset_list import PresetList
+from tui_lab.ui.widgets.text_table import TextTable
 
 
 def error_text(app, key: str) -> str:  # type: ignore[no-untyped-def]
@@ -100,7 +101,7 @@ async def test_params_follow_edits_live() -> None:
         assert params.report.total == expected
         assert f"{expected:,}" in plain(app.query_one("#summary", Static))
         await pilot.press("5")
-        shown = plain(app.query_one("#params-table Static", Static))
+        shown = app.query_one("#params-table", TextTable).text
         assert all(row.name in shown and f"{row.params:,}" in shown for row in params.report.rows)
         assert f"{expected:,}" in plain(app.query_one("#params-totals", Static))
         assert app.config.model.d_model == 32

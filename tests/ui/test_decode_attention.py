@@ -10,6 +10,7 @@ from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
 from tui_lab.ui.widgets.attention_pane import AttentionPane
 from tui_lab.ui.widgets.decode_pane import DecodePane
 from tui_lab.ui.widgets.heatmap import Heatmap
+from tui_lab.ui.widgets.text_table import TextTable
 from tui_lab.ui.widgets.train_pane import TrainPane
 
 
@@ -48,7 +49,7 @@ async def test_decode_typed_input(trained_run: Path) -> None:
         assert pane.result is not None and pane.result.input == "3141"
         output = plain(pane.query_one("#decode-output", Static))
         assert "3141" in output and "steps" in output
-        steps = plain(pane.query_one("#decode-steps Static", Static)).splitlines()
+        steps = pane.query_one("#decode-steps", TextTable).text.splitlines()
         assert len(pane.result.steps) >= 1
         for i, step in enumerate(pane.result.steps, start=1):  # one row per step, in order
             row = next(line for line in steps if line.split()[:1] == [str(i)])
