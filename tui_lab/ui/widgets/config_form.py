@@ -303,7 +303,7 @@ class ConfigForm(ScrollView, can_focus=True):
         if not self.in_text or self.choosing is not None:
             return
         edit = self._fields[self.cursor].edit
-        if event.is_printable and event.character:
+        if event.is_printable and event.character and "+" not in event.key:  # not alt+…
             edit.insert(event.character)
             changed = True
         elif event.key in EDIT_KEYS:
