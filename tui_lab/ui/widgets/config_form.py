@@ -435,9 +435,10 @@ class ConfigForm(ScrollView, can_focus=True):
         self._styles.clear()
 
     def on_resize(self, event: events.Resize) -> None:
-        """Errors wrap to the width, so the lines depend on it."""
-        self._lines_width = -1
-        self._strips.clear()
+        """Errors wrap to the width (a pane shown again is "resized" to its old size)."""
+        if self.scrollable_content_region.width != self._lines_width:
+            self._lines_width = -1
+            self._strips.clear()
 
     def _ensure_lines(self) -> None:
         width = self.scrollable_content_region.width

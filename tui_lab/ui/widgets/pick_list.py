@@ -21,6 +21,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui_lab.ui.widgets.quiet_focus import QuietFocus
+
 
 @dataclass(frozen=True)
 class Item:
@@ -31,7 +33,7 @@ class Item:
     description: str = ""
 
 
-class PickList(ScrollView, can_focus=True):
+class PickList(QuietFocus, ScrollView, can_focus=True):
     """↑↓ (home, end, page keys) move the highlight; enter or a click picks the item."""
 
     COMPONENT_CLASSES = {
@@ -39,6 +41,7 @@ class PickList(ScrollView, can_focus=True):
         "pick-list--note",
         "pick-list--description",
         "pick-list--highlighted",
+        "pick-list--focused",
     }
 
     BINDINGS = [
@@ -151,17 +154,27 @@ class PickList(ScrollView, can_focus=True):
         self._styles.clear()
         self.refresh()
 
-    def on_focus(self, event: events.Focus) -> None:
-        """The highlight's colour shows focus."""
-        self._redraw()
+    def focus_changed(self) -> None:
+        """Only the highlight shows focus (by its colour): redraw it alone."""
+        self._redraw_highlight()
 
-    def on_blur(self, event: events.Blur) -> None:
-        """The highlight's colour shows focus."""
-        self._redraw()
+    def _redraw_highlight(self) -> None:
+        if self._highlighted is None or self._width < 0:
+            return
+        top = self._first_line[self._highlighted]
+        end = (
+            self._first_line[self._highlighted + 1]
+            if self._highlighted + 1 < len(self._first_line)
+            else len(self._lines)
+        )
+        for y in range(top, end):
+            self._strips.pop(y, None)
+        self.refresh_lines(top, end - top)
 
     def on_resize(self, event: events.Resize) -> None:
-        """Descriptions wrap to the width."""
-        self._redraw(relayout=True)
+        """Descriptions wrap to the width (a pane shown again is "resized" to its old size)."""
+        if self.scrollable_content_region.width != self._width:
+            self._redraw(relayout=True)
 
     def notify_style_update(self) -> None:
         """A theme or CSS change: draw again with the new styles."""
@@ -199,15 +212,25 @@ class PickList(ScrollView, can_focus=True):
         return strip
 
     def _style(self, highlighted: bool, part: str = "") -> Style:
-        key = f"{highlighted}{part}"
+        focused = highlighted and self.has_focus
+        key = f"{highlighted}{focused}{part}"
         style = self._styles.get(key)
         if style is None:
-            style = self.rich_style
+            style = self.base_style
             if highlighted:
-                style += self.get_component_rich_style("pick-list--highlighted")
+                name = "pick-list--focused" if focused else "pick-list--highlighted"
+                style += self.get_component_rich_style(name)
             if part:
                 style += self.get_component_rich_style(f"pick-list--{part}", partial=True)
             self._styles[key] = style
+        return style
+
+    @property
+    def base_style(self) -> Style:
+        """The widget's own style (resolving it walks the DOM: kept until restyled)."""
+        style = self._styles.get("base")
+        if style is None:
+            style = self._styles["base"] = self.rich_style
         return style
 
     def _draw(self, index: int) -> Strip:

@@ -25,11 +25,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
+from tui_lab.ui.widgets.quiet_focus import QuietFocus
+
 _WIDE = Console(width=1000, file=io.StringIO())  # only measures, never prints
 PRERENDER_DELAY = 0.25  # seconds after the last change, while the table is hidden
 
 
-class TextTable(ScrollView, can_focus=True):
+class TextTable(QuietFocus, ScrollView, can_focus=True):
     """Columns given as Rich ``Column`` keyword arguments; ``show`` replaces the rows.
 
     The table keeps its natural width and scrolls sideways where the pane is narrower.

@@ -33,6 +33,7 @@ from tui_lab.ui.messages import (
 )
 from tui_lab.ui.widgets.loss_chart import LossChart, LrChart
 from tui_lab.ui.widgets.metrics_panel import MetricsPanel
+from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
 CHART_SECONDS = 0.5  # the loss chart at most twice a second (a plotext build is the dearest part)
@@ -50,7 +51,7 @@ def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
     return (config.model, config.task, config.train)
 
 
-class TrainPane(Vertical, can_focus=True):
+class TrainPane(QuietFocus, Vertical, can_focus=True):
     """Drives a training process from a thread worker; events arrive as posted messages."""
 
     BINDINGS = [
