@@ -13,8 +13,7 @@ enter toggles it.
 
 from __future__ import annotations
 
-import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
@@ -26,32 +25,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui_lab.core.config import LabConfig
-from tui_lab.ui.form_fields import FIELDS, SECTIONS, FieldSpec, format_value, parse_value
-from tui_lab.ui.line_edit import LineEdit
+from tui_lab.ui.form_fields import FIELDS, format_value, parse_value
+from tui_lab.ui.form_layout import LABEL_WIDTH, VALUE_WIDTH, FormField, Line, fit, lay_out
 
 __all__ = ["FIELDS", "ConfigForm"]
 
-LABEL_WIDTH = 17
-VALUE_WIDTH = 18
 EDIT_KEYS = {"backspace", "delete", "left", "right", "home", "end"}
 EDIT_KEYS |= {"ctrl+a", "ctrl+e", "ctrl+u", "ctrl+k"}
-
-
-@dataclass(frozen=True)
-class _Line:
-    """One drawn line: what it shows and which field (if any) it belongs to."""
-
-    kind: str  # blank | banner | section | field | error | option
-    text: str = ""
-    field: int = -1  # index into the field list
-    option: int = -1  # index into the field's choices, for an open choice list
-
-
-@dataclass
-class _Field:
-    spec: FieldSpec
-    edit: LineEdit = field(default_factory=LineEdit)  # int and float fields
-    value: object = None  # choice and bool fields
 
 
 class ConfigForm(ScrollView, can_focus=True):
@@ -105,14 +85,14 @@ class ConfigForm(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._fields = [_Field(spec) for spec in FIELDS.values()]
+        self._fields = [FormField(spec) for spec in FIELDS.values()]
         self._index = {f.spec.key: i for i, f in enumerate(self._fields)}
         self.cursor = 0
         self.editing = False  # typing goes into the number under the cursor
         self.choosing: int | None = None  # the highlighted choice while the list is open
         self._errors: dict[str, str] = {}
         self._banner = ""
-        self._lines: list[_Line] = []
+        self._lines: list[Line] = []
         self._field_line: dict[int, int] = {}
         self._strips: dict[int, Strip] = {}
         self._styles: dict[tuple[str, ...], Style] = {}  # resolving walks the DOM: cache
@@ -445,29 +425,11 @@ class ConfigForm(ScrollView, can_focus=True):
         if width == self._lines_width:
             return
         self._lines_width = width
-        lines: list[_Line] = []
-        if self._banner:
-            lines += [_Line("banner", t) for t in _wrap("⚠ " + self._banner, width)]
-        self._field_line = {}
-        for title, specs in SECTIONS:
-            if lines:
-                lines.append(_Line("blank"))
-            lines.append(_Line("section", title))
-            for spec in specs:
-                i = self._index[spec.key]
-                self._field_line[i] = len(lines)
-                lines.append(_Line("field", field=i))
-                if self.choosing is not None and i == self.cursor and self.has_focus:
-                    lines += [
-                        _Line("option", choice, field=i, option=n)
-                        for n, choice in enumerate(spec.choices)
-                    ]
-                message = self._errors.get(spec.key)
-                if message:
-                    wrapped = _wrap("↳ " + message, width - LABEL_WIDTH)
-                    lines += [_Line("error", t, field=i) for t in wrapped]
-        self._lines = lines
-        size = Size(width, len(lines))
+        open_field = self.cursor if self.choosing is not None and self.has_focus else None
+        self._lines, self._field_line = lay_out(
+            self._fields, self._errors, self._banner, open_field, width
+        )
+        size = Size(width, len(self._lines))
         if size != self.virtual_size:
             self.virtual_size = size
 
@@ -510,7 +472,7 @@ class ConfigForm(ScrollView, can_focus=True):
             highlighted = line.option == self.choosing
             text = ("▸ " if highlighted else "  ") + line.text
             style = self._style("option-highlighted" if highlighted else "option")
-            return Strip([indent, Segment(_fit(text), style)])
+            return Strip([indent, Segment(fit(text), style)])
         if line.kind != "field":
             return Strip([])
         return self._draw_field(line.field)
@@ -526,7 +488,7 @@ class ConfigForm(ScrollView, can_focus=True):
             + (("value-cursor",) if here else ())
         )
         value_style = self._style(*value)
-        segments = [Segment(_fit(f.spec.label, LABEL_WIDTH), self._style(label))]
+        segments = [Segment(fit(f.spec.label, LABEL_WIDTH), self._style(label))]
         if f.spec.kind in ("int", "float"):
             text, caret = f.edit.text, f.edit.caret
             if here and self.editing:
@@ -541,21 +503,12 @@ class ConfigForm(ScrollView, can_focus=True):
                     Segment(shown[at + 1 :].ljust(VALUE_WIDTH - at - 1), value_style),
                 ]
             else:
-                segments.append(Segment(_fit(text), value_style))
+                segments.append(Segment(fit(text), value_style))
         elif f.spec.kind == "bool":
-            segments.append(Segment(_fit("[x] on" if f.value else "[ ] off"), value_style))
+            segments.append(Segment(fit("[x] on" if f.value else "[ ] off"), value_style))
         else:
             arrow = "▲" if here and self.choosing is not None else "▼"
             segments.append(
-                Segment(_fit(format_value(f.value), VALUE_WIDTH - 2) + " " + arrow, value_style)
+                Segment(fit(format_value(f.value), VALUE_WIDTH - 2) + " " + arrow, value_style)
             )
         return Strip(segments)
-
-
-def _fit(text: str, width: int = VALUE_WIDTH) -> str:
-    """``text`` in a box of ``width`` cells: padded, or cut with an ellipsis."""
-    return text.ljust(width) if len(text) <= width else text[: width - 1] + "…"
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, max(10, width), break_long_words=True) or [""]
