@@ -214,3 +214,36 @@ async def test_quitting_the_lab_while_training_stops_within_a_second(in_tmp: Pat
     took = time.monotonic() - started
     assert stopped and took < 1.0, f"training took {took:.2f}s to stop after q"
     assert load_run(run.out_dir).state["step"] == run.step >= 5  # stopped and saved
+
+
+def test_the_lab_quits_and_saves_when_its_terminal_goes_away(tmp_path: Path) -> None:
+    """A closed terminal that sends no hang-up: the lab used to spin a core forever."""
+    from tui_lab.core.checkpoint import load_run
+    from tui_lab.ui.measure import Terminal
+
+    preset_path = preset(tmp_path, checkpoint_seconds=60.0)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "TFX_LAB_RUNS": str(runs)}
+    term = Terminal([*TFX, "--preset", str(preset_path)], env)
+    try:
+        term.expect(b"Presets", 60)
+        term.expect(b"ready", 120)
+        term.send("2")
+        term.expect(b"grad norm", 30)
+        term.send(" ")
+        metrics = lambda: list(runs.glob("*/metrics.jsonl"))  # noqa: E731
+        deadline = time.monotonic() + 120
+        while not (metrics() and metrics()[0].read_text().count('"kind":"step"') >= 5):
+            assert time.monotonic() < deadline, "the lab did not start training"
+            term.drain()
+            time.sleep(0.2)
+        os.close(term.fd)  # the terminal goes; no ctrl+q, no SIGHUP
+        assert term.proc.wait(timeout=20) == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+            term.proc.wait()
+    run = metrics()[0].parent
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()
+             if '"kind":"step"' in line]
+    assert load_run(run).state["step"] == steps[-1] >= 5  # stopped and saved at its last step

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,7 +23,7 @@ from textual.widgets import Input
 
 from tui_lab.core.config import ConfigError, LabConfig, default_config
 from tui_lab.core.presets import load_preset
-from tui_lab.ui import compat
+from tui_lab.ui import compat, hangup
 from tui_lab.ui.messages import (
     ConfigChanged,
     ConfigInvalid,
@@ -189,6 +190,14 @@ class LabApp(App[None]):
             self.query_one(BuildPane).show_preset_error(f"{self.start_error} (showing the default)")
         if self._load_core:
             self.call_after_refresh(self._load_core_worker)
+        if not self.is_headless and sys.__stdin__ is not None:
+            self._hangup_timer = self.set_interval(hangup.CHECK_SECONDS, self._check_hangup)
+
+    async def _check_hangup(self) -> None:
+        """The terminal has closed: quit as ctrl+q would (see ``hangup``)."""
+        if hangup.hung_up(sys.__stdin__.fileno()):
+            self._hangup_timer.stop()
+            await self.action_quit()
 
     def on_unmount(self) -> None:
         """Hand frozen objects back to the collector (a process may open more labs: tests)."""
