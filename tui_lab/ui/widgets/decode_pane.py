@@ -43,9 +43,11 @@ class DecodePane(Vertical):
         self.result: Any = None
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="decode-input-row"):
-            yield Label("input ", classes="field-label")
-            yield Input(placeholder="type an input, e.g. 31415, then Enter", id="decode-input")
+        # Titles sit in borders, not in Labels and rows of their own: every
+        # container and label is drawn again, line by line, each time the pane shows.
+        field = Input(placeholder="type an input, e.g. 31415, then Enter", id="decode-input")
+        field.border_title = "input"
+        yield field
         yield Static("", id="decode-error", classes="field-error")
         with Horizontal(id="decode-options"):
             yield Checkbox("sample", compact=True, id="sample")
@@ -64,9 +66,9 @@ class DecodePane(Vertical):
                     {"header": f"top-{TOP_K_SHOWN} next tokens", "no_wrap": True},
                     id="decode-steps",
                 )
-            with Vertical(id="decode-side"):
-                yield Label("Examples", classes="pane-title")
-                yield PickList(id="examples")
+            examples = PickList(id="examples")
+            examples.border_title = "Examples"
+            yield examples
 
     def on_mount(self) -> None:
         """Set up the steps table and say there is no model yet."""
