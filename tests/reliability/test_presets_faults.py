@@ -245,10 +245,11 @@ async def test_lab_opened_on_a_bad_preset_uses_the_default_and_says_why(in_tmp: 
     bad.write_text(BAD_PRESETS["misspelt-key"][0])
     app = tiny_app(preset=str(bad))
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        assert app.config == default_config()
+        await pilot.pause()
         messages = [n.message for n in app._notifications if n.severity == "error"]
         assert any("bad.yaml" in m and "did you mean 'd_model'" in m for m in messages), messages
+        await ready(pilot)
+        assert app.config == default_config()
         await pilot.press("5")
         await pilot.pause()
         assert not app._exit

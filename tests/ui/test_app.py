@@ -195,3 +195,38 @@ async def test_shrinking_to_a_sliver_and_back_keeps_keys_safe() -> None:
         await pilot.resize_terminal(*SIZE)
         await pilot.pause(0.1)
         assert app.focused is not None and app.focused.region.height > 0
+
+
+async def test_hidden_panes_are_drawn_once_out_of_sight() -> None:
+    """Each pane is drawn beneath Build as soon as it exists; the screen shows Build throughout."""
+    from tui_lab.ui.widgets.pane_tabs import PaneSwitcher
+
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        switcher = app.query_one(PaneSwitcher)
+        others = ("grad norm", "Examples", "decode yet", "component")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            shown = app.export_screenshot()
+            assert "Presets" in shown and not any(word in shown for word in others)
+            if app.core is not None and not switcher._warm_queue and len(app.panes) == 5:
+                break
+        assert not switcher._warm_queue and switcher._warming is None
+        assert switcher.drawn_beneath == {f"{p}-pane" for p in ("train", "decode", "attention", "params")}
+        assert app.active_pane == "build" and [p for p in app.panes.values() if p.display] == [
+            app.pane("build")
+        ]
+
+
+async def test_a_pane_key_during_the_warm_up_shows_that_pane() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await wait_until(pilot, lambda: app.pane("params") is not None, 30, "the params pane")
+        await pilot.press("5")
+        await pilot.pause(0.2)
+        assert app.active_pane == "params"
+        assert app.focused is not None and app.focused.id == "params-table"
+        assert "component" in app.export_screenshot()
+        await ready(pilot)
+        assert app.active_pane == "params" and app.pane("params").display

@@ -184,8 +184,11 @@ class LabApp(App[None]):
         self.query_one(BuildPane).focus_default()
         self.panes["build"] = self.query_one(BuildPane)
         if self.start_error:
-            self.notify(
-                self.start_error, title="Preset not loaded; using the default", severity="error"
+            self.notify(  # long enough to read while torch loads
+                self.start_error,
+                title="Preset not loaded; using the default",
+                severity="error",
+                timeout=15,
             )
             self.query_one(BuildPane).show_preset_error(f"{self.start_error} (showing the default)")
         if self._load_core:

@@ -66,10 +66,20 @@ class PaneTabs(Widget):
 class PaneSwitcher(Container):
     """Holds the panes and shows the active one; the others keep their state, hidden."""
 
+    # A pane is drawn once, beneath the one on show, as soon as it is built:
+    # Textual keeps a widget's drawn lines while it is hidden, so its first
+    # showing costs what any later one does (a first drawing of the Decode
+    # pane took ~60 ms). An inline style puts it on the lower layer for that
+    # frame: a CSS class would restyle, and so redraw, every widget in it.
+    # (Textual takes layer names from the outermost ancestor that lists them:
+    # the screen's ``layers`` in app.tcss start with "warming".)
     DEFAULT_CSS = """
     PaneSwitcher {
         height: 1fr;
         padding: 0 1;
+    }
+    PaneSwitcher > * {
+        layer: base;
     }
     """
 
@@ -78,6 +88,9 @@ class PaneSwitcher(Container):
             pane.display = pane.id == pane_widget_id(active)
         super().__init__(*panes, **kwargs)  # type: ignore[arg-type]
         self.active = active
+        self._warm_queue: list[Widget] = []
+        self._warming: Widget | None = None  # the pane on the lower layer now
+        self.drawn_beneath: set[str] = set()  # ids of the panes drawn out of sight
 
     def show(self, name: str) -> None:
         """Put pane ``name`` on show (a no-op if it already is)."""
@@ -86,12 +99,56 @@ class PaneSwitcher(Container):
         hidden, self.active = self.active, name
         for pane_name, shown in ((hidden, False), (name, True)):
             try:
-                self.get_child_by_id(pane_widget_id(pane_name)).display = shown
+                pane = self.get_child_by_id(pane_widget_id(pane_name))
             except NoMatches:
-                pass  # a stand-in is being swapped for its pane: ``swap`` sets it
+                continue  # a stand-in is being swapped for its pane: ``swap`` sets it
+            if pane in self._warm_queue:
+                self._warmed(pane)
+            pane.styles.layer = "base"
+            pane.display = shown
 
     async def swap(self, stand_in: Widget, pane: Widget) -> None:
         """Replace a pane's stand-in with the pane (same id), shown if it is active."""
         await stand_in.remove()
         pane.display = pane.id == pane_widget_id(self.active)
         await self.mount(pane)
+        if not pane.display:
+            self.warm(pane)
+
+    def warm(self, pane: Widget) -> None:
+        """Draw hidden ``pane`` for one frame beneath the pane on show (one pane at a time)."""
+        self._warm_queue.append(pane)
+        if self._warming is None:
+            self._warm_first()
+
+    def _warm_first(self) -> None:
+        if self._warming is not None or not self._warm_queue:
+            return
+        pane = self._warm_queue[0]
+        if pane.display or not pane.is_attached:  # shown (or gone) meanwhile
+            self._warmed(pane)
+            return
+        self._warming = pane
+        pane.styles.layer = "warming"
+        pane.display = True
+        self.call_after_refresh(self._cool, pane, 20)
+
+    def _cool(self, pane: Widget, tries: int) -> None:
+        if self._warming is not pane:
+            return  # shown by ``show`` meanwhile
+        if not pane.region and tries > 0:  # not laid out (so not drawn) yet
+            self.call_after_refresh(self._cool, pane, tries - 1)
+            return
+        if pane.region:
+            self.drawn_beneath.add(str(pane.id))
+        pane.styles.layer = "base"
+        pane.display = pane.id == pane_widget_id(self.active)
+        self._warmed(pane)
+
+    def _warmed(self, pane: Widget) -> None:
+        if pane in self._warm_queue:
+            self._warm_queue.remove(pane)
+        if self._warming is pane:
+            self._warming = None
+        if self._warm_queue:
+            self.call_after_refresh(self._warm_first)

@@ -151,7 +151,6 @@ class PickList(QuietFocus, ScrollView, can_focus=True):
         if relayout:
             self._width = -1
         self._strips.clear()
-        self._styles.clear()
         self.refresh()
 
     def focus_changed(self) -> None:
