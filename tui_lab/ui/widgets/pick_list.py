@@ -137,13 +137,14 @@ class PickList(QuietFocus, ScrollView, can_focus=True):
         self._layout_lines()
         if self._highlighted is None or not self._first_line:
             return
-        top = self._first_line[self._highlighted]
-        end = (
-            self._first_line[self._highlighted + 1]
-            if self._highlighted + 1 < len(self._first_line)
-            else len(self._lines)
-        )
-        self.scroll_to_region(Region(0, top, 1, end - top), animate=False, force=True)
+        lines = self._item_lines(self._highlighted)
+        self.scroll_to_region(Region(0, lines.start, 1, len(lines)), animate=False, force=True)
+
+    def _item_lines(self, index: int) -> range:
+        """The drawn lines of item ``index`` (its title and description)."""
+        after = index + 1
+        end = self._first_line[after] if after < len(self._first_line) else len(self._lines)
+        return range(self._first_line[index], end)
 
     # ---- drawing ----------------------------------------------------------------------
 
@@ -160,15 +161,10 @@ class PickList(QuietFocus, ScrollView, can_focus=True):
     def _redraw_highlight(self) -> None:
         if self._highlighted is None or self._width < 0:
             return
-        top = self._first_line[self._highlighted]
-        end = (
-            self._first_line[self._highlighted + 1]
-            if self._highlighted + 1 < len(self._first_line)
-            else len(self._lines)
-        )
-        for y in range(top, end):
+        lines = self._item_lines(self._highlighted)
+        for y in lines:
             self._strips.pop(y, None)
-        self.refresh_lines(top, end - top)
+        self.refresh_lines(lines.start, len(lines))
 
     def on_resize(self, event: events.Resize) -> None:
         """Descriptions wrap to the width (a pane shown again is "resized" to its old size)."""

@@ -35,19 +35,20 @@ class QuietFocus:
 
     def _on_focus(self, event: events.Focus) -> None:
         event.prevent_default()  # instead of Widget._on_focus, which redraws
-        widget: Any = self
-        widget.has_focus = True
-        self.focus_changed()
-        if widget.parent is not None:
-            widget.parent.post_message(events.DescendantFocus(widget))
+        self._focus_is(True)
 
     def _on_blur(self, event: events.Blur) -> None:
         event.prevent_default()  # instead of Widget._on_blur, which redraws
+        self._focus_is(False)
+
+    def _focus_is(self, focused: bool) -> None:
+        """What Widget's handlers do, less the whole redraw."""
         widget: Any = self
-        widget.has_focus = False
+        widget.has_focus = focused
         self.focus_changed()
         if widget.parent is not None:
-            widget.parent.post_message(events.DescendantBlur(widget))
+            told = events.DescendantFocus if focused else events.DescendantBlur
+            widget.parent.post_message(told(widget))
 
     def focus_changed(self) -> None:
         """Redraw what shows focus (nothing, unless overridden)."""
