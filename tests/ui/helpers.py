@@ -35,7 +35,7 @@ async def wait_until(
 
 async def train_endless(pilot: Pilot, steps: int = 3):  # type: ignore[no-untyped-def]
     """Start a run that will not end by itself; return the Train pane once ``steps`` are in."""
-    from tui_lab.ui.widgets.train_pane import TrainPane
+    from tui_lab.ui.panes.train_pane import TrainPane
 
     app = pilot.app
     pane = app.query_one(TrainPane)

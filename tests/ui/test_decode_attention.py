@@ -7,11 +7,11 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
-from tui_lab.ui.widgets.attention_pane import AttentionPane
-from tui_lab.ui.widgets.decode_pane import DecodePane
+from tui_lab.ui.panes.attention_pane import AttentionPane
+from tui_lab.ui.panes.decode_pane import DecodePane
+from tui_lab.ui.panes.train_pane import TrainPane
 from tui_lab.ui.widgets.heatmap import Heatmap
 from tui_lab.ui.widgets.text_table import TextTable
-from tui_lab.ui.widgets.train_pane import TrainPane
 
 
 async def open_trained(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -128,7 +128,7 @@ async def test_attention_cycles_kind_layer_head_and_walkthrough(trained_run: Pat
         await pilot.pause()
         text = plain(pane.query_one("#walkthrough", Static))
         assert "softmax" in text and "matches the captured weights" in text
-        from tui_lab.ui.walkthrough import walk
+        from tui_lab.core.walkthrough import walk
 
         for name in pane.result.attention:
             for head in range(2):
@@ -172,7 +172,7 @@ async def test_decoder_only_model_decodes_and_walks_through() -> None:
         assert attention.capture_name == "decoder.1.self"
         await pilot.press("w")
         await wait_until(pilot, lambda: attention.projections is not None, 30, "q/k/v")
-        from tui_lab.ui.walkthrough import walk
+        from tui_lab.core.walkthrough import walk
 
         result = attention.result
         for name in result.attention:

@@ -13,8 +13,8 @@ from pathlib import Path
 from textual.widgets import Input
 
 from tests.ui.helpers import ready, set_field, settle, tiny_app, type_text, wait_until
-from tui_lab.ui.widgets.decode_pane import DecodePane
-from tui_lab.ui.widgets.train_pane import TrainPane
+from tui_lab.ui.panes.decode_pane import DecodePane
+from tui_lab.ui.panes.train_pane import TrainPane
 
 SIZE = (120, 40)
 

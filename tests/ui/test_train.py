@@ -9,9 +9,9 @@ from textual.widgets import ProgressBar
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
 from tui_lab.ui.messages import TrainDone
-from tui_lab.ui.widgets.decode_pane import DecodePane
+from tui_lab.ui.panes.decode_pane import DecodePane
+from tui_lab.ui.panes.train_pane import TrainPane
 from tui_lab.ui.widgets.metrics_panel import MetricsPanel
-from tui_lab.ui.widgets.train_pane import TrainPane
 
 
 async def start_training(pilot, steps: int | None = None) -> TrainPane:  # type: ignore[no-untyped-def]

@@ -1,10 +1,12 @@
-"""Attention weights as plain-text heatmaps (the command line's `--attention`)."""
+"""Attention weights as plain-text heatmaps: the shade table the lab and `--attention` share."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from torch import Tensor
+if TYPE_CHECKING:  # the lab imports shade() before torch has loaded
+    from torch import Tensor
 
 SHADES = " ░▒▓█"
 

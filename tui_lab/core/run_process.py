@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from .errors import LabError
+from .errors import LabError, one_line
 from .events import DoneEvent, EvalEvent, StepEvent
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
@@ -44,11 +44,6 @@ _live: weakref.WeakSet[RemoteRun] = weakref.WeakSet()
 
 class RunProcessError(LabError):
     """The training process could not build or restore the run (one line for the user)."""
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 # ---- the child --------------------------------------------------------------------
@@ -82,7 +77,7 @@ def child_main(fd: int) -> None:
         else:
             run = train.TrainingRun(spec["config"], spec["out_dir"], on_event=on_event)
     except Exception as exc:  # noqa: BLE001 - told to the lab in one line
-        send(("failed", _one_line(exc)))
+        send(("failed", one_line(exc)))
         return
     send(("ready", _info(run)))
     commands: queue.Queue[str] = queue.Queue()

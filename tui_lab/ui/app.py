@@ -32,8 +32,8 @@ from tui_lab.ui.messages import (
     ModelChanged,
     ReportReady,
 )
+from tui_lab.ui.panes.build_pane import BuildPane
 from tui_lab.ui.runs import runs_root
-from tui_lab.ui.widgets.build_pane import BuildPane
 from tui_lab.ui.widgets.key_bar import KeyBar
 from tui_lab.ui.widgets.lazy_pane import LazyPane
 from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id
@@ -43,10 +43,10 @@ from tui_lab.ui.widgets.status_bar import StatusBar
 compat.install()
 
 if TYPE_CHECKING:
-    from tui_lab.ui.widgets.attention_pane import AttentionPane
-    from tui_lab.ui.widgets.decode_pane import DecodePane
-    from tui_lab.ui.widgets.params_pane import ParamsPane
-    from tui_lab.ui.widgets.train_pane import TrainPane
+    from tui_lab.ui.panes.attention_pane import AttentionPane
+    from tui_lab.ui.panes.decode_pane import DecodePane
+    from tui_lab.ui.panes.params_pane import ParamsPane
+    from tui_lab.ui.panes.train_pane import TrainPane
 
 PANES = ("build", "train", "decode", "attention", "params")
 PANE_TITLES = {
@@ -141,7 +141,7 @@ class LabApp(App[None]):
     # The hidden panes (and plotext) are imported and built after the first frame.
 
     def _make_train(self) -> TrainPane:
-        from tui_lab.ui.widgets.train_pane import TrainPane
+        from tui_lab.ui.panes.train_pane import TrainPane
 
         follow = self.run_dir if self.follow_run else None
         opened = self.run_dir if not self.follow_run else None
@@ -154,17 +154,17 @@ class LabApp(App[None]):
         )
 
     def _make_decode(self) -> DecodePane:
-        from tui_lab.ui.widgets.decode_pane import DecodePane
+        from tui_lab.ui.panes.decode_pane import DecodePane
 
         return DecodePane(id=pane_widget_id("decode"))
 
     def _make_attention(self) -> AttentionPane:
-        from tui_lab.ui.widgets.attention_pane import AttentionPane
+        from tui_lab.ui.panes.attention_pane import AttentionPane
 
         return AttentionPane(id=pane_widget_id("attention"))
 
     def _make_params(self) -> ParamsPane:
-        from tui_lab.ui.widgets.params_pane import ParamsPane
+        from tui_lab.ui.panes.params_pane import ParamsPane
 
         return ParamsPane(id=pane_widget_id("params"))
 
@@ -398,13 +398,13 @@ class LabApp(App[None]):
 
     def action_help(self) -> None:
         """Open the help screen listing every binding."""
+        from tui_lab.ui.panes.attention_pane import AttentionPane
+        from tui_lab.ui.panes.decode_pane import DecodePane
+        from tui_lab.ui.panes.params_pane import ParamsPane
+        from tui_lab.ui.panes.train_pane import TrainPane
         from tui_lab.ui.screens.help import FIELD_KEYS, FORM_TYPING, HelpScreen, binding_rows
-        from tui_lab.ui.widgets.attention_pane import AttentionPane
         from tui_lab.ui.widgets.config_form import ConfigForm
-        from tui_lab.ui.widgets.decode_pane import DecodePane
         from tui_lab.ui.widgets.heatmap import Heatmap
-        from tui_lab.ui.widgets.params_pane import ParamsPane
-        from tui_lab.ui.widgets.train_pane import TrainPane
 
         everywhere = binding_rows(list(self.BINDINGS), self)
         everywhere += [

@@ -12,15 +12,10 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-SHADES = " ░▒▓█"
+from tui_lab.core.heatmap import shade
+
 LOW = (40, 60, 110)  # dark blue for weights near 0
 HIGH = (255, 210, 80)  # warm yellow for weights near 1
-
-
-def shade(value: float) -> str:
-    """One character for a weight in [0, 1]."""
-    v = min(max(value, 0.0), 1.0)
-    return SHADES[min(len(SHADES) - 1, int(v * (len(SHADES) - 1) + 0.5))]
 
 
 def colour(value: float) -> Color:

@@ -21,6 +21,7 @@ from textual.widgets import ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from tui_lab.core.config import LabConfig
+from tui_lab.core.errors import one_line
 from tui_lab.ui.history import RunHistory
 from tui_lab.ui.messages import (
     CheckpointSaved,
@@ -39,12 +40,6 @@ REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times
 CHART_SECONDS = 0.5  # the loss chart at most twice a second (a plotext build is the dearest part)
 LR_REDRAW_SECONDS = 1.0  # the small learning-rate chart at most once a second
 FOLLOW_SECONDS = 1.0
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line for the user."""
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def _sections(config: LabConfig) -> tuple[Any, Any, Any]:

@@ -219,7 +219,7 @@ class AttentionPane(Vertical):
         if proj is None:
             view.show_message(f"no projections recorded for {self.capture_name}")
             return
-        from tui_lab.ui.walkthrough import walk
+        from tui_lab.core.walkthrough import walk
 
         row = self.query_one(Heatmap).cursor[0]
         view.show_row(walk(proj, self.result, self.capture_name, self.head_index, row))
@@ -235,7 +235,7 @@ class AttentionPane(Vertical):
         self, model: Any, task: Any, result: Any, options: dict[str, Any] | None
     ) -> None:
         """Replay the decode with hooks to get every module's q, k and v (thread)."""
-        from tui_lab.ui.walkthrough import collect_projections
+        from tui_lab.core.walkthrough import collect_projections
 
         try:
             projections = collect_projections(model, task, result, options)

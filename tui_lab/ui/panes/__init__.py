@@ -1,0 +1,1 @@
+"""The lab's panes, one module each (Build, Train, Decode, Attention, Params)."""
