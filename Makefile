@@ -33,7 +33,7 @@ bench: $(VENV)/.installed
 	$(PY) -m bench $(ARGS)
 
 screenshots: $(VENV)/.installed
-	$(PY) -m tui_lab.ui.screenshots
+	$(PY) scripts/screenshots.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

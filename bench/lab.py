@@ -1,7 +1,7 @@
-"""Item 6: the lab as a user feels it, in a real pseudo-terminal (not Textual's test harness).
+"""The ``lab`` item of ``python -m bench``: the lab as a user feels it, in a real terminal.
 
-First paint and key-to-repaint latency come from the UI's own
-``tui_lab.ui.measure.measure`` (a cold ``run_lab`` in a child process on a
+First paint and key-to-repaint latency come from
+``bench.measure.measure`` (a cold ``run_lab`` in a child process on a
 120x40 pty; the five panes' keys pressed in a random order while the copy
 preset trains, without its early stop).
 
@@ -95,7 +95,7 @@ class StepWatcher(threading.Thread):
 
 def lab_session(samples: int, train: bool, preset: str = PRESET) -> dict[str, Any]:
     """One ``measure.measure`` session: first paint and key-to-repaint latency."""
-    from tui_lab.ui import measure
+    from bench import measure
 
     return measure.measure(preset, samples, train=train)
 
@@ -115,7 +115,7 @@ def interleaved_lab_vs_headless(windows: int, window_s: float, lab_prelude: str 
     """
     import signal
 
-    from tui_lab.ui import measure
+    from bench import measure
 
     with tempfile.TemporaryDirectory(prefix="tfx-bench-lab-") as tmp:
         preset = measure.no_stop_preset(tmp, PRESET)
@@ -226,7 +226,7 @@ def lab_bench(quick: bool, preset: str = PRESET) -> Section:
         "ui_train_throughput_ratio": None if ratio is None else round(ratio, 3),
         "ui_train_throughput_goal": THROUGHPUT_GOAL,
         "ui_train_throughput_pass": ratio is not None and ratio >= THROUGHPUT_GOAL,
-        "ui_driver": "real pseudo-terminal (tui_lab.ui.measure, 120x40 pty), not Textual's headless harness",
+        "ui_driver": "real pseudo-terminal (bench/measure.py, 120x40 pty), not Textual's headless harness",
         "ui_detail": {"measure": result, "first_paints": paints, "train_speed": speed},
     }
     sec.rows += [

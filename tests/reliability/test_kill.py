@@ -218,8 +218,8 @@ async def test_quitting_the_lab_while_training_stops_within_a_second(in_tmp: Pat
 
 def test_the_lab_quits_and_saves_when_its_terminal_goes_away(tmp_path: Path) -> None:
     """A closed terminal that sends no hang-up: the lab used to spin a core forever."""
+    from bench.measure import Terminal
     from tui_lab.core.checkpoint import load_run
-    from tui_lab.ui.measure import Terminal
 
     preset_path = preset(tmp_path, checkpoint_seconds=60.0)
     runs = tmp_path / "runs"

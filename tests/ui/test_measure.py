@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui_lab.ui.measure import PANE_TEXT, key_order, percentile
+from bench.measure import PANE_TEXT, key_order, percentile
 
 
 def test_key_order_switches_pane_every_press_and_visits_all() -> None:

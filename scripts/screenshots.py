@@ -1,6 +1,6 @@
 """Regenerate ``screenshots/*.svg``: the lab driven like a user, at 120x40.
 
-    python -m tui_lab.ui.screenshots [--preset copy] [--out screenshots] [--max-seconds 300]
+    python scripts/screenshots.py [--preset copy] [--out screenshots] [--max-seconds 300]
 
 It opens the lab on the preset, trains it in the Train pane (until the preset
 stops, e.g. at its target accuracy), decodes ``31415``, and saves one SVG per
@@ -113,7 +113,7 @@ async def _drive(app: Any, out: Path, max_seconds: float, decode_input: str) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tui_lab.ui.screenshots", description=__doc__.splitlines()[0]
+        prog="python scripts/screenshots.py", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--preset", default="copy", help="preset to train (default: copy)")
     parser.add_argument(

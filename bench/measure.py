@@ -1,6 +1,6 @@
 """Measure the lab as a user feels it, in a real pseudo-terminal (120x40).
 
-    python -m tui_lab.ui.measure [--preset copy] [--samples 30] [--json]
+    python -m bench.measure [--preset copy] [--samples 30] [--json]
 
 - first paint: seconds from starting the process until the Build pane's
   first frame is written (torch loads afterwards, in a worker);
@@ -176,7 +176,7 @@ def measure(preset: str, samples: int, train: bool = True) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tui_lab.ui.measure", description=__doc__.splitlines()[0]
+        prog="python -m bench.measure", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--preset", default="copy")
     parser.add_argument("--samples", type=int, default=50, help="pane switches (default 50)")
