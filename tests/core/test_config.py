@@ -13,8 +13,10 @@ from tui_lab.core.config import (
     ModelConfig,
     TaskConfig,
     TrainConfig,
+    check_fits_in_memory,
     default_config,
     from_dict,
+    from_yaml,
     load_file,
 )
 
@@ -35,6 +37,10 @@ def refusal(tmp_path, text: str | bytes, name: str = "bad.yaml") -> str:
     msg = str(err.value)
     assert "\n" not in msg, msg
     assert name in msg, msg  # names the file
+    # The field and the reason travel as data too, and agree with the text.
+    assert err.value.reason and msg.endswith(err.value.reason), (msg, err.value.reason)
+    if err.value.field is not None:
+        assert f" {err.value.field}" in msg, (msg, err.value.field)
     return msg
 
 
@@ -208,11 +214,29 @@ def test_decoder_only_may_have_no_encoder(tmp_path):
         "model:\n  max_len: 100000000000",
     ],
 )
-def test_absurd_sizes_are_refused_before_any_allocation(tmp_path, line):
+def test_absurd_sizes_load_but_do_not_fit_in_memory(tmp_path, line):
+    """Validity does not depend on the machine; the builder's memory check refuses at once."""
+    cfg = load_text(tmp_path, line + "\n", "big.yaml")
     t0 = time.perf_counter()
-    msg = refusal(tmp_path, line + "\n")
+    with pytest.raises(ConfigError) as err:
+        check_fits_in_memory(cfg.model)
     assert time.perf_counter() - t0 < 0.5
-    assert "parameters" in msg and "GiB" in msg
+    msg = str(err.value)
+    assert "\n" not in msg and "parameters" in msg and "GiB" in msg, msg
+    assert err.value.field is None and msg == f"model: {err.value.reason}"
+
+
+def test_memory_check_uses_this_machine(monkeypatch):
+    import tui_lab.core.config as config
+
+    model = ModelConfig()
+    need = model.estimated_params(11) * config.TRAIN_BYTES_PER_PARAM
+    monkeypatch.setattr(config, "available_memory_bytes", lambda: need)
+    check_fits_in_memory(model, vocab_size=11)  # exactly enough
+    monkeypatch.setattr(config, "available_memory_bytes", lambda: need - 1)
+    with pytest.raises(ConfigError, match="reduce d_model"):
+        check_fits_in_memory(model, vocab_size=11)
+    default_config()  # making a config never asks the machine
 
 
 @pytest.mark.parametrize(
@@ -322,6 +346,28 @@ def test_to_yaml_round_trips(full):
     )
     assert round_trip(cfg, full) == cfg
     assert round_trip(default_config(), full) == default_config()
+    text = cfg.to_yaml(full=full)
+    assert "{" not in text and "[" not in text, text  # block style, as the shipped presets
+    assert from_yaml(text, source=cfg.source, name=cfg.name) == cfg
+
+
+def test_to_yaml_writes_one_key_a_line():
+    text = default_config().with_values({"model.d_model": 128, "train.betas": [0.8, 0.9]}).to_yaml()
+    assert text.splitlines() == [
+        "description: Copy a digit string (the default preset).",
+        "model:",
+        "  d_model: 128",
+        "  n_encoder_layers: 1",
+        "  n_decoder_layers: 1",
+        "train:",
+        "  steps: 1000",
+        "  lr: 0.003",
+        "  warmup_steps: 50",
+        "  betas:",
+        "  - 0.8",
+        "  - 0.9",
+        "  target_accuracy: 0.995",
+    ]
 
 
 def test_diff_dict_holds_only_changes():
@@ -332,3 +378,84 @@ def test_diff_dict_holds_only_changes():
                              "target_accuracy": 0.995}
     assert "task" not in diff
     assert from_dict(diff, source=cfg.source, name=cfg.name) == cfg
+
+
+# -- the error as data ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values, field, reason",
+    [
+        ({"model.d_model": 30}, "model.d_model", "30 is not divisible by n_heads=4"),
+        ({"model.d_modle": 64}, "model.d_modle", "unknown setting (did you mean 'd_model'?)"),
+        ({"model.d_model": "64"}, "model.d_model", "expected a whole number, got '64'"),
+        ({"train.lr": 0}, "train.lr", "must be a positive number, got 0.0"),
+        ({"task.name": "char-lm"}, "task.name", "char-lm needs model.arch: decoder-only"),
+        ({"model.max_len": 8}, "model.max_len",
+         "8 is too short for this task (sequences need 11 positions)"),
+        ({"train.betas": [0.9, "x"]}, "train.betas", "item 1: expected a number, got 'x'"),
+        ({"d_model": 64}, "d_model", "not a setting (use model.*, task.* or train.*)"),
+    ],
+)
+def test_config_error_carries_field_and_reason(values, field, reason):
+    with pytest.raises(ConfigError) as err:
+        default_config().with_values(values)
+    assert (err.value.field, err.value.reason) == (field, reason)
+    assert str(err.value).removeprefix("<embedded copy>: ").startswith(field)
+    # A list item keeps its index in the text ("train.betas[1]: ...") and in the reason.
+    assert str(err.value).endswith(reason.removeprefix("item 1: "))
+
+
+def test_config_error_defaults_and_pickles():
+    import pickle
+
+    plain = ConfigError("x.yaml: no such preset file")
+    assert (plain.field, plain.reason, str(plain)) == (None, None, "x.yaml: no such preset file")
+    err = ConfigError("a.yaml: model.d_model: bad", field="model.d_model", reason="bad")
+    back = pickle.loads(pickle.dumps(err))
+    assert (type(back), str(back), back.field, back.reason) == (ConfigError, str(err), "model.d_model", "bad")
+
+
+def test_file_errors_have_no_field(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_file(tmp_path / "absent.yaml")
+    assert err.value.field is None and err.value.reason == "no such preset file"
+    with pytest.raises(ConfigError) as err:
+        load_text(tmp_path, "model:\n  d_model: 64\n   n_heads: 4\n")
+    assert err.value.field is None and err.value.reason.startswith("YAML syntax error at line 3")
+
+
+# -- duplicate keys ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, field, line, first",
+    [
+        ("model:\n  d_model: 64\n  n_heads: 4\n  d_model: 32\n", "model.d_model", 4, 2),
+        ("train:\n  lr: 0.001\n  lr: 0.001\n", "train.lr", 3, 2),  # even the same value
+        ("model:\n  d_model: 64\ntrain:\n  steps: 5\nmodel:\n  d_model: 32\n", "model", 5, 1),
+        ("description: a\ndescription: b\n", "description", 2, 1),
+        ("model: {d_model: 64, d_model: 32}\n", "model.d_model", 1, 1),
+    ],
+)
+def test_duplicate_keys_are_refused_with_line_and_key(tmp_path, text, field, line, first):
+    with pytest.raises(ConfigError) as err:
+        load_text(tmp_path, text, "dup.yaml")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{tmp_path / 'dup.yaml'}: {field}: duplicate ")
+    assert f"at line {line} (first at line {first})" in msg
+    assert err.value.field == field and msg.endswith(err.value.reason)
+
+
+def test_yaml_merge_keys_may_still_be_overridden():
+    text = "base: &b {d_model: 32}\n"  # not a section: refused below, but not as a duplicate
+    with pytest.raises(ConfigError, match="base: unknown section"):
+        from_yaml(text, source="m.yaml")
+    cfg = from_yaml("model:\n  <<: {d_model: 32, n_heads: 4}\n  d_model: 64\n", source="m.yaml")
+    assert cfg.model.d_model == 64
+
+
+def test_from_yaml_refuses_duplicates_like_load_file():
+    with pytest.raises(ConfigError, match=r"^run/config.yaml: task.name: duplicate key at line 3"):
+        from_yaml("task:\n  name: copy\n  name: sort\n", source="run/config.yaml")
