@@ -46,9 +46,9 @@ BAD_PRESETS: dict[str, tuple[str | bytes, tuple[str, ...]]] = {
     "zero-heads": ("model:\n  n_heads: 0\n", ("model.n_heads", "must be > 0", "got 0")),
     "zero-steps": ("train:\n  steps: 0\n", ("train.steps", "must be > 0")),
     "negative-lr": ("train:\n  lr: -0.001\n", ("train.lr", "positive", "-0.001")),
-    "absurd-width": ("model:\n  d_model: 1000000\n  d_ff: 4000000\n", ("parameters", "GiB", "reduce d_model")),
-    "absurd-depth": ("model:\n  n_decoder_layers: 1000000000\n", ("parameters", "GiB")),
-    "absurd-vocab": ("model:\n  vocab_size: 100000000000\n", ("parameters", "GiB")),
+    "duplicate-key": ("model:\n  d_model: 64\n  d_model: 32\n", ("model.d_model", "duplicate key", "line 3")),
+    "duplicate-section": ("model:\n  d_model: 64\ntrain:\n  steps: 5\nmodel:\n  d_model: 32\n",
+                          ("model: duplicate section", "line 5")),
     "heads-do-not-divide": ("model:\n  d_model: 66\n", ("model.d_model", "66", "n_heads=4")),
     "char-lm-needs-decoder": ("task:\n  name: char-lm\n", ("task.name", "decoder-only")),
     "max-len-too-short": ("model:\n  max_len: 8\n", ("model.max_len", "too short", "8")),
@@ -60,6 +60,13 @@ BAD_PRESETS: dict[str, tuple[str | bytes, tuple[str, ...]]] = {
     "megabyte-value": ("model:\n  arch: " + "x" * 1_000_000 + "\n", ("model.arch", "encoder-decoder, decoder-only")),
 }
 
+# Valid presets on any machine, too big to train on this one: refused where a model is built.
+TOO_BIG: dict[str, tuple[str, tuple[str, ...]]] = {
+    "absurd-width": ("model:\n  d_model: 1000000\n  d_ff: 4000000\n", ("parameters", "GiB", "reduce d_model")),
+    "absurd-depth": ("model:\n  n_decoder_layers: 1000000000\n", ("parameters", "GiB")),
+    "absurd-vocab": ("model:\n  vocab_size: 100000000000\n", ("parameters", "GiB")),
+}
+
 MAX_MESSAGE = 600  # a message a person reads, whatever the file held
 
 
@@ -68,7 +75,7 @@ def bad_files(tmp_path: Path) -> dict[str, Path]:
     folder = tmp_path / "bad"
     folder.mkdir()
     paths = {}
-    for name, (content, _) in BAD_PRESETS.items():
+    for name, (content, _) in {**BAD_PRESETS, **TOO_BIG}.items():
         path = folder / f"{name}.yaml"
         if isinstance(content, bytes):
             path.write_bytes(content)
@@ -113,13 +120,26 @@ def test_bad_preset_is_one_line_and_nothing_is_built(
     assert not out.exists()  # no run folder for a refused preset
 
 
-def test_absurd_sizes_are_refused_in_milliseconds(bad_files: dict[str, Path], capsys: pytest.CaptureFixture[str],
-                                                   nothing_is_built: None) -> None:
-    for case in ("absurd-width", "absurd-depth", "absurd-vocab"):
+def test_absurd_sizes_are_refused_by_train_in_milliseconds(
+    bad_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Too big for this machine: ``train`` refuses before allocating, with one line and no run folder."""
+    out = tmp_path / "out"
+    for case, (_, fragments) in TOO_BIG.items():
         started = time.perf_counter()
-        result = cli(capsys, "train", "--preset", bad_files[case])
-        assert result.rc == 2
+        result = cli(capsys, "train", "--preset", bad_files[case], "--out", out)
         assert time.perf_counter() - started < 0.5, case
+        assert result.rc == 2, case
+        assert_one_line_error(result.rc, result.err, *fragments)
+        assert not out.exists(), case
+
+
+def test_duplicate_key_through_params(bad_files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """``tfx-lab params --preset FILE`` with ``d_model`` twice: one line naming the file, line and key."""
+    result = cli(capsys, "params", "--preset", bad_files["duplicate-key"])
+    assert result.out == ""
+    message = assert_one_line_error(result.rc, result.err, str(bad_files["duplicate-key"]))
+    assert message.endswith("model.d_model: duplicate key at line 3 (first at line 2)"), message
 
 
 def test_real_executable_refuses_bad_presets(bad_files: dict[str, Path], tmp_path: Path) -> None:
@@ -132,7 +152,9 @@ def test_real_executable_refuses_bad_presets(bad_files: dict[str, Path], tmp_pat
     ):
         proc = tfx(*args)
         assert proc.returncode == 2, proc
-        assert_one_line_error(proc.returncode, proc.stderr, str(bad_files[case]), *BAD_PRESETS[case][1])
+        # A file that does not load is named; one too big for this machine names the model's size.
+        expected = (str(bad_files[case]), *BAD_PRESETS[case][1]) if case in BAD_PRESETS else TOO_BIG[case][1]
+        assert_one_line_error(proc.returncode, proc.stderr, *expected)
         assert proc.stdout == ""
     assert not out.exists()
 
@@ -144,7 +166,7 @@ def test_unknown_preset_name_suggests_one(capsys: pytest.CaptureFixture[str]) ->
 
 # --------------------------------------------------------------------------- the lab
 
-LAB_BAD = ("yaml-syntax", "binary", "misspelt-key", "absurd-width", "char-lm-needs-decoder", "empty")
+LAB_BAD = ("yaml-syntax", "binary", "misspelt-key", "duplicate-key", "char-lm-needs-decoder", "empty")
 
 
 def _put_user_presets(folder: Path, names: tuple[str, ...]) -> None:
