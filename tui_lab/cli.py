@@ -7,15 +7,10 @@ Heavy imports (torch, textual) happen inside the command that needs them, so
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
 from . import __version__
-
-
-class UserError(Exception):
-    """A mistake the user can fix; printed as one line, no traceback."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
     s.add_argument("--steps", type=int, help="override train.steps")
     s.add_argument("--max-seconds", type=float, help="stop after this many seconds")
-    s.add_argument("--out", help="run folder (default: runs/<preset>-<time>)")
+    s.add_argument("--out", help="run folder (default: <runs>/<preset>-<time>, <runs> = $TFX_LAB_RUNS or ./runs)")
     s.add_argument("--device", help="auto, cpu, cuda or mps")
     s.add_argument("--seed", type=int, help="override train.seed")
     s.add_argument("--resume", metavar="DIR", help="continue the run in DIR")
@@ -83,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "watch": commands.watch,
         }[args.command]
         return handler(args) or 0
-    except (UserError, LabError) as exc:
+    except LabError as exc:
         print(f"tfx-lab: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -91,10 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-
-
-def print_json(obj: object) -> None:
-    print(json.dumps(obj))
 
 
 if __name__ == "__main__":

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import contextlib
 import json
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -131,28 +130,13 @@ def params(args: argparse.Namespace) -> int:
     return 0
 
 
-def default_run_dir(name: str) -> Path:
-    return Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
 def train(args: argparse.Namespace) -> int:
     """Train headless with a progress display; ctrl+c stops cleanly and saves."""
+    from .core.distributed import from_environment
     from .core.presets import load_preset
 
-    overrides: dict[str, Any] = {}
-    from .core.distributed import from_environment
-
     main_rank = from_environment().is_main  # under torchrun, rank 0 alone talks and writes
-    if args.resume:
-        from .core.checkpoint import load_run
-
-        cfg = load_run(args.resume).config
-        out = Path(args.resume)
-    else:
-        cfg = load_preset(args.preset)
-        out = Path(args.out) if args.out else default_run_dir(cfg.name)
-        if main_rank and (out / "state.json").exists():
-            raise LabError(f"{out}: already holds a run; use --resume {out} or another --out")
+    overrides: dict[str, Any] = {}
     if args.steps is not None:
         overrides["train.steps"] = args.steps
     if args.max_seconds is not None:
@@ -161,14 +145,25 @@ def train(args: argparse.Namespace) -> int:
         overrides["train.seed"] = args.seed
     if args.device is not None:
         overrides["train.device"] = args.device
-    if overrides:
-        cfg = cfg.with_values(overrides)
 
-    from .core.train import TrainingRun
+    from .core.train import TrainingRun, open_run
     from .progress import make_reporter
 
     reporter = make_reporter(json_mode=args.json or not main_rank)
-    run = TrainingRun(cfg, out, on_event=reporter.on_event, resume=bool(args.resume))
+    if args.resume:
+        run = open_run(args.resume, overrides, on_event=reporter.on_event)
+    else:
+        cfg = load_preset(args.preset)
+        if overrides:
+            cfg = cfg.with_values(overrides)
+        out = _new_run_folder(args.out, cfg.name) if main_rank else None
+        try:
+            run = TrainingRun(cfg, out, on_event=reporter.on_event)
+        except BaseException:
+            if out is not None and not args.out:  # the folder claimed for it is still empty
+                with contextlib.suppress(OSError):
+                    out.rmdir()
+            raise
     reporter.start(run)
 
     interrupts = 0
@@ -192,34 +187,39 @@ def train(args: argparse.Namespace) -> int:
     return 0 if summary["reason"] in ("finished", "target", "stopped", "time") else 1
 
 
+def _new_run_folder(out: str | None, name: str) -> Path:
+    """``--out`` (refused if it already holds a run), else a fresh folder under the runs root."""
+    from .core.run_folder import new_run_dir
+    from .core.run_layout import STATE_FILE
+
+    if not out:
+        return new_run_dir(None, name)
+    if (Path(out) / STATE_FILE).exists():
+        raise LabError(f"{out}: already holds a run; use --resume {out} or another --out")
+    return Path(out)
+
+
 def _load_for_inference(run_dir: str, device: str = "cpu") -> Any:
-    """A run's model and task for eval/decode: config and weights only.
+    """A run's config, task and model for eval/decode (config and weights only)."""
+    from .core.inference import load_for_inference
 
-    The optimizer state is not needed to run a model, so a missing or damaged
-    optimizer.pt stops ``train --resume`` but not ``eval`` or ``decode``.
-    """
-    from .core import checkpoint
-    from .core.train import TrainingRun
-
-    loaded = checkpoint.load_run(run_dir)
-    config = loaded.config
-    if isinstance(loaded.state.get("preset"), str):  # as open_run: config.yaml does not hold the name
-        config = dataclasses.replace(config, name=loaded.state["preset"])
-    run = TrainingRun(config, run_dir, device=device)
-    for note in checkpoint.load_weights(run_dir, run.model):
+    loaded = load_for_inference(run_dir, device)
+    for note in loaded.notes:
         print(f"note: {note}", file=sys.stderr)
-    run.step = int(loaded.state.get("step", 0))
-    return run
+    return loaded
 
 
 def evaluate(args: argparse.Namespace) -> int:
     """Exact match and validation loss of a run on held-out examples."""
     if args.n <= 0:
         raise LabError(f"--n: must be > 0, got {args.n}")
-    from .core.checkpoint import read_metrics
+    from .core.evaluate import evaluate as evaluate_model
+    from .core.evaluate import held_out_pairs
+    from .core.run_log import read_metrics
 
     run = _load_for_inference(args.run, args.device)
-    ev = run.evaluate(n=args.n, record=False)
+    pairs = None if run.task.is_lm else held_out_pairs(run.task, run.config.train, args.n)
+    ev = evaluate_model(run.model, run.task, run.config, run.device, step=run.step, pairs=pairs)
     seen = [m.get("overlap") for m in read_metrics(args.run) if m.get("kind") == "eval"]
     result = {
         "exact_match": ev.exact_match,

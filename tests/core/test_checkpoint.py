@@ -7,6 +7,7 @@ head) so these tests do not depend on models.py.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import pickle
@@ -22,7 +23,6 @@ import pytest
 import torch
 from torch import nn
 
-from tui_lab.core import checkpoint as ck
 from tui_lab.core.checkpoint import (
     RunError,
     append_metrics,
@@ -39,7 +39,7 @@ from tui_lab.core.checkpoint import (
 )
 from tui_lab.core.config import from_dict
 from tui_lab.core.errors import LabError
-from tui_lab.core.schedule import lr_at, make_optimizer, make_scheduler
+from tui_lab.core.schedule import make_optimizer, set_lr
 
 CONFIG = from_dict(
     {"description": "checkpoint test", "train": {"steps": 50, "warmup_steps": 5}},
@@ -63,27 +63,26 @@ class Tied(nn.Module):
         return self.head(torch.relu(self.proj(self.norm(self.embed(x)))))
 
 
-def trained(seed: int = 0, steps: int = 3, **kw: int) -> tuple[Tied, torch.optim.AdamW, object]:
+def trained(seed: int = 0, steps: int = 3, **kw: int) -> tuple[Tied, torch.optim.AdamW]:
     """A Tied model with a few AdamW updates behind it (so the optimizer has state)."""
     torch.manual_seed(seed)
     model = Tied(**kw)
     opt = make_optimizer(model, CONFIG.train)
-    sched = make_scheduler(opt, CONFIG.train)
     x = torch.tensor([[1, 2, 3, 4]])
-    for _ in range(steps):
+    for step in range(1, steps + 1):
+        set_lr(opt, step, CONFIG.train)
         opt.zero_grad()
         model(x).logsumexp(-1).sum().backward()
         opt.step()
-        sched.step()
-    return model, opt, sched
+    return model, opt
 
 
-def saved_run(tmp_path: Path, step: int = 3) -> tuple[Path, Tied, torch.optim.AdamW, object]:
+def saved_run(tmp_path: Path, step: int = 3) -> tuple[Path, Tied, torch.optim.AdamW]:
     run = tmp_path / "run"
-    model, opt, sched = trained(steps=step)
+    model, opt = trained(steps=step)
     init_run(run, CONFIG)
-    save_checkpoint(run, model, opt, sched, {"step": step, "best_accuracy": 0.5}, CONFIG)
-    return run, model, opt, sched
+    save_checkpoint(run, model, opt, {"step": step, "best_accuracy": 0.5}, CONFIG)
+    return run, model, opt
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -108,7 +107,7 @@ class Payload:
 
 
 def test_round_trip_restores_weights_tied_and_optimizer(tmp_path: Path) -> None:
-    run, model, opt, sched = saved_run(tmp_path)
+    run, model, opt = saved_run(tmp_path)
     assert sorted(os.listdir(run)) == [
         "config.yaml",
         "model.safetensors",
@@ -127,32 +126,30 @@ def test_round_trip_restores_weights_tied_and_optimizer(tmp_path: Path) -> None:
     torch.manual_seed(123)
     fresh = Tied()
     fresh_opt = make_optimizer(fresh, loaded.config.train)
-    fresh_sched = make_scheduler(fresh_opt, loaded.config.train)
     assert load_weights(run, fresh) == []
-    assert load_optimizer(run, fresh_opt, fresh_sched) == []
+    assert load_optimizer(run, fresh_opt) == []
     for (name, a), (_, b) in zip(
         model.state_dict().items(), fresh.state_dict().items(), strict=True
     ):
         assert torch.equal(a, b), name
     assert fresh.head.weight is fresh.embed.weight  # still one tensor after loading
-    assert fresh_sched.state_dict() == sched.state_dict()
 
-    # Both copies take the same next update: moments, step counts and lr all came back.
+    # Both copies take the same next update: moments and step counts came back.
     x = torch.tensor([[4, 3, 2, 1]])
-    for m, o, s in ((model, opt, sched), (fresh, fresh_opt, fresh_sched)):
+    for m, o in ((model, opt), (fresh, fresh_opt)):
+        set_lr(o, 4, CONFIG.train)
         o.zero_grad()
         m(x).logsumexp(-1).sum().backward()
         o.step()
-        s.step()
     for a, b in zip(model.parameters(), fresh.parameters(), strict=True):
         assert torch.equal(a, b)
 
 
 def test_resave_overwrites_and_leaves_no_temp_files(tmp_path: Path) -> None:
-    run, model, opt, sched = saved_run(tmp_path)
+    run, model, opt = saved_run(tmp_path)
     with torch.no_grad():
         model.proj.weight.add_(1.0)
-    save_checkpoint(run, model, opt, sched, {"step": 4}, CONFIG)
+    save_checkpoint(run, model, opt, {"step": 4}, CONFIG)
     assert temps(run) == []
     fresh = Tied()
     load_weights(run, fresh)
@@ -184,7 +181,7 @@ def test_atomic_write_keeps_the_old_file_when_replace_fails(
     def fail(src: object, dst: object) -> None:
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(ck.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(RunError, match=r"cannot save .*state\.json: Read-only file system"):
         atomic_write_text(target, "new")
     assert target.read_text() == "old"
@@ -200,7 +197,7 @@ def test_atomic_write_keeps_the_old_file_when_the_disk_is_full(
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(ck.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(RunError, match="No space left on device") as info:
         atomic_write_bytes(target, b"new" * 1000)
     assert "\n" not in str(info.value)
@@ -211,7 +208,7 @@ def test_atomic_write_keeps_the_old_file_when_the_disk_is_full(
 def test_failed_checkpoint_leaves_the_previous_one_intact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run, model, opt, sched = saved_run(tmp_path)
+    run, model, opt = saved_run(tmp_path)
     before = snapshot(run)
     real_fsync = os.fsync
     calls = {"n": 0}
@@ -222,11 +219,11 @@ def test_failed_checkpoint_leaves_the_previous_one_intact(
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
-    monkeypatch.setattr(ck.os, "fsync", full_on_second)
+    monkeypatch.setattr(os, "fsync", full_on_second)
     with torch.no_grad():
         model.proj.weight.add_(1.0)
     with pytest.raises(RunError, match=r"cannot save .*optimizer\.pt: No space left"):
-        save_checkpoint(run, model, opt, sched, {"step": 4}, CONFIG)
+        save_checkpoint(run, model, opt, {"step": 4}, CONFIG)
     assert snapshot(run) == before
     assert temps(run) == []
 
@@ -235,7 +232,7 @@ def test_save_cut_between_renames_still_loads_with_a_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A crash after model.safetensors was replaced but before state.json: weights newer."""
-    run, model, opt, sched = saved_run(tmp_path)
+    run, model, opt = saved_run(tmp_path)
     real_replace = os.replace
 
     def replace_weights_only(src: object, dst: object) -> None:
@@ -244,11 +241,11 @@ def test_save_cut_between_renames_still_loads_with_a_note(
         else:
             raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(ck.os, "replace", replace_weights_only)
+    monkeypatch.setattr(os, "replace", replace_weights_only)
     with torch.no_grad():
         model.proj.weight.add_(1.0)
     with pytest.raises(RunError):
-        save_checkpoint(run, model, opt, sched, {"step": 4}, CONFIG)
+        save_checkpoint(run, model, opt, {"step": 4}, CONFIG)
     monkeypatch.undo()
 
     assert load_run(run).state["step"] == 3
@@ -260,7 +257,7 @@ def test_save_cut_between_renames_still_loads_with_a_note(
 
 
 def test_stale_temp_files_of_dead_writers_are_removed(tmp_path: Path) -> None:
-    run, model, opt, sched = saved_run(tmp_path)
+    run, model, opt = saved_run(tmp_path)
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,
@@ -271,7 +268,7 @@ def test_stale_temp_files_of_dead_writers_are_removed(tmp_path: Path) -> None:
     stale.write_bytes(b"half")
     mine = run / f".other.tmp-{os.getpid()}"
     mine.write_bytes(b"mine")
-    save_checkpoint(run, model, opt, sched, {"step": 3}, CONFIG)
+    save_checkpoint(run, model, opt, {"step": 3}, CONFIG)
     assert not stale.exists() and mine.exists()
 
 
@@ -453,15 +450,14 @@ CHILD = textwrap.dedent(
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     from tui_lab.core.checkpoint import load_optimizer, load_weights, save_checkpoint
-    from tui_lab.core.schedule import make_optimizer, make_scheduler
+    from tui_lab.core.schedule import make_optimizer
     run = sys.argv[2]
     # Resume the test's checkpoint (optimizer state included) without taking an
     # optimizer step here: the first step imports torch._dynamo, seconds of startup.
     model = mod.Tied()
     opt = make_optimizer(model, mod.CONFIG.train)
-    sched = make_scheduler(opt, mod.CONFIG.train)
     load_weights(run, model)
-    load_optimizer(run, opt, sched)
+    load_optimizer(run, opt)
     assert opt.state, "the optimizer state should have come back"
     step = 0
     for line in sys.stdin:  # one writer per line; the test SIGKILLs it
@@ -476,7 +472,7 @@ CHILD = textwrap.dedent(
                     with torch.no_grad():
                         for p in model.parameters():
                             p.fill_(float(step))
-                    save_checkpoint(run, model, opt, sched, {"step": step}, mod.CONFIG)
+                    save_checkpoint(run, model, opt, {"step": step}, mod.CONFIG)
                     if first:
                         print("ready", os.getpid(), step, flush=True)
                         first = False
@@ -545,21 +541,40 @@ def test_folder_still_loads_after_sigkill_during_saves(tmp_path: Path) -> None:
 
 
 def test_resume_keeps_progress_but_takes_hyperparameters_from_the_config(tmp_path: Path) -> None:
-    """Edited train.lr/betas apply on resume; moments and schedule position come from the file."""
-    run, _model, opt, sched = saved_run(tmp_path)
+    """Edited train.lr/betas apply on resume; moments and step counts come from the file."""
+    run, _model, opt = saved_run(tmp_path)
     edited = CONFIG.with_values({"train.lr": 0.5, "train.betas": [0.5, 0.6]})
     fresh = Tied()
     load_weights(run, fresh)
     fresh_opt = make_optimizer(fresh, edited.train)
-    fresh_sched = make_scheduler(fresh_opt, edited.train)
-    load_optimizer(run, fresh_opt, fresh_sched)
-    assert fresh_sched.last_epoch == sched.last_epoch == 3
-    expected = lr_at(4, edited.train)  # the 4th update runs next
-    assert fresh_sched.get_last_lr() == [pytest.approx(expected)] * 2
+    load_optimizer(run, fresh_opt)
     for group in fresh_opt.param_groups:
-        assert group["lr"] == pytest.approx(expected)
-        assert group["betas"] == (0.5, 0.6) and group["initial_lr"] == 0.5
+        assert group["lr"] == 0.5 and group["betas"] == (0.5, 0.6)
     saved_state = opt.state_dict()["state"]
     for i, state in fresh_opt.state_dict()["state"].items():
         assert torch.equal(state["exp_avg"], saved_state[i]["exp_avg"])
         assert torch.equal(state["step"], saved_state[i]["step"])
+
+
+def test_optimizer_files_with_a_scheduler_entry_still_load(tmp_path: Path) -> None:
+    """optimizer.pt as saved before the schedule was set per step: AdamW + LambdaLR state."""
+    run, _model, opt = saved_run(tmp_path)
+    old_opt = make_optimizer(Tied(), CONFIG.train)
+    old_opt.load_state_dict(opt.state_dict())
+    scheduler = torch.optim.lr_scheduler.LambdaLR(old_opt, lambda epoch: 1.0)  # adds "initial_lr"
+    state = json.loads((run / "state.json").read_text())
+    save_id = state["checkpoint"]["save"]
+    path = run / "optimizer.pt"
+    torch.save({"format": 1, "tfx_lab_save": save_id, "optimizer": old_opt.state_dict(),
+                "scheduler": scheduler.state_dict()}, path)
+    state["checkpoint"]["files"]["optimizer.pt"] = {
+        "bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }
+    (run / "state.json").write_text(json.dumps(state))
+
+    fresh_opt = make_optimizer(Tied(), CONFIG.train)
+    assert load_optimizer(run, fresh_opt) == []
+    assert all("initial_lr" not in group for group in fresh_opt.param_groups)
+    saved_state = opt.state_dict()["state"]
+    for i, moments in fresh_opt.state_dict()["state"].items():
+        assert torch.equal(moments["exp_avg_sq"], saved_state[i]["exp_avg_sq"])

@@ -13,21 +13,46 @@ import pytest
 
 from tests.conftest import tiny_config
 from tui_lab.core import checkpoint as ckpt
+from tui_lab.core import distributed
+from tui_lab.core.distributed import split_batch
 from tui_lab.core.errors import LabError
-from tui_lab.core.train import TrainingRun, _split_batch, open_run
+from tui_lab.core.train import TrainingRun, open_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_batch_split_keeps_the_effective_batch():
     train = tiny_config(train={"batch_size": 32}).train
-    assert _split_batch(train, 1) == (32, 1)
-    assert _split_batch(train, 2) == (16, 1)
+    assert split_batch(train, 1) == (32, 1)
+    assert split_batch(train, 2) == (16, 1)
     micro = tiny_config(train={"batch_size": 32, "micro_batch": 8}).train
-    assert _split_batch(micro, 1) == (8, 4)
-    assert _split_batch(micro, 2) == (8, 2)
+    assert split_batch(micro, 1) == (8, 4)
+    assert split_batch(micro, 2) == (8, 2)
     with pytest.raises(LabError, match="not divisible"):
-        _split_batch(train, 3)
+        split_batch(train, 3)
+
+
+def test_ranks_of_a_resumed_run_draw_different_batches(tmp_path, monkeypatch):
+    """After ``train --resume`` under torchrun each rank still draws its own examples."""
+    out = tmp_path / "run"
+    cfg = tiny_config(train={"steps": 4, "batch_size": 16, "eval_every": 4})
+    TrainingRun(cfg, out).run()
+    # Two ranks as torchrun starts them, without a process group: joining one and
+    # wrapping in DDP are the parts this test does not need.
+    monkeypatch.setattr(distributed, "init", lambda info, device: device)
+    monkeypatch.setattr("torch.nn.parallel.DistributedDataParallel", lambda model, device_ids=None: model)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    batches = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("LOCAL_RANK", str(rank))
+        run = open_run(out, device="cpu")
+        assert run.step == 4 and run.dist.rank == rank  # every rank restores the checkpoint
+        batches.append([run.task.batch(run._rng, 8, run.arch).examples for _ in range(3)])
+    assert batches[0] != batches[1]
+    # Still determined by the seed: the same rank resumed again draws the same examples.
+    again = open_run(out, device="cpu")
+    assert [again.task.batch(again._rng, 8, again.arch).examples for _ in range(3)] == batches[1]
 
 
 def test_accumulation_trains_like_the_whole_batch():

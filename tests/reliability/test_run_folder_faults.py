@@ -33,6 +33,7 @@ from tests.reliability.conftest import (
     train_run,
 )
 from tui_lab.core import checkpoint as ck
+from tui_lab.core import safetensors_check
 
 LOADERS = ("eval", "decode", "resume")
 
@@ -83,7 +84,7 @@ def test_config_edited_to_other_sizes_is_refused(run_dir: Path, capsys: pytest.C
 def test_older_checkpoints_without_the_record_still_compare_shapes(
     run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ck, "_check_fingerprint", lambda *args: None)  # as before the record existed
+    monkeypatch.setattr(safetensors_check, "check_fingerprint", lambda *args: None)  # as before the record existed
     edit_config(run_dir, model__d_model=64)
     refused_everywhere(capsys, run_dir, "weights do not match config.yaml", "[16, 32] saved vs [16, 64] built")
 
@@ -237,11 +238,11 @@ def fail_saves_after(monkeypatch: pytest.MonkeyPatch, good_saves: int, how: str)
     def start_failing() -> None:
         seen["failing"] = True
         if how == "full":
-            monkeypatch.setattr(ck.os, "fsync", fsync)
+            monkeypatch.setattr(os, "fsync", fsync)
         elif how == "replace":
-            monkeypatch.setattr(ck.os, "replace", replace)
+            monkeypatch.setattr(os, "replace", replace)
         else:
-            monkeypatch.setattr(ck.os, "replace", replace)
+            monkeypatch.setattr(os, "replace", replace)
             monkeypatch.setattr(builtins, "open", ro_open)
 
     def save(run_dir, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -254,8 +255,8 @@ def fail_saves_after(monkeypatch: pytest.MonkeyPatch, good_saves: int, how: str)
         return record
 
     monkeypatch.setattr(ck, "save_checkpoint", save)
-    seen["undo"] = lambda: (monkeypatch.setattr(ck.os, "fsync", real_fsync),
-                            monkeypatch.setattr(ck.os, "replace", real_replace),
+    seen["undo"] = lambda: (monkeypatch.setattr(os, "fsync", real_fsync),
+                            monkeypatch.setattr(os, "replace", real_replace),
                             monkeypatch.setattr(builtins, "open", real_open))
     return seen
 
@@ -323,7 +324,7 @@ def test_disk_full_when_the_run_starts_is_one_line(tmp_path: Path, monkeypatch: 
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(ck.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)
     result = cli(capsys, "train", "--preset", preset, "--out", tmp_path / "run")
     assert_one_line_error(result.rc, result.err, "No space left on device", "cannot save")
 

@@ -13,6 +13,7 @@ import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -201,3 +202,14 @@ def threads_set_to(n: int) -> Iterator[int]:
         yield set_threads(n)
     finally:
         torch.set_num_threads(before)
+
+
+def to_device(batch: Any, device: torch.device) -> Any:
+    """Move a batch's ``src``, ``tgt_in`` and ``tgt_out`` tensors to ``device`` (in place)."""
+    if device.type == "cpu":
+        return batch
+    for name in ("src", "tgt_in", "tgt_out"):
+        value = getattr(batch, name, None)
+        if value is not None:
+            setattr(batch, name, value.to(device, non_blocking=True))
+    return batch

@@ -1,4 +1,4 @@
-"""Data-parallel training under torchrun: who this process is, and the collectives used.
+"""Data-parallel training under torchrun: who this process is, its share of the data, the collectives.
 
 `tfx-lab train` runs unchanged under ``torchrun --nproc_per_node=N``: torchrun
 sets RANK/WORLD_SIZE/LOCAL_RANK and a rendezvous address, and each process
@@ -9,12 +9,16 @@ is a single process and nothing here talks to anything.
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
+from .config import TrainConfig
 from .errors import LabError
+
+RANK_SEED_STRIDE = 7919  # each data-parallel rank draws its own stream of examples
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,37 @@ def from_environment() -> DistInfo:
     except ValueError as exc:
         raise LabError(f"torchrun environment: {exc}") from None
     return DistInfo(rank, world, local)
+
+
+def data_rng(seed: int, rank: int, step: int) -> random.Random:
+    """The stream one rank draws training examples from, for the updates after ``step``.
+
+    Every data-parallel rank draws its own examples. A fresh run (step 0)
+    seeds with ``seed + 7919 * rank``; a resumed run starts a new stream, so
+    it does not replay its first steps' examples, still fixed by the seed, the
+    rank and the step (a string seed: Python hashes it with SHA-512, the same
+    in every process).
+    """
+    if step == 0:
+        return random.Random(seed + RANK_SEED_STRIDE * rank)
+    return random.Random(f"tfx-lab data: seed {seed}, rank {rank}, from step {step}")
+
+
+def split_batch(train: TrainConfig, world_size: int) -> tuple[int, int]:
+    """(micro-batch, accumulation steps) so ranks x micro x steps = train.batch_size."""
+    if train.batch_size % world_size:
+        raise LabError(
+            f"train.batch_size: {train.batch_size} is not divisible by the {world_size} "
+            f"processes torchrun started"
+        )
+    per_rank = train.batch_size // world_size
+    micro = min(per_rank, train.micro_batch or per_rank)
+    if per_rank % micro:
+        raise LabError(
+            f"train.micro_batch: {micro} does not divide the {per_rank} examples "
+            f"each of {world_size} processes takes"
+        )
+    return micro, per_rank // micro
 
 
 def init(info: DistInfo, device: torch.device) -> torch.device:

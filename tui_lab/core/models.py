@@ -22,15 +22,17 @@ so real tokens never attend to padding (the loss ignores the pad positions).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from tui_lab.core.attention import KVCache, padding_mask
-from tui_lab.core.config import ModelConfig
+from tui_lab.core.attention import KVCache, MultiHeadAttention, padding_mask
+from tui_lab.core.config import LabConfig, ModelConfig, check_fits_in_memory
 from tui_lab.core.layers import DecoderLayer, EncoderLayer, RopeAngles, maybe_dropout
 from tui_lab.core.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
+from tui_lab.core.vocab import PAD
 
 
 @dataclass
@@ -204,11 +206,6 @@ class _Base(nn.Module):
             nn.init.xavier_uniform_(head.weight)
         return head
 
-    @property
-    def num_parameters(self) -> int:
-        """Unique parameter elements (a tied head counts once)."""
-        return sum(p.numel() for p in self.parameters())
-
 
 class EncoderDecoder(_Base):
     """The paper's model: ``forward(src (B,S), tgt (B,T)) -> logits (B,T,V)``."""
@@ -318,3 +315,27 @@ def build_model(
     if config.arch == "encoder-decoder":
         return EncoderDecoder(config, vocab, pad_id)
     return DecoderOnly(config, vocab, pad_id)
+
+
+def build_run_model(
+    config: LabConfig,
+    vocab_size: int,
+    device: torch.device | str = "cpu",
+    factory: Callable[..., nn.Module] = build_model,
+) -> nn.Module:
+    """The model a run trains or loads, on ``device``: the one builder training,
+    the lab's trainer process, ``eval`` and ``decode`` share.
+
+    Refuses (ConfigError) a model whose training state would not fit in this
+    machine's memory, checked here rather than on every config edit because
+    the answer depends on the machine. ``train.fused_attention: false`` keeps
+    attention on the explicit path (to compare it with the fused kernel).
+    ``factory`` lets a benchmark build a reference model instead.
+    """
+    check_fits_in_memory(config.model, vocab_size)
+    model = factory(config.model, vocab_size=vocab_size, pad_id=PAD)
+    if not config.train.fused_attention:
+        for module in model.modules():
+            if isinstance(module, MultiHeadAttention):
+                module.fused = False
+    return model.to(device)

@@ -279,17 +279,9 @@ class RemoteRun:
             return self._model
 
     def _build_model(self) -> Any:
-        import torch
+        from .models import build_run_model
 
-        from .models import build_model
-        from .vocab import PAD
-
-        model = build_model(self.config.model, vocab_size=len(self.task.vocab), pad_id=PAD)
-        if not self.config.train.fused_attention:
-            for module in model.modules():
-                if hasattr(module, "fused"):
-                    module.fused = False
-        return model.to(torch.device(self.device)).eval()
+        return build_run_model(self.config, len(self.task.vocab), self.device).eval()
 
     def _fetch_weights(self) -> dict[str, Any] | None:
         import torch

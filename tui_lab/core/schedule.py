@@ -14,7 +14,8 @@ then follows ``train.schedule``:
 - ``constant``: ``lr`` for the rest of the run.
 
 Steps count optimizer updates from 1: ``lr_at(1, train)`` is the rate of the
-first update, ``lr_at(train.steps, train)`` the rate of the last. With
+first update, ``lr_at(train.steps, train)`` the rate of the last; the training
+loop calls ``set_lr`` before every update. With
 ``warmup_steps == 0`` the first update already runs at the peak, and the
 decay ends at ``train.steps`` either way.
 """
@@ -30,11 +31,7 @@ from tui_lab.core.config import TrainConfig
 
 
 def lr_multiplier(step: int, train: TrainConfig) -> float:
-    """Fraction of ``train.lr`` used for update number ``step`` (counted from 1).
-
-    Kept separate from ``lr_at`` because ``LambdaLR`` wants a multiplier of
-    each param group's base rate, not an absolute rate.
-    """
+    """Fraction of ``train.lr`` used for update number ``step`` (counted from 1)."""
     s = max(int(step), 0)
     warmup = train.warmup_steps
     if s < warmup:
@@ -59,29 +56,22 @@ def lr_multiplier(step: int, train: TrainConfig) -> float:
 
 
 def lr_at(step: int, train: TrainConfig) -> float:
-    """Learning rate of update number ``step`` (from 1), for charts and logs."""
+    """Learning rate of update number ``step`` (counted from 1)."""
     return train.lr * lr_multiplier(step, train)
 
 
-def make_scheduler(
-    optimizer: torch.optim.Optimizer, train: TrainConfig
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """A ``LambdaLR`` that applies ``lr_multiplier`` to every param group.
+def set_lr(optimizer: torch.optim.Optimizer, step: int, train: TrainConfig) -> float:
+    """Set every param group's rate for update number ``step``; returns that rate.
 
-    ``LambdaLR`` counts from 0 (the rate before the first ``scheduler.step()``)
-    while ``lr_at`` counts updates from 1, hence the ``+ 1``. Call
-    ``optimizer.step()`` then ``scheduler.step()`` once per update, so update
-    ``k`` runs at ``lr_at(k, train)``.
-
-    The multiplier is a plain closure, not a callable object, so
-    ``scheduler.state_dict()`` stores ``None`` for it and the saved state holds
-    only numbers (loadable with ``torch.load(weights_only=True)``).
+    Called before each update (as nanoGPT's ``get_lr``): the rate is a pure
+    function of the step, so a resumed run needs no scheduler state to pick
+    up where it left off, and an edited ``train.lr`` or ``train.steps``
+    applies from the next update.
     """
-
-    def multiplier(epoch: int) -> float:
-        return lr_multiplier(epoch + 1, train)
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
+    rate = lr_at(step, train)
+    for group in optimizer.param_groups:
+        group["lr"] = rate
+    return rate
 
 
 def parameter_groups(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:

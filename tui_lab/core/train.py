@@ -5,14 +5,13 @@ main thread (the command line). `pause()`, `resume()` and `stop()` are safe to
 call from any thread; the loop checks them every step. Everything the run does
 is reported as small event dataclasses to `on_event`, and kept on disk in the
 run folder (see checkpoint.py): a kill at any moment leaves the last
-checkpoint loadable.
+checkpoint loadable. The learning rate is set before every update from the
+schedule (schedule.set_lr), so resuming needs only the step.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -24,20 +23,18 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from . import checkpoint as ckpt
-from . import distributed
+from . import checkpoint, distributed
 from .config import LabConfig
-from .decode import batch_greedy
-from .device import autocast_context, choose_device, describe, set_threads
-from .errors import LabError
+from .device import autocast_context, choose_device, describe, set_threads, to_device
+from .errors import one_line
+from .evaluate import evaluate, held_out_pairs
 from .events import CheckpointEvent, DoneEvent, EvalEvent, Event, LogEvent, StepEvent
-from .models import build_model
-from .schedule import make_optimizer, make_scheduler
+from .models import build_model, build_run_model
+from .run_folder import RunFolder
+from .run_layout import RunError
+from .run_log import append_metrics, log
+from .schedule import make_optimizer, set_lr
 from .tasks import make_task
-from .vocab import PAD
-
-HELD_OUT_SEED_OFFSET = 1_000_003  # held-out examples never share the training seed
-RANK_SEED_STRIDE = 7919  # each data-parallel rank draws its own stream of examples
 
 __all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "CheckpointEvent",
            "LogEvent", "DoneEvent"]
@@ -53,36 +50,37 @@ class TrainingRun:
         *,
         on_event: Callable[[Event], None] | None = None,
         device: str | None = None,
-        resume: bool = False,
+        resume: bool | RunFolder = False,
         model_factory: Callable[..., torch.nn.Module] = build_model,
     ) -> None:
+        """``resume``: True to restore from ``out_dir``, or the RunFolder already read.
+
+        ``model_factory`` lets a benchmark train a reference model through this same loop.
+        """
         self.config = config
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.on_event = on_event or (lambda event: None)
         self.dist = distributed.from_environment()
+        folder = resume if isinstance(resume, RunFolder) else None
+        if resume is True:
+            if self.out_dir is None:
+                raise RunError("resume needs a run folder")
+            folder = RunFolder.read(self.out_dir)  # every rank reads it; rank 0 alone writes
         if not self.dist.is_main:  # rank 0 alone logs, evaluates and writes
             self.out_dir = None
             self.on_event = lambda event: None
         self.device = distributed.init(self.dist, choose_device(device or config.train.device))
-        self.micro_batch, self.accumulation = _split_batch(config.train, self.dist.world_size)
+        self.micro_batch, self.accumulation = distributed.split_batch(config.train, self.dist.world_size)
         self.task = make_task(config.task)
         self.vocab = self.task.vocab
         self.arch = config.model.arch
         torch.manual_seed(config.train.seed)
-        # model_factory lets a benchmark train a reference model through this same loop.
-        self.model = model_factory(config.model, vocab_size=len(self.vocab), pad_id=PAD).to(self.device)
-        if not config.train.fused_attention:
-            from .attention import MultiHeadAttention
-
-            for module in self.model.modules():
-                if isinstance(module, MultiHeadAttention):
-                    module.fused = False
+        self.model = build_run_model(config, len(self.vocab), self.device, factory=model_factory)
         n_params = sum(p.numel() for p in self.model.parameters())
         if self.device.type == "cpu":
             set_threads(config.train.threads, n_params)
         self.device_name = describe(self.device, config.train.precision)
         self.optimizer = make_optimizer(self.model, config.train)
-        self.scheduler = make_scheduler(self.optimizer, config.train)
         # What the optimizer step runs through; self.model stays the plain module
         # that checkpoints, evaluation and decoding use.
         self.train_model: torch.nn.Module = self.model
@@ -94,18 +92,19 @@ class TrainingRun:
         if config.train.compile:
             self.train_model = torch.compile(self.train_model)
         self.step = 0
+        self._start_step = 0
         self.elapsed = 0.0
         self.best_accuracy: float | None = None
         self.last_eval: EvalEvent | None = None
         self.last_step: StepEvent | None = None
-        self._rng = random.Random(config.train.seed + RANK_SEED_STRIDE * self.dist.rank)
         self._seen_inputs: set[str] = set()
         self._stop = threading.Event()
         self._running = threading.Event()
         self._running.set()
         self._held_out: list[tuple[str, str]] | None = None
-        if resume:
-            self._load_state()
+        if folder is not None:
+            self._restore(folder)
+        self._rng = distributed.data_rng(config.train.seed, self.dist.rank, self.step)
 
     # ---- control from any thread -------------------------------------------------
 
@@ -146,7 +145,7 @@ class TrainingRun:
                     self._running.wait(0.1)
                     continue
                 t0 = time.perf_counter()
-                lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
+                lr = set_lr(self.optimizer, self.step + 1, cfg)  # the rate this update uses
                 loss, grad_norm, tokens = self._train_step()
                 dt = time.perf_counter() - t0
                 # Gradients are averaged across ranks, so a non-finite norm is seen by all.
@@ -186,7 +185,7 @@ class TrainingRun:
             reason, message = "stopped", f"interrupted at step {self.step}"
         except NonFiniteWeights as exc:
             reason, message = "nan", str(exc)
-        except ckpt.RunError as exc:
+        except RunError as exc:
             reason, message = "error", str(exc)
         except RuntimeError as exc:  # device faults (CUDA errors) end the run, not the app
             reason, message = "error", _failed(self.step, exc)
@@ -201,7 +200,7 @@ class TrainingRun:
                 self.save()
             except NonFiniteWeights as exc:
                 reason, message = "nan", str(exc)
-            except ckpt.RunError as exc:
+            except RunError as exc:
                 reason, message = "error", str(exc)
             except RuntimeError as exc:
                 reason, message = "error", _failed(self.step, exc)
@@ -239,7 +238,7 @@ class TrainingRun:
                 else:
                     logits = self.train_model(batch.src, batch.tgt_in)
                 loss = F.cross_entropy(
-                    logits.flatten(0, 1).float(),
+                    logits.flatten(0, 1).float(),  # (B, T, V) -> (B*T, V)
                     batch.tgt_out.flatten(),
                     ignore_index=-100,
                     label_smoothing=cfg.label_smoothing,
@@ -254,52 +253,32 @@ class TrainingRun:
         if not (math.isfinite(grad_norm) and math.isfinite(loss_total)):
             return loss_total, grad_norm, 0
         self.optimizer.step()
-        self.scheduler.step()
         return loss_total, grad_norm, tokens * self.dist.world_size
 
     def _next_batch(self, size: int) -> Any:
         batch = self.task.batch(self._rng, size, self.arch)
         if batch.examples and len(self._seen_inputs) < 2_000_000:
             self._seen_inputs.update(p[0] for p in batch.examples)
-        return _to(batch, self.device)
+        return to_device(batch, self.device)
 
     # ---- evaluation --------------------------------------------------------------
 
     def held_out(self) -> list[tuple[str, str]]:
         if self._held_out is None:
-            cfg = self.config.train
-            self._held_out = self.task.held_out(cfg.eval_examples, cfg.seed + HELD_OUT_SEED_OFFSET)
+            self._held_out = held_out_pairs(self.task, self.config.train, self.config.train.eval_examples)
         return self._held_out
 
-    @torch.no_grad()
     def evaluate(self, n: int | None = None, record: bool = True) -> EvalEvent:
         """Validation loss and (for algorithmic tasks) exact match of greedy answers.
 
-        ``record=False`` leaves the run untouched (no event, no metrics line):
-        evaluating a finished run from the command line must not change it.
+        ``record=False`` leaves the run untouched (no event, no metrics line).
         """
-        cfg = self.config.train
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            if self.task.is_lm:
-                losses = [self._batch_loss(b) for b in self.task.val_batches(cfg.batch_size, 20)]
-                val_loss = sum(losses) / max(1, len(losses))
-                event = EvalEvent(self.step, val_loss, None, len(losses) * cfg.batch_size, None)
-            else:
-                pairs = self.held_out() if n is None else self.task.held_out(n, cfg.seed + HELD_OUT_SEED_OFFSET)
-                losses = []
-                for i in range(0, len(pairs), 256):
-                    batch = self.task.collate(pairs[i : i + 256], self.arch)
-                    losses.append(self._batch_loss(batch) * len(pairs[i : i + 256]))
-                val_loss = sum(losses) / len(pairs)
-                max_new = self.config.sequence_length_needed()
-                outs = batch_greedy(self.model, self.task, [p[0] for p in pairs], max_new_tokens=max_new)
-                correct = sum(o == p[1] for o, p in zip(outs, pairs, strict=False))
-                overlap = sum(p[0] in self._seen_inputs for p in pairs) if self._seen_inputs else None
-                event = EvalEvent(self.step, val_loss, correct / len(pairs), len(pairs), overlap)
-        finally:
-            self.model.train(was_training)
+        if self.task.is_lm:  # no held-out pairs: the loss comes from the validation text
+            pairs = None
+        else:
+            pairs = self.held_out() if n is None else held_out_pairs(self.task, self.config.train, n)
+        event = evaluate(self.model, self.task, self.config, self.device, step=self.step, pairs=pairs,
+                         seen_inputs=self._seen_inputs)
         if not record:
             return event
         if event.exact_match is not None:
@@ -309,20 +288,7 @@ class TrainingRun:
         self._metric({"kind": "eval", **asdict(event)})
         return event
 
-    def _batch_loss(self, batch: Any) -> float:
-        batch = _to(batch, self.device)
-        with autocast_context(self.device, self.config.train.precision):
-            if self.arch == "decoder-only":
-                logits = self.model(batch.tgt_in)
-            else:
-                logits = self.model(batch.src, batch.tgt_in)
-        return float(F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(), ignore_index=-100))
-
     # ---- the run folder ----------------------------------------------------------
-
-    @property
-    def _start_step(self) -> int:
-        return getattr(self, "_resumed_from", 0)
 
     def _prepare_folder(self) -> None:
         if self.out_dir is None:
@@ -330,7 +296,7 @@ class TrainingRun:
         try:
             self.out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ckpt.RunError(f"{self.out_dir}: cannot create the run folder ({exc.strerror})") from None
+            raise RunError(f"{self.out_dir}: cannot create the run folder ({exc.strerror})") from None
         if self.step == 0:
             self.save()
 
@@ -344,7 +310,6 @@ class TrainingRun:
             "preset": self.config.name,
             "device": self.device_name,
             "torch": torch.__version__,
-            "rng": self._rng.getstate()[1][-1],
         }
 
     def save(self) -> None:
@@ -360,36 +325,32 @@ class TrainingRun:
                 f"weights became inf/nan by step {self.step}; not saved (lower train.lr or "
                 f"raise warmup); the last good checkpoint is kept"
             )
-        ckpt.save_checkpoint(self.out_dir, self.model, self.optimizer, self.scheduler, self.state(), self.config)
+        # Through the module, so tests can make a save fail where a real disk would.
+        checkpoint.save_checkpoint(self.out_dir, self.model, self.optimizer, self.state(), self.config)
         self._emit(CheckpointEvent(self.step, str(self.out_dir)))
 
-    def _load_state(self) -> None:
-        if self.out_dir is None:
-            raise ckpt.RunError("resume needs a run folder")
-        loaded = ckpt.load_run(self.out_dir)
-        notes = ckpt.load_weights(self.out_dir, self.model)
-        notes += ckpt.load_optimizer(self.out_dir, self.optimizer, self.scheduler)
+    def _restore(self, folder: RunFolder) -> None:
+        """Weights, optimizer moments and progress from the run's last checkpoint."""
+        notes = checkpoint.load_weights(folder, self.model)
+        notes += checkpoint.load_optimizer(folder, self.optimizer)
         for note in notes:
             self._log(note, "warning")
-        self.step = int(loaded.state.get("step", 0))
-        self.elapsed = float(loaded.state.get("elapsed", 0.0))
-        self.best_accuracy = loaded.state.get("best_accuracy")
-        self._resumed_from = self.step
-        # A fresh data stream for the rest of the run, still determined by the seed.
-        self._rng = random.Random(self.config.train.seed * 7919 + self.step)
+        self.step = self._start_step = folder.step
+        self.elapsed = float(folder.state.get("elapsed", 0.0))
+        self.best_accuracy = folder.state.get("best_accuracy")
 
     def _emit(self, event: Event) -> None:
         self.on_event(event)
 
     def _metric(self, record: dict[str, Any]) -> None:
         if self.out_dir is not None:
-            ckpt.append_metrics(self.out_dir, record)
+            append_metrics(self.out_dir, record)
 
     def _log(self, message: str, level: str = "info") -> None:
         if self.out_dir is not None:
             try:
-                ckpt.log(self.out_dir, message)
-            except ckpt.RunError as exc:  # a failing disk must not hide what happened
+                log(self.out_dir, message)
+            except RunError as exc:  # a failing disk must not hide what happened
                 self._emit(LogEvent(str(exc), "warning"))
         self._emit(LogEvent(message, level))
 
@@ -411,47 +372,23 @@ class TrainingRun:
         }
 
 
-class NonFiniteWeights(ckpt.RunError):
+class NonFiniteWeights(RunError):
     """The model's weights hold inf or nan: saving them would replace a good checkpoint."""
 
 
 def _failed(step: int, exc: BaseException) -> str:
     """One line for a run that a RuntimeError (a device fault) ended."""
-    lines = str(exc).strip().splitlines()
-    return f"training failed at step {step}: {lines[0] if lines else type(exc).__name__}"
+    return f"training failed at step {step}: {one_line(exc)}"
 
 
-def _split_batch(train: Any, world_size: int) -> tuple[int, int]:
-    """(micro-batch, accumulation steps) so ranks x micro x steps = train.batch_size."""
-    if train.batch_size % world_size:
-        raise LabError(
-            f"train.batch_size: {train.batch_size} is not divisible by the {world_size} "
-            f"processes torchrun started"
-        )
-    per_rank = train.batch_size // world_size
-    micro = min(per_rank, train.micro_batch or per_rank)
-    if per_rank % micro:
-        raise LabError(
-            f"train.micro_batch: {micro} does not divide the {per_rank} examples "
-            f"each of {world_size} processes takes"
-        )
-    return micro, per_rank // micro
+def open_run(run_dir: str | Path, overrides: dict[str, Any] | None = None, **kwargs: Any) -> TrainingRun:
+    """A TrainingRun restored from its folder (config, weights, optimizer, step).
 
-
-def _to(batch: Any, device: torch.device) -> Any:
-    if device.type == "cpu":
-        return batch
-    for name in ("src", "tgt_in", "tgt_out"):
-        value = getattr(batch, name, None)
-        if value is not None:
-            setattr(batch, name, value.to(device, non_blocking=True))
-    return batch
-
-
-def open_run(run_dir: str | Path, **kwargs: Any) -> TrainingRun:
-    """A TrainingRun restored from its folder (config, weights, optimizer, step)."""
-    loaded = ckpt.load_run(run_dir)
-    config = loaded.config
-    if isinstance(loaded.state.get("preset"), str):  # config.yaml does not hold the name
-        config = dataclasses.replace(config, name=loaded.state["preset"])
-    return TrainingRun(config, run_dir, resume=True, **kwargs)
+    ``overrides`` (``{"train.steps": 100}``) change the saved config for the
+    rest of the run; the folder is read once.
+    """
+    folder = RunFolder.read(run_dir)
+    config = folder.preset_config
+    if overrides:
+        config = config.with_values(overrides)
+    return TrainingRun(config, run_dir, resume=folder, **kwargs)

@@ -1,0 +1,81 @@
+"""Evaluation of a model on its task: validation loss and exact match of greedy answers.
+
+One function for a training run's periodic evaluation and for ``tfx-lab eval``
+on a saved run, so both measure the same thing on the same held-out examples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import LabConfig, TrainConfig
+from .decode import batch_greedy
+from .device import autocast_context, to_device
+from .events import EvalEvent
+
+HELD_OUT_SEED_OFFSET = 1_000_003  # held-out examples never share the training seed
+EVAL_CHUNK = 256  # held-out examples per loss batch
+LM_VAL_BATCHES = 20  # validation batches of a character language model
+
+
+def held_out_pairs(task: Any, train: TrainConfig, n: int) -> list[tuple[str, str]]:
+    """The run's ``n`` held-out (input, answer) pairs: the same for a seed wherever drawn."""
+    return task.held_out(n, train.seed + HELD_OUT_SEED_OFFSET)
+
+
+def batch_loss(model: nn.Module, batch: Any, config: LabConfig, device: torch.device) -> float:
+    """Mean cross-entropy of ``model`` on ``batch`` (padding ignored), no label smoothing."""
+    batch = to_device(batch, device)
+    with autocast_context(device, config.train.precision):
+        if config.model.arch == "decoder-only":
+            logits = model(batch.tgt_in)  # (B, T, V)
+        else:
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+    # (B, T, V) -> (B*T, V) against (B*T,) targets
+    return float(F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(), ignore_index=-100))
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    task: Any,
+    config: LabConfig,
+    device: torch.device,
+    *,
+    step: int,
+    pairs: list[tuple[str, str]] | None = None,
+    seen_inputs: set[str] | None = None,
+) -> EvalEvent:
+    """Validation loss and (for algorithmic tasks) exact match on held-out ``pairs``.
+
+    ``pairs`` defaults to the run's ``train.eval_examples`` held-out examples.
+    ``seen_inputs``, the inputs training has drawn so far, gives the event's
+    ``overlap`` (how many held-out inputs training also saw); None without it.
+    A character language model has no single right answer: exact match is None
+    and the loss comes from the validation text.
+    """
+    train = config.train
+    was_training = model.training
+    model.eval()
+    try:
+        if task.is_lm:
+            losses = [batch_loss(model, b, config, device) for b in task.val_batches(train.batch_size, LM_VAL_BATCHES)]
+            val_loss = sum(losses) / max(1, len(losses))
+            return EvalEvent(step, val_loss, None, len(losses) * train.batch_size, None)
+        if pairs is None:
+            pairs = held_out_pairs(task, train, train.eval_examples)
+        total = 0.0
+        for i in range(0, len(pairs), EVAL_CHUNK):
+            chunk = pairs[i : i + EVAL_CHUNK]
+            total += batch_loss(model, task.collate(chunk, config.model.arch), config, device) * len(chunk)
+        max_new = config.sequence_length_needed()
+        outs = batch_greedy(model, task, [p[0] for p in pairs], max_new_tokens=max_new)
+        correct = sum(o == p[1] for o, p in zip(outs, pairs, strict=False))
+        overlap = sum(p[0] in seen_inputs for p in pairs) if seen_inputs else None
+        return EvalEvent(step, total / len(pairs), correct / len(pairs), len(pairs), overlap)
+    finally:
+        model.train(was_training)
