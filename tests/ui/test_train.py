@@ -11,6 +11,7 @@ from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
 from tui_lab.ui.messages import TrainDone
 from tui_lab.ui.panes.decode_pane import DecodePane
 from tui_lab.ui.panes.train_pane import TrainPane
+from tui_lab.ui.widgets.loss_chart import RunCharts
 from tui_lab.ui.widgets.metrics_panel import MetricsPanel
 
 
@@ -34,7 +35,7 @@ async def test_train_updates_metrics_chart_and_progress() -> None:
         data = pane.history.snapshot()
         assert data.steps[-1] == 40 and len(data.steps) == 40
         assert data.eval_steps == [20, 40]
-        assert pane._drawn == pane.history.version  # the chart drew the latest data
+        assert pane.query_one(RunCharts).drawn == pane.history.version  # the chart drew the latest data
         figures = plain(app.query_one(MetricsPanel))
         assert "40 / 40" in figures and "finished" in figures
         assert app.query_one(ProgressBar).progress == 40

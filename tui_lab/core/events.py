@@ -46,3 +46,73 @@ class DoneEvent:
 
 
 Event = StepEvent | EvalEvent | CheckpointEvent | LogEvent | DoneEvent
+
+
+# ---- reading events back from a run folder's metrics.jsonl -------------------------------
+
+_NAN = float("nan")
+
+
+def _number(value: object, default: float | None = None) -> float | None:
+    """``value`` as a float, ``default`` when it is missing; a bool or text is refused."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
+
+
+def _count(value: object, default: int | None = None) -> int | None:
+    """``value`` as a whole number (a float like 30.0 too), ``default`` when missing."""
+    number = _number(value)
+    if number is None:
+        return default
+    if number != int(number):
+        raise ValueError(f"not a whole number: {value!r}")
+    return int(number)
+
+
+def event_from_record(record: object) -> StepEvent | EvalEvent | None:
+    """The event a ``metrics.jsonl`` record stands for; None if it stands for none.
+
+    Records are written as ``{"kind": "step" | "eval", **asdict(event)}``. Lines
+    from older versions or cut short by a crash may lack keys or carry extra
+    ones: extra keys are ignored; a missing figure reads as unknown (NaN, or
+    None where the event allows it). Only what a chart cannot do without --
+    the step and its loss -- is required; without it the record is skipped.
+    """
+    if not isinstance(record, dict):
+        return None
+    try:
+        kind = record.get("kind")
+        step = _count(record.get("step"))
+        if step is None:
+            return None
+        if kind == "step":
+            loss = _number(record.get("loss"))
+            if loss is None:
+                return None
+            return StepEvent(
+                step=step,
+                total_steps=_count(record.get("total_steps"), 0),
+                loss=loss,
+                lr=_number(record.get("lr"), _NAN),
+                grad_norm=_number(record.get("grad_norm"), _NAN),
+                tokens_per_s=_number(record.get("tokens_per_s"), 0.0),
+                elapsed=_number(record.get("elapsed"), _NAN),
+                eta=_number(record.get("eta")),
+            )
+        if kind == "eval":
+            val_loss = _number(record.get("val_loss"))
+            if val_loss is None:
+                return None
+            return EvalEvent(
+                step=step,
+                val_loss=val_loss,
+                exact_match=_number(record.get("exact_match")),
+                n=_count(record.get("n"), 0),
+                overlap=_count(record.get("overlap")),
+            )
+    except (TypeError, ValueError, OverflowError):
+        return None  # a damaged figure: the record is skipped, the run stays readable
+    return None

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui_lab.core.events import EvalEvent, StepEvent, event_from_record
+
 
 @dataclass
 class HistorySnapshot:
@@ -61,19 +63,17 @@ class RunHistory:
             d.accuracy.append(accuracy)
             self.version += 1
 
+    def load_events(self, events: Iterable[Any]) -> None:
+        """Fill from a run's ``StepEvent``s and ``EvalEvent``s (read back from its folder)."""
+        for event in events:
+            if isinstance(event, StepEvent):
+                self.add_step(event.step, event.loss, event.lr)
+            elif isinstance(event, EvalEvent):
+                self.add_eval(event.step, event.val_loss, event.exact_match)
+
     def load_records(self, records: Iterable[dict[str, Any]]) -> None:
-        """Fill from a run folder's ``metrics.jsonl`` records (``kind`` step or eval)."""
-        for r in records:
-            try:
-                if r.get("kind") == "step":
-                    self.add_step(int(r["step"]), float(r["loss"]), float(r["lr"]))
-                elif r.get("kind") == "eval":
-                    acc = r.get("exact_match")
-                    self.add_eval(
-                        int(r["step"]), float(r["val_loss"]), None if acc is None else float(acc)
-                    )
-            except (KeyError, TypeError, ValueError):
-                continue
+        """Fill from a run folder's ``metrics.jsonl`` records (damaged ones are skipped)."""
+        self.load_events(map(event_from_record, records))
 
     def snapshot(self) -> HistorySnapshot:
         with self._lock:

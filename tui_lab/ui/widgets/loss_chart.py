@@ -12,11 +12,17 @@ the whole figure from it right before every build.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual_plotext import PlotextPlot
 
-from tui_lab.ui.history import HistorySnapshot, thin
+from tui_lab.ui.history import HistorySnapshot, RunHistory, thin
+
+CHART_SECONDS = 0.5  # while training, the loss chart is rebuilt at most twice a second
+LR_REDRAW_SECONDS = 1.0  # and the small learning-rate chart at most once
 
 
 def integer_ticks(last: int, count: int = 5) -> list[int]:
@@ -114,3 +120,53 @@ class LrChart(CachedPlot):
             plt.xlim(0, 1)
             plt.ylim(0, 1)
         plt.xticks([])
+
+
+class RunCharts(Vertical):
+    """The loss chart over the learning-rate chart, drawn from a run's history.
+
+    A plotext build costs about 13 ms: while a run trains, ``draw`` rebuilds
+    the loss chart at most twice a second and the learning-rate chart once,
+    and not at all while the history has not changed.
+    """
+
+    def __init__(self, history: RunHistory, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.history = history
+        self.log_scale: bool | None = None  # None: log once the loss spans two decades
+        self.drawn = -1  # the history version on show
+        self._loss_at = 0.0
+        self._lr_at = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield LossChart(id="loss-chart")
+        yield LrChart(id="lr-chart")
+
+    def use_log(self, data: HistorySnapshot) -> bool:
+        """Log scale: as the user set it with ``l``, else once the loss spans two decades."""
+        if self.log_scale is not None:
+            return self.log_scale
+        values = [v for v in (*data.loss, *data.val_loss) if v > 0]
+        return bool(values) and max(values) / min(values) > 100
+
+    def toggle_log(self) -> None:
+        """Switch the loss chart between linear and log scale, and show it at once."""
+        self.log_scale = not self.use_log(self.history.snapshot())
+        self.draw(force=True)
+
+    def draw(self, training: bool = False, force: bool = False) -> bool:
+        """Rebuild the charts if the history changed (throttled while ``training``); True if drawn."""
+        now = time.monotonic()
+        if not force and (
+            self.history.version == self.drawn
+            or (training and now - self._loss_at < CHART_SECONDS)
+        ):
+            return False
+        self.drawn = self.history.version
+        self._loss_at = now
+        data = self.history.snapshot()
+        self.query_one(LossChart).draw(data, self.use_log(data))
+        if force or not training or now - self._lr_at >= LR_REDRAW_SECONDS:
+            self._lr_at = now
+            self.query_one(LrChart).draw(data)
+        return True

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tui_lab.core.events import EvalEvent, StepEvent
+from tui_lab.ui.train_state import Phase, TrainState
 from tui_lab.ui.widgets.model_summary import human
 
 STATE_STYLES = {
-    "idle": ("○ idle", "dim"),
-    "loading": ("◌ loading torch", "yellow"),
-    "building": ("◌ building model", "yellow"),
-    "ready": ("○ ready", "cyan"),
-    "running": ("● training", "green"),
-    "paused": ("‖ paused", "yellow"),
-    "stopping": ("◌ stopping", "yellow"),
-    "done": ("■ done", "cyan"),
-    "following": ("◉ following", "magenta"),
+    Phase.IDLE: ("○ idle", "dim"),
+    Phase.LOADING: ("◌ loading torch", "yellow"),
+    Phase.BUILDING: ("◌ building model", "yellow"),
+    Phase.READY: ("○ ready", "cyan"),
+    Phase.RUNNING: ("● training", "green"),
+    Phase.PAUSED: ("‖ paused", "yellow"),
+    Phase.STOPPING: ("◌ stopping", "yellow"),
+    Phase.DONE: ("■ done", "cyan"),
+    Phase.FOLLOWING: ("◉ following", "magenta"),
 }
 
 
@@ -45,18 +45,17 @@ class MetricsPanel(Static):
 
     def show(
         self,
-        state: str,
-        step: Any = None,
-        evaluation: Any = None,
+        state: TrainState,
+        step: StepEvent | None = None,
+        evaluation: EvalEvent | None = None,
         total_steps: int | None = None,
         device: str = "",
         best: float | None = None,
-        reason: str = "",
     ) -> None:
         """Render the latest StepEvent/EvalEvent and the run state."""
-        label, style = STATE_STYLES.get(state, (state, ""))
-        if state == "done" and reason:
-            label = f"■ {reason}"
+        label, style = STATE_STYLES[state.phase]
+        if state.phase is Phase.DONE and state.reason:
+            label = f"■ {state.reason}"  # finished, stopped, nan, ...: more telling than "done"
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style="dim", no_wrap=True)
         grid.add_column(no_wrap=True)
@@ -82,7 +81,7 @@ class MetricsPanel(Static):
         grid.add_row("tokens/s", human(tps) if tps else "-")
         grid.add_row("elapsed", clock(step.elapsed) if step is not None else "-")
         grid.add_row(
-            "ETA", clock(step.eta) if step is not None and state in ("running", "paused") else "-"
+            "ETA", clock(step.eta) if step is not None and state.phase in (Phase.RUNNING, Phase.PAUSED) else "-"
         )
         grid.add_row("device", device or "-")
         # A re-layout of the whole screen costs tens of milliseconds on a busy

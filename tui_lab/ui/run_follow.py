@@ -1,0 +1,87 @@
+"""A run folder's metrics as events: what opening a run shows, and following one.
+
+``metrics.jsonl`` holds one record per step and per evaluation; the core's
+``event_from_record`` turns each back into the ``StepEvent``/``EvalEvent`` the
+live run posted, so an opened or followed run is drawn by the same code as a
+live one. Nothing here imports Textual: the pane asks, then draws.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from tui_lab.core.events import EvalEvent, StepEvent, event_from_record
+
+MetricEvent = StepEvent | EvalEvent
+ReadMetrics = Callable[[Path], list[dict[str, Any]]]  # records of a run folder's metrics.jsonl
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The run folder's metrics records (the core's reader; call it once torch is loaded)."""
+    from tui_lab.core.checkpoint import read_metrics as read  # torch-backed, loaded by then
+
+    return read(path)
+
+
+def events_of(records: Iterable[dict[str, Any]]) -> list[MetricEvent]:
+    """The events the records stand for, in order; damaged or unknown records are left out."""
+    return [event for event in map(event_from_record, records) if event is not None]
+
+
+def latest(events: Iterable[MetricEvent]) -> tuple[StepEvent | None, EvalEvent | None]:
+    """The last step and the last evaluation among ``events`` (None where there is none)."""
+    step: StepEvent | None = None
+    evaluation: EvalEvent | None = None
+    for event in events:
+        if isinstance(event, StepEvent):
+            step = event
+        else:
+            evaluation = event
+    return step, evaluation
+
+
+def resting_step(last: StepEvent, step: int, total_steps: int, elapsed: float) -> StepEvent:
+    """A restored run's last step as the figures show it before it trains again.
+
+    The run folder's own step count and time win over the last record's (a
+    record may be newer than the checkpoint); speed, gradient norm and ETA
+    described a loop that is no longer running, so they read as unknown.
+    """
+    return dataclasses.replace(
+        last,
+        step=step,
+        total_steps=total_steps,
+        grad_norm=float("nan"),
+        tokens_per_s=0.0,
+        elapsed=elapsed,
+        eta=None,
+    )
+
+
+class RunFollower:
+    """Polls a run folder another process writes and says when its metrics moved on."""
+
+    def __init__(self, path: Path, read: ReadMetrics = read_metrics) -> None:
+        self.path = Path(path)
+        self._read = read
+        self._seen: tuple[int, str] | None = None
+
+    def poll(self) -> list[MetricEvent] | None:
+        """Every event so far if something changed since the last poll, else None.
+
+        A file caught half-written (or not there yet) reads as no change: the
+        next poll, a second later, tries again.
+        """
+        try:
+            events = events_of(self._read(self.path))
+        except Exception:  # noqa: BLE001 - a RunError or OSError mid-write: try next poll
+            return None
+        # repr, not ==: a NaN figure never equals itself, and would count as news
+        mark = (len(events), repr(events[-1]) if events else "")
+        if mark == self._seen:
+            return None  # nothing new: the charts need no rebuild
+        self._seen = mark
+        return events
