@@ -230,10 +230,7 @@ class LabApp(App[None]):
     def _update_status(self) -> None:
         train = self.pane("train")
         build = self.query_one(BuildPane)
-        state = train.state if train is not None else ""
-        training = {"running": "training", "paused": "paused", "stopping": "stopping"}.get(
-            state, ""
-        )
+        training = train.train_state.status_word if train is not None else ""
         name = build.config.name + (" (edited)" if build.edited else "")
         self.query_one(StatusBar).show(name, self.core_state, training)
 
@@ -252,7 +249,7 @@ class LabApp(App[None]):
     def training_active(self) -> bool:
         """True while a training loop is running or paused."""
         train = self.pane("train")
-        return train is not None and train.state in ("running", "paused", "stopping", "building")
+        return train is not None and train.train_state.active
 
     # ---- torch loading ----------------------------------------------------------------
 
