@@ -1,0 +1,38 @@
+"""What the model learns: algorithmic digit tasks and character-level language modelling.
+
+``make_task(config.task)`` returns a ``Task`` (``base``: the interface, the
+batch layout for both architectures, and batching); ``digits`` holds copy,
+reverse, sort and addition; ``char_lm`` next-character prediction on a text
+that ``text`` reads and cleans.
+"""
+
+from __future__ import annotations
+
+from ..config import TaskConfig
+from ..config_error import field_error
+from .base import IGNORE, Batch, Task
+from .char_lm import CharLMTask
+from .digits import AdditionTask, DigitTask
+from .text import default_text
+
+__all__ = [
+    "IGNORE",
+    "AdditionTask",
+    "Batch",
+    "CharLMTask",
+    "DigitTask",
+    "Task",
+    "default_text",
+    "make_task",
+]
+
+
+def make_task(task: TaskConfig) -> Task:
+    """The task a ``TaskConfig`` describes (char-lm reads its text here)."""
+    if task.name in ("copy", "reverse", "sort"):
+        return DigitTask(task)
+    if task.name == "addition":
+        return AdditionTask(task)
+    if task.name == "char-lm":
+        return CharLMTask(task)
+    raise field_error("task.name", f"unknown task {task.name!r}")
