@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import ConfigError, LabConfig, default_config, load_file
+from .config_error import suggest
 
 DEFAULT_PRESET = "copy"
 # Shipped presets sit beside the package (a link in a checkout, copied into wheels).
@@ -25,6 +26,8 @@ def user_preset_dir() -> Path:
 
 @dataclass(frozen=True)
 class PresetInfo:
+    """One entry of the preset list; ``description`` is the first line of the preset's."""
+
     name: str
     path: Path
     shipped: bool
@@ -61,11 +64,8 @@ def resolve_preset(name_or_path: str | os.PathLike[str] | None, user_dir: Path |
         if p.is_file():
             return p
     names = sorted({i.name for i in list_presets(user_dir)})
-    import difflib
-
-    close = difflib.get_close_matches(text, names, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ConfigError(f"{text}: no such preset{hint}; known: {', '.join(names)}")
+    reason = f"no such preset{suggest(text, names)}; known: {', '.join(names)}"
+    raise ConfigError(f"{text}: {reason}", reason=reason)
 
 
 def load_preset(name_or_path: str | os.PathLike[str] | None = None, user_dir: Path | None = None) -> LabConfig:

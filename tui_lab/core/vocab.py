@@ -110,12 +110,6 @@ class Vocab:
             return self._labels[id]
         return f"⟨{id}⟩"
 
-    def labels(self, ids: Iterable[int]) -> list[str]:
-        """``label`` for each id."""
-        if hasattr(ids, "tolist"):
-            ids = ids.tolist()
-        return [self.label(i) for i in ids]
-
     def unknown_chars(self, text: str) -> list[str]:
         """Characters of ``text`` outside the vocabulary, each once, in order of appearance."""
         return list(dict.fromkeys(c for c in text if c not in self._ids))
