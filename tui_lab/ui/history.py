@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_lab.core.events import EvalEvent, StepEvent, event_from_record
+from tui_lab.core.events import EvalEvent, StepEvent
 
 
 @dataclass
@@ -70,10 +70,6 @@ class RunHistory:
                 self.add_step(event.step, event.loss, event.lr)
             elif isinstance(event, EvalEvent):
                 self.add_eval(event.step, event.val_loss, event.exact_match)
-
-    def load_records(self, records: Iterable[dict[str, Any]]) -> None:
-        """Fill from a run folder's ``metrics.jsonl`` records (damaged ones are skipped)."""
-        self.load_events(map(event_from_record, records))
 
     def snapshot(self) -> HistorySnapshot:
         with self._lock:
