@@ -375,5 +375,14 @@ def test_char_lm_bad_text_is_one_line_config_error(tmp_path, content, fragment):
         task_for("char-lm", text=str(path))
     msg = str(err.value)
     assert fragment in msg and "task.text" in msg and "\n" not in msg
+    assert err.value.field == "task.text" and msg == f"task.text: {err.value.reason}"
     with pytest.raises(ConfigError, match="folder"):
         task_for("char-lm", text=str(tmp_path))
+
+
+def test_the_package_keeps_the_names_other_code_imports():
+    import tui_lab.core.tasks as tasks
+
+    for name in ("make_task", "Task", "Batch", "IGNORE", "default_text"):
+        assert name in tasks.__all__ and getattr(tasks, name) is not None
+    assert isinstance(make_task(TaskConfig(name="sort")), tasks.Task)
