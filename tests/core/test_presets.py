@@ -8,7 +8,7 @@ import random
 import pytest
 import yaml
 
-from tui_lab.core.config import SECTIONS, ConfigError, default_config
+from tui_lab.core.config import SECTIONS, ConfigError, default_config, from_yaml
 from tui_lab.core.presets import SHIPPED_DIR, list_presets, load_preset, resolve_preset
 from tui_lab.core.tasks import make_task
 
@@ -62,6 +62,25 @@ def test_preset_task_batches_fit_the_model(name):
     if batch.src is not None:
         assert batch.src.shape[1] <= cfg.model.max_len
     assert max(task.vocab.encode(task.vocab.chars)) < len(task.vocab)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_saved_preset_reads_like_a_shipped_one(name):
+    """What save-as writes (``to_yaml``): block style, one key a line, and it loads back equal."""
+    cfg = load_preset(name)
+    text = cfg.to_yaml()
+    assert "{" not in text and "[" not in text, text
+    assert from_yaml(text, source=cfg.source, name=cfg.name) == cfg
+
+
+def test_a_user_preset_with_a_duplicate_key_is_listed_but_refused(user_dir):
+    (user_dir / "twice.yaml").write_text("description: Twice.\nmodel:\n  d_model: 64\n  d_model: 32\n")
+    listed = {i.name: i for i in list_presets()}
+    assert "twice" in listed and listed["twice"].description == ""  # listing never raises
+    with pytest.raises(ConfigError) as err:
+        load_preset("twice")
+    assert str(err.value).endswith("twice.yaml: model.d_model: duplicate key at line 4 (first at line 3)")
+    assert err.value.field == "model.d_model"
 
 
 def test_copy_preset_is_the_embedded_default():
