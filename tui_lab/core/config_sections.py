@@ -85,12 +85,6 @@ class ModelConfig:
     def d_head(self) -> int:
         return self.d_model // self.n_heads
 
-    @property
-    def n_layers(self) -> int:
-        """Total Transformer layers (decoder-only models have no encoder)."""
-        enc = self.n_encoder_layers if self.arch == "encoder-decoder" else 0
-        return enc + self.n_decoder_layers
-
     def estimated_params(self, vocab_size: int | None = None) -> int:
         """Rough upper bound on parameters, computed without building anything."""
         d, f = self.d_model, self.d_ff
