@@ -155,6 +155,19 @@ def test_half_written_run_folder_is_a_clear_error(tmp_path, trained_run):
     assert_one_line_error(tfx("eval", "--run", str(run)), "config.yaml")
 
 
+def test_train_without_out_writes_under_tfx_lab_runs(tmp_path, monkeypatch, capsys):
+    from tui_lab.cli import main
+
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text(tiny_config(train={"steps": 2, "eval_every": 2}).to_yaml())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TFX_LAB_RUNS", str(tmp_path / "mine"))
+    assert main(["train", "--preset", str(preset), "--json"]) == 0
+    run = Path(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["run"])
+    assert run.parent == tmp_path / "mine" and run.name.startswith("tiny-")
+    assert (run / "state.json").is_file() and not (tmp_path / "runs").exists()
+
+
 def test_resume_continues(tmp_path):
     cfg = tiny_config(train={"steps": 20})
     preset = tmp_path / "t.yaml"

@@ -163,6 +163,13 @@ def test_new_run_dir_makes_distinct_folders(tmp_path: Path) -> None:
     assert a != b and a.is_dir() and b.is_dir() and a.name.startswith("copy-")
 
 
+def test_new_run_dir_defaults_to_tfx_lab_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TFX_LAB_RUNS", str(tmp_path / "elsewhere"))
+    a = new_run_dir(None, "copy")
+    b = new_run_dir(None, "copy")  # the same second: a suffix, never the same folder
+    assert a.parent == b.parent == tmp_path / "elsewhere" and a != b
+
+
 def test_errors_are_lab_errors_and_value_errors(tmp_path: Path) -> None:
     with pytest.raises(RunError) as info:
         load_run(tmp_path / "nope")
