@@ -1,8 +1,8 @@
 """The curves of one run, appended from the training thread and read by the UI.
 
-The trainer's callback appends every step here (cheap, under a lock) and posts
-a mergeable progress message; the Train pane reads a snapshot a few times a
-second to redraw its charts, so no point is lost when messages are merged.
+The run's event callback appends every step here (cheap, under a lock) and
+posts no message for it; the Train pane's redraw timer reads a snapshot a few
+times a second, so the UI is not woken per step and no point is lost.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui_lab.core.errors import one_line
+from tui_lab.core.events import EvalEvent, StepEvent
 from tui_lab.ui.run_follow import RunFollower, events_of, latest, read_metrics
 
 FOLLOW_SECONDS = 1.0  # a followed run folder is read again every second
@@ -21,6 +22,7 @@ class RunFolders:
 
     _follower: RunFollower | None = None
     _pending_open: Path | None = None  # a --run folder given before torch had loaded
+    _opened_figures: tuple[StepEvent | None, EvalEvent | None] = (None, None)
 
     def action_open_run(self) -> None:
         """Pick a run folder to show and continue."""
@@ -55,7 +57,10 @@ class RunFolders:
         self.stop_training()
         self._clear_run()
         self.history.load_events(events)
-        self.last_step, self.last_eval = latest(events)
+        # Shown once the run is restored (on_run_ready), as before: the progress bar
+        # rounds to its width when set, and set before the pane is laid out it drew
+        # the same step half a cell longer.
+        self._opened_figures = latest(events)
         self.run_dir = Path(path)
         self.app.show_run_config(loaded.config)  # the run's config becomes the lab's
         self._launch(resume_dir=Path(path), start=False)

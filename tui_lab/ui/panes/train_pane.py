@@ -150,10 +150,14 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
     # ---- drawing --------------------------------------------------------------------
 
     def _changed(self) -> None:
-        """The state moved: redraw the title and figures, and offer the keys that now apply."""
+        """The state moved: redraw the title, figures and status bar; offer the keys that apply."""
         self._figures_dirty = True
         self._update_status()
         self.refresh_bindings()
+        # The app's status bar shows "training"/"paused"/"stopping": without this it kept
+        # saying "training" after a pause (it was only redrawn when the worker ended).
+        if self.is_attached and not getattr(self.app, "_exit", False):
+            self.app._update_status()
 
     def _update_status(self) -> None:
         if not self.is_attached or getattr(self.app, "_exit", False):
@@ -216,6 +220,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
         self.run = None
         self.run_dir = None
         self.last_step = self.last_eval = self.best = None
+        self._opened_figures = (None, None)
         self._config_dirty = False
         self.query_one("#train-log", Static).update("")
 

@@ -87,11 +87,13 @@ class RunReports:
         self._config_dirty = False
         if message.resumed:
             self.best = run.best_accuracy
-            if run.last_step is None and run.step and self.last_step is not None:
+            opened_step, opened_eval = self._opened_figures  # of a folder just opened
+            self._opened_figures = (None, None)
+            last = opened_step or self.last_step
+            if run.last_step is None and run.step and last is not None:
                 # Not trained since it was restored: its last record, at rest.
-                self.last_step = resting_step(
-                    self.last_step, run.step, run.total_steps, run.elapsed
-                )
+                self.last_step = resting_step(last, run.step, run.total_steps, run.elapsed)
+            self.last_eval = opened_eval or self.last_eval
         if self.train_state.built(wait=message.resumed and not self._starting):
             self._changed()
         self.post_message(ModelChanged(run))
