@@ -181,15 +181,23 @@ def test_weights_that_overflow_are_never_saved(
     config = tiny(train={"steps": 40, "checkpoint_seconds": 1e-9, "clip": 0.0, "warmup_steps": 0,
                          "schedule": "constant", "lr": 1e-3})
     run = TrainingRun(config, out, on_event=events.append)
+    from tui_lab.core import train as train_module
+
+    real_set_lr = train_module.set_lr
+
+    def set_lr(optimizer: torch.optim.Optimizer, step: int, train: object) -> float:
+        rate = real_set_lr(optimizer, step, train)
+        if step == FAULT_STEP:  # this update overflows float32
+            for group in optimizer.param_groups:
+                group["lr"] = 1e39
+        return rate
 
     def on_event(event: object) -> None:
         events.append(event)
         if isinstance(event, CheckpointEvent):
             saved[event.step] = snapshot(out)
-        if isinstance(event, StepEvent) and event.step == FAULT_STEP - 1:
-            for group in run.optimizer.param_groups:  # the next update overflows float32
-                group["lr"] = 1e39
 
+    monkeypatch.setattr(train_module, "set_lr", set_lr)
     run.on_event = on_event
     summary = run.run()
     done = events[-1]
