@@ -14,6 +14,7 @@ fetched from the child when the run has moved on since the last fetch.
 The child stops (saving a checkpoint) when asked, when told to close, and when
 this process dies: its end of the pipe then reads EOF. Spawning and importing
 torch take a second or two, so ``prewarm()`` keeps one started child waiting.
+The child's side (``child_main``) is in run_child.py.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import io
 import os
 import queue
-import signal
 import socket
 import subprocess
 import sys
@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from .errors import LabError, one_line
+from .errors import LabError
 from .events import DoneEvent, EvalEvent, StepEvent
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
@@ -46,93 +46,6 @@ class RunProcessError(LabError):
     """The training process could not build or restore the run (one line for the user)."""
 
 
-# ---- the child --------------------------------------------------------------------
-
-
-def child_main(fd: int) -> None:
-    """Entry point of the training process: wait for a run, then obey commands."""
-    conn = Connection(fd)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the lab decides when to stop
-    from . import train  # the slow import (torch), done while the spare waits
-
-    try:
-        spec = conn.recv()
-    except (EOFError, OSError):
-        return
-    lock = threading.Lock()
-
-    def send(message: Any) -> None:
-        with lock:
-            try:
-                conn.send(message)
-            except (OSError, ValueError):  # the lab has gone: nothing to tell
-                pass
-
-    def on_event(event: Any) -> None:
-        send(("event", event))
-
-    try:
-        if spec["resume_dir"] is not None:
-            run = train.open_run(spec["resume_dir"], on_event=on_event)
-        else:
-            run = train.TrainingRun(spec["config"], spec["out_dir"], on_event=on_event)
-    except Exception as exc:  # noqa: BLE001 - told to the lab in one line
-        send(("failed", one_line(exc)))
-        return
-    send(("ready", _info(run)))
-    commands: queue.Queue[str] = queue.Queue()
-
-    def listen() -> None:
-        while True:
-            try:
-                kind = conn.recv()
-            except (EOFError, OSError):  # the lab died or closed us: save and go
-                kind = "close"
-            if kind == "pause":
-                run.pause()
-            elif kind == "resume":
-                run.resume()
-            elif kind in ("stop", "close"):
-                run.stop()
-            elif kind == "weights":
-                send(("weights", _state_bytes(run.model)))
-            if kind in ("run", "close"):
-                commands.put(kind)
-            if kind == "close":
-                return
-
-    threading.Thread(target=listen, name="commands", daemon=True).start()
-    while commands.get() == "run":
-        summary = run.run()
-        send(("finished", {**_info(run), "summary": summary}))
-    # Every save is complete and synced by now; tearing torch down takes a second
-    # that quitting the lab would wait for, so leave at once.
-    conn.close()
-    os._exit(0)
-
-
-def _info(run: Any) -> dict[str, Any]:
-    return {
-        "config": run.config,
-        "out_dir": run.out_dir,
-        "device": str(run.device),
-        "device_name": run.device_name,
-        "step": run.step,
-        "elapsed": run.elapsed,
-        "best_accuracy": run.best_accuracy,
-        "last_step": run.last_step,
-        "last_eval": run.last_eval,
-    }
-
-
-def _state_bytes(model: Any) -> bytes:
-    import torch
-
-    buffer = io.BytesIO()
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buffer)
-    return buffer.getvalue()
-
-
 # ---- the lab's side ---------------------------------------------------------------
 
 
@@ -144,7 +57,7 @@ def _start_child() -> tuple[subprocess.Popen[bytes], Connection]:
     mine, theirs = socket.socketpair()
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    code = f"from tui_lab.core.run_process import child_main; child_main({theirs.fileno()})"
+    code = f"from tui_lab.core.run_child import child_main; child_main({theirs.fileno()})"
     process = subprocess.Popen(
         [sys.executable, "-c", code],
         pass_fds=[theirs.fileno()],
@@ -267,7 +180,8 @@ class RemoteRun:
                 if state is not None:
                     self._model.load_state_dict(state)
                 elif self.out_dir is not None:  # the process has gone: its last checkpoint
-                    from .checkpoint import RunError, load_weights
+                    from .checkpoint import load_weights
+                    from .run_layout import RunError
 
                     try:
                         load_weights(self.out_dir, self._model)
