@@ -2,13 +2,13 @@
 
 Items (names for ``--only``):
 
-1. ``train_speed_vs_torch``   encoder-decoder training tokens/s vs nn.Transformer
-2. ``decoder_speed_vs_torch`` decoder-only training tokens/s vs nn.TransformerEncoder (causal)
-3. ``kv_cache_speedup``       greedy decoding of 256 tokens, KV cache vs none
-4. ``capture_overhead``       decoding with attention captured vs not
-5. ``time_to_target``         copy/reverse/sort/addition to target accuracy, lab and nn.Transformer
-6. ``lab``                    first paint, key latency, in-lab training speed (real pty)
-7. ``cuda``                   bf16 + fused attention (+ compile) vs fp32, CUDA only
+- ``train_speed_vs_torch``   encoder-decoder training tokens/s vs nn.Transformer
+- ``decoder_speed_vs_torch`` decoder-only training tokens/s vs nn.TransformerEncoder (causal)
+- ``kv_cache_speedup``       greedy decoding of 256 tokens, KV cache vs none
+- ``capture_overhead``       decoding with attention captured vs not
+- ``time_to_target``         copy/reverse/sort/addition to target accuracy, lab and nn.Transformer
+- ``lab``                    first paint, key latency, in-lab training speed (real pty)
+- ``cuda``                   bf16 + fused attention (+ compile) vs fp32, CUDA only
 
 Progress goes to stderr; stdout gets the table, or one JSON object with
 ``--json``. A run of every item rewrites ``bench/RESULTS.md`` (``--no-write``

@@ -1,6 +1,6 @@
-"""Item 7 (CUDA only): a larger decoder-only model, fast path vs plain fp32.
+"""The ``cuda`` item of ``python -m bench`` (CUDA only): a larger decoder-only model, fast path vs plain fp32.
 
-Contenders, trained with the same step as items 1-2 on the same random batches:
+Contenders, trained with the same step as the two training-speed items on the same random batches:
 
 - ``fp32``: fp32 weights and activations, attention written out (the explicit
   ``softmax(q k^T) v`` path, as ``train.fused_attention: false`` sets it),

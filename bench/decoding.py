@@ -1,4 +1,4 @@
-"""Items 3 and 4: greedy decoding with and without the KV cache, and the cost of capture.
+"""The ``kv_cache_speedup`` and ``capture_overhead`` items: the KV cache's gain, capture's cost.
 
 Both use ``tui_lab.core.decode.generate``, the function the Decode pane calls,
 on freshly initialised models (decoding speed does not depend on the weights;

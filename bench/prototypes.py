@@ -131,7 +131,7 @@ def kv_buffer_comparison(reps: int = 9) -> None:
 
 
 def training_comparison(budget_s: float = 40.0) -> None:
-    """Items 1-2's measurement with a third contender: the lab model with packed projections."""
+    """The training-speed items' measurement with a third contender: the lab model with packed projections."""
     import random
 
     from bench.common import interleaved

@@ -1,4 +1,4 @@
-"""Items 1 and 2: training tokens/s of the lab's models against ``torch.nn``.
+"""The ``train_speed_vs_torch`` and ``decoder_speed_vs_torch`` items: training tokens/s against ``torch.nn``.
 
 Both sides train through the same step (a copy of ``TrainingRun._train_step``:
 forward, cross entropy, ``zero_grad``, backward, gradient clipping, the lab's

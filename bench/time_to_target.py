@@ -1,4 +1,4 @@
-"""Item 5: seconds to the target accuracy for copy, reverse, sort and addition.
+"""The ``time_to_target`` item: seconds to the target accuracy for copy, reverse, sort and addition.
 
 A headless ``TrainingRun`` on the shipped preset (its seed, its
 ``train.target_accuracy``, evaluation on ``train.eval_examples`` = 500 held-out
