@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
+from tui_lab.core.events import EvalEvent, StepEvent
 from tui_lab.ui.panes.train_pane import TrainPane
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,3 +32,6 @@ async def test_follow_updates_live_while_another_process_trains(trained_run: Pat
             assert writer.wait(timeout=120) == 0, writer.stderr.read() if writer.stderr else ""
         assert pane.state == "following"  # the lab watched; it did not take the training over
         assert pane.history.snapshot().steps == list(range(1, 41))
+        await pilot.pause(1.2)  # the next read of the folder
+        assert isinstance(pane.last_step, StepEvent) and pane.last_step.step == 40
+        assert isinstance(pane.last_eval, EvalEvent) and pane.last_eval.step == 40

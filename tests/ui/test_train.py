@@ -8,11 +8,13 @@ from pathlib import Path
 from textual.widgets import ProgressBar
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
+from tui_lab.core.events import EvalEvent, StepEvent
 from tui_lab.ui.messages import TrainDone
 from tui_lab.ui.panes.decode_pane import DecodePane
 from tui_lab.ui.panes.train_pane import TrainPane
 from tui_lab.ui.widgets.loss_chart import RunCharts
 from tui_lab.ui.widgets.metrics_panel import MetricsPanel
+from tui_lab.ui.widgets.status_bar import StatusBar
 
 
 async def start_training(pilot, steps: int | None = None) -> TrainPane:  # type: ignore[no-untyped-def]
@@ -56,6 +58,7 @@ async def test_pause_resume_stop() -> None:
         )
         await pilot.press("space")
         assert pane.state == "paused"
+        assert "paused" in plain(app.query_one(StatusBar))  # the app's bar follows the pane
         await pilot.pause(0.3)
         paused_at = len(pane.history)
         await pilot.pause(0.6)
@@ -115,6 +118,9 @@ async def test_open_run_shows_curves_and_continues(trained_run: Path) -> None:
         await wait_until(pilot, lambda: pane.state == "ready", 30, "the run to load")
         assert pane.history.snapshot().steps[-1] == 30
         assert pane.run.step == 30
+        # The figures come from the run's records, read back as the events it emitted.
+        assert isinstance(pane.last_step, StepEvent) and pane.last_step.step == 30
+        assert isinstance(pane.last_eval, EvalEvent) and pane.last_eval.step == 20
         assert app.config.name == "tiny-run"
         await pilot.press("2")
         await pilot.press("space")
