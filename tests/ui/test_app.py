@@ -6,6 +6,7 @@ import subprocess
 import sys
 from typing import Any
 
+from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.widgets import Input
 
@@ -118,25 +119,23 @@ async def test_help_lists_every_binding() -> None:
         assert not isinstance(app.screen, HelpScreen)
 
 
-async def test_command_palette_offers_lab_actions() -> None:
+async def test_command_palette_offers_every_binding() -> None:
+    """The palette's lab commands come from the bindings: one per pane action, with its key."""
+    from tui_lab.ui.keymap import action_help, pane_keys
+
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        titles = {c.title for c in app.get_system_commands(app.screen)}
-        for title in (
-            "Start training",
-            "Pause training",
-            "Stop training",
-            "Reset training",
-            "Toggle log scale",
-            "Open run folder…",
-            "Save preset as…",
-            "Next attention head",
-            "Attention walkthrough",
-            "Go to Params",
-            "Help: keys",
-        ):
-            assert title in titles
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        for keys in pane_keys():
+            for binding in keys.owner.BINDINGS:
+                title = f"{keys.title}: {binding.description}"
+                assert title in commands, title
+                key = app.get_key_display(Binding(binding.key.split(",")[0], binding.action))
+                what = action_help(keys.owner, binding.action)  # the action's docstring
+                assert what and commands[title] == f"{what} ({key})", (title, commands[title])
+        assert commands["Go to Params"] == "Show the Params pane (5)"
+        assert commands["Help"] == "Open the help screen listing every binding (?)"
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
@@ -144,6 +143,11 @@ async def test_command_palette_offers_lab_actions() -> None:
         await pilot.pause(0.5)
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.active_pane == "params", 5)
+        await pilot.press("ctrl+p")
+        await type_text(pilot, "params: group rows")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.pane("params").grouped, 5, "rows grouped")
 
 
 async def test_quit_keys() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Static
 
 from tests.ui.helpers import (
@@ -16,8 +17,8 @@ from tests.ui.helpers import (
     type_text,
     wait_until,
 )
-from tui_lab.core.config import load_file
-from tui_lab.ui.panes.build_pane import BuildPane, split_config_error
+from tui_lab.core.config import ConfigError, LabConfig, load_file
+from tui_lab.ui.panes.build_pane import BuildPane
 from tui_lab.ui.panes.params_pane import ParamsPane
 from tui_lab.ui.screens.save_preset import SavePresetScreen
 from tui_lab.ui.widgets.config_form import ConfigForm
@@ -41,10 +42,30 @@ def form_lines(app):  # type: ignore[no-untyped-def]
     return app.query_one(ConfigForm).shown_lines()
 
 
-def test_split_config_error() -> None:
-    key, text = split_config_error("copy.yaml: model.d_model: 30 is not divisible by n_heads=4")
-    assert key == "model.d_model" and text == "30 is not divisible by n_heads=4"
-    assert split_config_error("model: about 1e12 parameters")[0] is None
+async def test_config_errors_are_placed_by_their_field_not_their_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The form reads ConfigError's ``field`` and ``reason``; the message text is not parsed."""
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+
+        def refuse(field: str | None, reason: str):  # type: ignore[no-untyped-def]
+            def with_values(self: LabConfig, values: dict[str, object]) -> LabConfig:
+                raise ConfigError("<form>: model.d_model: a decoy", field=field, reason=reason)
+
+            monkeypatch.setattr(LabConfig, "with_values", with_values)
+
+        refuse("train.seed", "too lucky")
+        await set_field(pilot, "train.batch_size", "17")
+        assert error_text(app, "train.seed") == "↳ too lucky"
+        assert error_text(app, "model.d_model") == error_text(app, "train.batch_size") == ""
+        refuse("model", "about 1e12 parameters need ~16 TiB")
+        await set_field(pilot, "train.batch_size", "18")
+        assert app.query_one(ConfigForm).banner == "model: about 1e12 parameters need ~16 TiB"
+        refuse(None, "the whole config is wrong")
+        await set_field(pilot, "train.batch_size", "19")
+        assert app.query_one(ConfigForm).banner == "the whole config is wrong"
 
 
 async def test_invalid_value_is_flagged_and_nothing_changes() -> None:
@@ -97,7 +118,7 @@ async def test_params_follow_edits_live() -> None:
         await wait_until(pilot, lambda: params.report.total != first, 10, "recount")
         from tui_lab.core.params import parameter_report
 
-        expected = parameter_report(app.config.model, app.vocab_size(app.config)).total
+        expected = parameter_report(app.config.model, len(app.counter.task_for(app.config.task).vocab)).total
         assert params.report.total == expected
         assert f"{expected:,}" in plain(app.query_one("#summary", Static))
         await pilot.press("5")

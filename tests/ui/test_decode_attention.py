@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Static
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
@@ -214,3 +215,72 @@ async def test_a_model_that_cannot_be_fetched_is_an_inline_message() -> None:
         pane = await decode(pilot, "123")
         assert "left no checkpoint" in plain(pane.query_one("#decode-error", Static))
         assert not app._exit and app._exception is None  # the lab is still up
+
+
+async def test_edit_input_is_offered_only_when_the_input_lacks_the_keys() -> None:
+    """After 3 the input has the keys: i types an i; elsewhere in the pane i (or /) goes to it."""
+    from tui_lab.ui.widgets.key_bar import KeyBar
+
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        field = app.query_one("#decode-input", Input)
+        assert app.focused is field
+        assert "Edit input" not in plain(app.query_one(KeyBar))
+        assert "edit_input" not in {b.binding.action for b in app.screen.active_bindings.values()}
+        await pilot.press("i")  # a text field types what it is given
+        assert field.value == "i"
+        field.value = ""
+        await pilot.press("escape")  # out of the input, still in the pane
+        await pilot.pause()
+        assert app.focused is not field and app.active_pane == "decode"
+        assert "Edit input" in plain(app.query_one(KeyBar))
+        await pilot.press("i")
+        assert app.focused is field and field.value == ""
+        await pilot.press("escape", "slash")
+        assert app.focused is field and field.value == ""
+
+
+def test_percentages_close_every_probability() -> None:
+    from tui_lab.ui.panes.decode_pane import percent
+
+    assert [percent(p) for p in (1.0, 0.9951, 0.134, 0.0094, 0.00004)] == [
+        "100%",
+        "100%",
+        "13%",
+        "0.9%",
+        "<0.1%",
+    ]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_top_k_cells_read_apart(trained_run: Path, size: tuple[int, int]) -> None:
+    """Each step's token and top-5 are cells of their own, 'token pp%', and fit at 80 columns."""
+    import re
+
+    from tui_lab.ui.panes.decode_pane import percent
+
+    app = tiny_app(run_dir=str(trained_run))
+    async with app.run_test(size=size) as pilot:
+        await open_trained(pilot)
+        pane = await decode(pilot, "31415")
+        table = pane.query_one("#decode-steps", TextTable)
+        header, _, *rows = [line for line in table.text.splitlines() if line.strip()]
+        assert re.split(r"\s{2,}", header.strip()) == ["#", "token", "1st", "2nd", "3rd", "4th", "5th"]
+        assert len(rows) == len(pane.result.steps)
+        for i, (row, step) in enumerate(zip(rows, pane.result.steps, strict=True), start=1):
+            cells = re.split(r"\s{2,}", row.strip())  # cells are two or more spaces apart
+            shown = [(step.token, step.prob), *step.top[:5]]
+            assert cells == [str(i), *(f"{t} {percent(p)}" for t, p in shown)], row
+            for cell in cells[1:]:
+                assert re.fullmatch(r"\S+ (100|\d{1,2}|\d\.\d|<0\.1)%", cell), cell
+        # On screen the cells are drawn as in the text; at 120 columns the whole table fits
+        # beside the examples (at 80, wide labels such as ⟨sep⟩ can need a sideways scroll).
+        text = table.text.splitlines()
+        width = table.scrollable_content_region.width
+        if size[0] >= 120:
+            assert table.virtual_size.width <= width, table.text
+        lines = ["".join(s.text for s in table.render_line(y)).rstrip() for y in range(len(text))]
+        assert lines == [line[:width].rstrip() for line in text]

@@ -1,8 +1,9 @@
 """The lab's Textual app: five panes behind a tab bar, a status bar, the footer and the palette.
 
 Thin on purpose: the panes own their widgets and actions; the app routes
-messages between them, owns the global keys (1-5, ?, q, escape) and loads
-torch in a thread worker after the first frame is on screen.
+messages between them, owns the global keys (1-5, ?, q, escape), holds the
+lab's config (a preset's, or an opened run's) and loads torch in a thread
+after the first frame is on screen.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input
 
-from tui_lab.core.config import ConfigError, LabConfig, default_config
-from tui_lab.core.presets import load_preset
+from tui_lab.core.config import LabConfig
+from tui_lab.core.errors import one_line
 from tui_lab.ui import compat, hangup
+from tui_lab.ui.keymap import PANE_TITLES, PANES
+from tui_lab.ui.lazy_panes import lazy_panes
 from tui_lab.ui.messages import (
     ConfigChanged,
     ConfigInvalid,
@@ -33,9 +36,10 @@ from tui_lab.ui.messages import (
     ReportReady,
 )
 from tui_lab.ui.panes.build_pane import BuildPane
+from tui_lab.ui.param_count import ParamCounter
+from tui_lab.ui.run_config import starting_config
 from tui_lab.ui.runs import runs_root
 from tui_lab.ui.widgets.key_bar import KeyBar
-from tui_lab.ui.widgets.lazy_pane import LazyPane
 from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id
 from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice
 from tui_lab.ui.widgets.status_bar import StatusBar
@@ -43,23 +47,9 @@ from tui_lab.ui.widgets.status_bar import StatusBar
 compat.install()
 
 if TYPE_CHECKING:
-    from tui_lab.ui.panes.attention_pane import AttentionPane
-    from tui_lab.ui.panes.decode_pane import DecodePane
-    from tui_lab.ui.panes.params_pane import ParamsPane
-    from tui_lab.ui.panes.train_pane import TrainPane
+    from tui_lab.ui.core_access import Core
 
-PANES = ("build", "train", "decode", "attention", "params")
-PANE_TITLES = {
-    "build": "Build",
-    "train": "Train",
-    "decode": "Decode",
-    "attention": "Attention",
-    "params": "Params",
-}
 PANES_GROUP = Binding.Group("Panes", compact=True)
-
-
-FULL_GC_EVERY = 100  # middle-generation collections per full one (Python's default: 10)
 
 
 class LabApp(App[None]):
@@ -102,17 +92,15 @@ class LabApp(App[None]):
         # two-core machine training a model (or an SSH link) can least afford.
         if "TEXTUAL_ANIMATIONS" not in os.environ:
             self.animation_level = "none"
-        self.start_error: str | None = None
-        try:
-            self.config: LabConfig = load_preset(preset)
-        except ConfigError as exc:
-            self.start_error = str(exc)
-            self.config = default_config()
         self.run_dir = Path(run_dir) if run_dir else None
+        # An opened run's settings are the lab's from the first frame on.
+        self.config: LabConfig
+        self.config, self.start_error = starting_config(preset, self.run_dir)
         self.follow_run = follow
+        self.start_pane = "train" if follow else "build"  # watching a run is about its curves
         self.runs_root = runs_root(runs_dir)
         self.user_dir = user_dir
-        self.core: Any = None
+        self.core: Core | None = None
         self.core_state = "loading torch…"
         self.panes: dict[str, Any] = {}  # pane id -> pane widget, once mounted
         self.current_run: Any = None  # the run whose model Decode uses
@@ -120,53 +108,21 @@ class LabApp(App[None]):
         self.last_decode: Decoded | None = None
         self._load_core = load_core
         self._report_generation = 0
+        self.counter = ParamCounter()
 
     # ---- layout -------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
-        yield PaneTabs(PANE_TITLES, "build", id="tabs")
+        yield PaneTabs(PANE_TITLES, self.start_pane, id="tabs")
         yield PaneSwitcher(
             BuildPane(self.config, self.user_dir, id=pane_widget_id("build")),
-            LazyPane(self._make_train, id=pane_widget_id("train")),
-            LazyPane(self._make_decode, id=pane_widget_id("decode")),
-            LazyPane(self._make_attention, id=pane_widget_id("attention")),
-            LazyPane(self._make_params, id=pane_widget_id("params")),
-            active="build",
+            *lazy_panes(self),  # built after the first frame
+            active=self.start_pane,
             id="panes",
         )
         yield SizeNotice(id="size-notice")
         yield KeyBar(id="keys")
-
-    # The hidden panes (and plotext) are imported and built after the first frame.
-
-    def _make_train(self) -> TrainPane:
-        from tui_lab.ui.panes.train_pane import TrainPane
-
-        follow = self.run_dir if self.follow_run else None
-        opened = self.run_dir if not self.follow_run else None
-        return TrainPane(
-            self.config,
-            self.runs_root,
-            open_dir=opened,
-            follow_dir=follow,
-            id=pane_widget_id("train"),
-        )
-
-    def _make_decode(self) -> DecodePane:
-        from tui_lab.ui.panes.decode_pane import DecodePane
-
-        return DecodePane(id=pane_widget_id("decode"))
-
-    def _make_attention(self) -> AttentionPane:
-        from tui_lab.ui.panes.attention_pane import AttentionPane
-
-        return AttentionPane(id=pane_widget_id("attention"))
-
-    def _make_params(self) -> ParamsPane:
-        from tui_lab.ui.panes.params_pane import ParamsPane
-
-        return ParamsPane(id=pane_widget_id("params"))
 
     def pane(self, pane_id: str) -> Any:
         """The pane widget with this id ('train'...), or None before it is built."""
@@ -180,9 +136,9 @@ class LabApp(App[None]):
 
     def on_mount(self) -> None:
         """Show the first frame now; load torch once it is painted."""
-        self._update_status()
-        self.query_one(BuildPane).focus_default()
         self.panes["build"] = self.query_one(BuildPane)
+        self._update_status()
+        self._focus_pane(self.start_pane)
         if self.start_error:
             self.notify(  # long enough to read while torch loads
                 self.start_error,
@@ -266,9 +222,7 @@ class LabApp(App[None]):
             try:
                 core = load_core()
             except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
-                self.post_message(
-                    CoreLoaded(None, str(exc).splitlines()[0] if str(exc) else repr(exc))
-                )
+                self.post_message(CoreLoaded(None, one_line(exc)))
                 return
             self.post_message(CoreLoaded(core))
 
@@ -281,47 +235,44 @@ class LabApp(App[None]):
             self.notify(self.core_state, severity="error", timeout=10)
             self._update_status()
             return
+        from tui_lab.ui.core_access import keep_collections_short
+
         self.core = message.core
-        torch = message.core.torch
-        # torch brings hundreds of thousands of long-lived objects; a full garbage
-        # collection walking them all paused the UI for hundreds of milliseconds
-        # now and then. Frozen, they are left out of every later collection.
-        gc.collect()
-        gc.freeze()
-        # Even so, a full collection walked the UI's own objects for ~15 ms, about
-        # every fifth pane switch. A tenth as many full collections keeps that pause
-        # out of almost every key press; cyclic garbage waits a little longer.
-        young, middle, _ = gc.get_threshold()
-        gc.set_threshold(young, middle, FULL_GC_EVERY)
-        self.core_state = f"torch {torch.__version__.split('+')[0]} ready"
+        keep_collections_short()
+        self.core_state = f"torch {message.core.version} ready"
         self._update_status()
         if self.pane("train") is not None:
             self.pane("train").core_ready()
-        self._request_report(self.query_one(BuildPane).config, self.query_one(BuildPane).edited)
+        build = self.query_one(BuildPane)
+        self._request_report(build.config, build.edited)
 
-    # ---- routing between panes ---------------------------------------------------
+    # ---- the lab's config ---------------------------------------------------------
 
     def on_config_changed(self, message: ConfigChanged) -> None:
         """A valid config from Build: Train uses it next, Params recounts it."""
-        self.config = message.config
-        if self.pane("train") is not None:
-            self.pane("train").config_changed(message.config)
-        self._update_status()
-        self._request_report(message.config, message.edited)
+        self._use_config(message.config, message.edited)
 
     def on_config_invalid(self, message: ConfigInvalid) -> None:
         """The form is invalid: Params says its table is stale."""
-        self.last_invalid = message.message
         if self.pane("params") is not None:
             self.pane("params").show_invalid(message.message)
 
     def show_run_config(self, config: LabConfig) -> None:
-        """An opened run's config becomes the one shown in Build and Params."""
-        build = self.query_one(BuildPane)
-        build._show(config)
+        """An opened run's config becomes the lab's: status bar, Build, Params, Train, Decode, Attention."""
+        self.query_one(BuildPane).show_config(config)
+        self.last_decode = None  # a decode of another model
+        if self.pane("attention") is not None:
+            self.pane("attention").clear()
+        self._use_config(config, edited=False)
+
+    def _use_config(self, config: LabConfig, edited: bool) -> None:
         self.config = config
+        if self.pane("train") is not None:
+            self.pane("train").config_changed(config)
+        if self.pane("attention") is not None:
+            self.pane("attention").show_config(config)
         self._update_status()
-        self._request_report(config, False)
+        self._request_report(config, edited)
 
     def _request_report(self, config: LabConfig, edited: bool) -> None:
         if self.core is None:
@@ -329,28 +280,17 @@ class LabApp(App[None]):
         self._report_generation += 1
         self._report_worker(config, edited, self._report_generation)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="report")
+    # Not exclusive: a count takes milliseconds, and an older one's result is dropped
+    # by its generation (cancelling it would fail whoever waits for the workers).
+    @work(thread=True, exit_on_error=False, group="report")
     def _report_worker(self, config: LabConfig, edited: bool, generation: int) -> None:
         """Count parameters on the meta device (thread); cached per config by the core."""
-        try:
-            vocab_size = self.vocab_size(config)
-            report = self.core.params.parameter_report(config.model, vocab_size)
-        except Exception as exc:  # noqa: BLE001
-            self.post_message(ReportReady(config, None, 0, str(exc).splitlines()[0]))
-            return
-        if generation == self._report_generation:
-            self.post_message(ReportReady(config, report, vocab_size, edited=edited))
-
-    _vocab_cache: dict[Any, int] = {}
-
-    def vocab_size(self, config: LabConfig) -> int:
-        """Vocabulary size of the config's task (the task is built once per task config)."""
-        if config.task not in self._vocab_cache:
-            self._vocab_cache[config.task] = len(self.core.tasks.make_task(config.task).vocab)
-        return self._vocab_cache[config.task]
+        message = self.counter.count(config, edited)
+        if message.report is None or generation == self._report_generation:
+            self.post_message(message)
 
     def on_report_ready(self, message: ReportReady) -> None:
-        """Show the new counts in Build's summary and the Params table."""
+        """Show the new counts in Build's summary and the Params table; Decode's examples."""
         params = self.pane("params")
         if message.report is None:
             if params is not None:
@@ -360,6 +300,10 @@ class LabApp(App[None]):
         self.query_one(BuildPane).show_report(message.report, message.vocab_size)
         if params is not None:
             params.show_report(message.report, message.config, message.vocab_size, message.edited)
+        if self.pane("decode") is not None:
+            self.pane("decode").show_task(message.task)
+
+    # ---- models and decodes ---------------------------------------------------------
 
     def on_model_changed(self, message: ModelChanged) -> None:
         """Decode uses the newest model."""
@@ -395,44 +339,14 @@ class LabApp(App[None]):
 
     def action_help(self) -> None:
         """Open the help screen listing every binding."""
-        from tui_lab.ui.panes.attention_pane import AttentionPane
-        from tui_lab.ui.panes.decode_pane import DecodePane
-        from tui_lab.ui.panes.params_pane import ParamsPane
-        from tui_lab.ui.panes.train_pane import TrainPane
-        from tui_lab.ui.screens.help import FIELD_KEYS, FORM_TYPING, HelpScreen, binding_rows
-        from tui_lab.ui.widgets.config_form import ConfigForm
-        from tui_lab.ui.widgets.heatmap import Heatmap
+        from tui_lab.ui.screens.help import HelpScreen, lab_sections
 
-        everywhere = binding_rows(list(self.BINDINGS), self)
-        everywhere += [
-            ("ctrl+p", "command palette: every action by name"),
-            ("ctrl+q", "quit (also q outside text fields)"),
-        ]
-        sections = [
-            ("Everywhere", everywhere),
-            ("In text fields", FIELD_KEYS),
-            ("1 Build", binding_rows(BuildPane.BINDINGS, self)),
-            ("1 Build: the form", binding_rows(ConfigForm.BINDINGS, self) + FORM_TYPING),
-            ("2 Train", binding_rows(TrainPane.BINDINGS, self)),
-            (
-                "3 Decode",
-                binding_rows(DecodePane.BINDINGS, self)
-                + [("enter", "decode the input / the chosen example")],
-            ),
-            (
-                "4 Attention",
-                binding_rows(AttentionPane.BINDINGS, self) + binding_rows(Heatmap.BINDINGS, self),
-            ),
-            ("5 Params", binding_rows(ParamsPane.BINDINGS, self)),
-        ]
-        self.push_screen(HelpScreen(sections))
+        self.push_screen(HelpScreen(lab_sections(self)))
 
     def action_leave_field(self) -> None:
         """Escape: leave a text field so the single-key bindings work again."""
-        focused = self.focused
-        if isinstance(focused, Input):
-            pane = self.active_pane
-            if pane == "decode":
+        if isinstance(self.focused, Input):
+            if self.active_pane == "decode":
                 self.query_one("#decode-steps").focus()
             else:
                 self.set_focus(None)
@@ -451,63 +365,11 @@ class LabApp(App[None]):
             self.call_later(self.run_action, action, target)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """The palette offers every lab action by name, plus Textual's own."""
+        """The palette offers Textual's own commands and every lab action (from the bindings)."""
+        from tui_lab.ui.palette import lab_commands
+
         yield from super().get_system_commands(screen)
-        for i, pane in enumerate(PANES, start=1):
-            yield SystemCommand(
-                f"Go to {PANE_TITLES[pane]}",
-                f"Show the {PANE_TITLES[pane]} pane (key {i})",
-                lambda p=pane: self.action_show_pane(p),
-            )
-        commands = [
-            (
-                "build",
-                "save_as",
-                "Save preset as…",
-                "Write the edited settings as a preset YAML (ctrl+s)",
-            ),
-            ("build", "revert", "Revert edits", "Back to the preset as loaded (ctrl+r)"),
-            ("train", "start", "Start training", "Train the current config (space)"),
-            ("train", "pause", "Pause training", "Pause the running loop (space)"),
-            ("train", "resume", "Resume training", "Resume a paused loop (space)"),
-            ("train", "stop", "Stop training", "Stop after this step and save (s)"),
-            (
-                "train",
-                "reset",
-                "Reset training",
-                "Forget the run; next start builds a fresh model (r)",
-            ),
-            ("train", "toggle_log", "Toggle log scale", "Loss chart linear/log (l)"),
-            ("train", "open_run", "Open run folder…", "Show a run's curves and continue it (o)"),
-            (
-                "decode",
-                "next_example",
-                "Next example input",
-                "Put an example in the input (ctrl+n)",
-            ),
-            ("decode", "toggle_sampling", "Toggle sampling", "Greedy or sampled decoding (ctrl+t)"),
-            (
-                "attention",
-                "cycle_kind(1)",
-                "Next attention kind",
-                "Encoder self, decoder self, cross (k)",
-            ),
-            ("attention", "cycle_layer(1)", "Next attention layer", "(l)"),
-            ("attention", "cycle_head(1)", "Next attention head", "(h)"),
-            ("attention", "toggle_overview", "All heads overview", "Every head of the layer (a)"),
-            (
-                "attention",
-                "toggle_walkthrough",
-                "Attention walkthrough",
-                "Scores, softmax and weighted sum (w)",
-            ),
-            ("params", "toggle_grouped", "Group parameter rows", "One row per layer (g)"),
-        ]
-        for pane, action, title, help_text in commands:
-            yield SystemCommand(
-                title, help_text, lambda p=pane, a=action: self.run_pane_action(p, a)
-            )
-        yield SystemCommand("Help: keys", "List every key binding (?)", self.action_help)
+        yield from lab_commands(self)
 
 
 def run_lab(

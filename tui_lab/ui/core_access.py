@@ -1,33 +1,62 @@
-"""Loads the torch-backed core modules; called from a thread worker after the first paint.
+"""Loads torch and the core in the background, after the first frame is on screen.
 
-The UI never imports these at module level, so the first frame does not wait
-for torch. ``load_core()`` returns a namespace the panes use once it arrives.
+Nothing under ``tui_lab.ui`` imports torch when it is imported, so the first
+frame never waits for it. ``load_core()`` runs in a thread: it imports torch
+and the core modules the lab calls, and returns a ``Core``. From then on a
+pane imports what it calls by name, inside the function that calls it
+(``from tui_lab.core.decode import generate``): the module is loaded already,
+so that costs nothing, and readers and tools can follow the call.
 """
 
 from __future__ import annotations
 
+import gc
 import warnings
-from types import SimpleNamespace
+
+FULL_GC_EVERY = 100  # middle-generation collections per full one (Python's default: 10)
 
 
-def load_core() -> SimpleNamespace:
-    """Import torch and the core modules the lab needs (takes a second or two)."""
-    # A CPU torch without numpy warns on import; the lab never needs numpy.
-    warnings.filterwarnings("ignore", message=".*NumPy.*")
-    import torch
+class Core:
+    """The loaded core: torch's version, and the modules by name (``core.checkpoint``...)."""
 
-    from tui_lab.core import checkpoint, decode, params, run_process, tasks, train
+    def __init__(self) -> None:
+        # A CPU torch without numpy warns on import; the lab never needs numpy.
+        warnings.filterwarnings("ignore", message=".*NumPy.*")
+        import torch
 
-    # The first optimizer pulls in more of torch (seconds on a slow machine):
-    # do it now, in the background, so pressing space starts training promptly.
-    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
+        from tui_lab.core import checkpoint, decode, params, run_process, tasks, train
 
-    return SimpleNamespace(
-        torch=torch,
-        checkpoint=checkpoint,
-        decode=decode,
-        params=params,
-        run_process=run_process,
-        tasks=tasks,
-        train=train,
-    )
+        # The first optimizer pulls in more of torch (seconds on a slow machine):
+        # do it now, in the background, so pressing space starts training promptly.
+        torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
+
+        self.torch = torch
+        self.checkpoint = checkpoint
+        self.decode = decode
+        self.params = params
+        self.run_process = run_process
+        self.tasks = tasks
+        self.train = train
+        self.version = torch.__version__.split("+")[0]
+
+
+def load_core() -> Core:
+    """Import torch and the core modules the lab needs (a second or two; call it in a thread)."""
+    return Core()
+
+
+def keep_collections_short() -> None:
+    """Once torch is loaded, keep garbage collection from pausing the UI (UI thread).
+
+    torch brings hundreds of thousands of long-lived objects; a full collection
+    walking them all paused the UI for hundreds of milliseconds now and then.
+    Frozen, they are left out of every later collection. Even so, a full
+    collection walked the UI's own objects for ~15 ms, about every fifth pane
+    switch; a tenth as many full collections keeps that pause out of almost
+    every key press, and cyclic garbage waits a little longer.
+    ``gc.unfreeze()`` (when the app unmounts) hands the objects back.
+    """
+    gc.collect()
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_GC_EVERY)

@@ -1,10 +1,11 @@
-"""The Build form's fields: which settings it edits, how each is shown and parsed."""
+"""The Build form's fields: which settings it edits, how each is shown, parsed and read."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tui_lab.core import config as cfg
+from tui_lab.ui.line_edit import LineEdit
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,49 @@ def parse_value(spec: FieldSpec, text: str) -> object:
         return float(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a number") from None
+
+
+@dataclass
+class FormField:
+    """A field's state: the text of a number being edited, or a choice or switch value."""
+
+    spec: FieldSpec
+    edit: LineEdit = field(default_factory=LineEdit)  # int and float fields
+    value: object = None  # choice and bool fields
+
+    @property
+    def typed(self) -> bool:
+        """True for a number, whose text is typed (not a choice or a switch)."""
+        return self.spec.kind in ("int", "float")
+
+    @property
+    def text(self) -> str:
+        """What the field shows."""
+        return self.edit.text if self.typed else format_value(self.value)
+
+
+def load_fields(fields: list[FormField], config: cfg.LabConfig) -> None:
+    """Put ``config``'s values into the fields."""
+    data = config.to_dict()
+    for f in fields:
+        section, _, name = f.spec.key.partition(".")
+        value = data[section][name]
+        if f.typed:
+            f.edit.set(format_value(value))
+        else:
+            f.value = bool(value) if f.spec.kind == "bool" else value
+
+
+def read_fields(fields: list[FormField]) -> tuple[dict[str, object], dict[str, str]]:
+    """(values that parsed, {key: why} for those that did not)."""
+    values: dict[str, object] = {}
+    errors: dict[str, str] = {}
+    for f in fields:
+        if f.typed:
+            try:
+                values[f.spec.key] = parse_value(f.spec, f.edit.text)
+            except ValueError as exc:
+                errors[f.spec.key] = str(exc)
+        elif f.value is not None:
+            values[f.spec.key] = f.value
+    return values, errors

@@ -7,10 +7,9 @@ of the choice list that is open, or the banner for errors about no one field.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from tui_lab.ui.form_fields import SECTIONS, FieldSpec
-from tui_lab.ui.line_edit import LineEdit
+from tui_lab.ui.form_fields import SECTIONS, FormField
 
 LABEL_WIDTH = 17
 VALUE_WIDTH = 18
@@ -24,15 +23,6 @@ class Line:
     text: str = ""
     field: int = -1  # index into the field list
     option: int = -1  # index into the field's choices, for an open choice list
-
-
-@dataclass
-class FormField:
-    """A field's state: the text of a number being edited, or a choice or switch value."""
-
-    spec: FieldSpec
-    edit: LineEdit = field(default_factory=LineEdit)  # int and float fields
-    value: object = None  # choice and bool fields
 
 
 def lay_out(

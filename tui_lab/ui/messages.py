@@ -1,26 +1,35 @@
 """Small dataclass messages the panes and workers post (toolong style).
 
 Training events arrive from a worker thread through ``post_message`` (which is
-thread-safe). Step progress can come hundreds of times a second, so
-``TrainProgress`` replaces an older one still waiting in the queue: the UI
-handles only the latest, and the full history lives in ``RunHistory``.
+thread-safe): an evaluation, a checkpoint, a log line and the end of a run each
+become a message. Steps do not: they can come hundreds of times a second, so
+the Train pane's redraw timer picks up the newest one instead, and the full
+history lives in ``RunHistory``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from tui_lab.core.config import LabConfig
+from tui_lab.core.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent
+
+if TYPE_CHECKING:  # torch-backed: imported by the panes once torch is loaded
+    from tui_lab.core.decode import DecodeResult
+    from tui_lab.core.params import ParamReport
+    from tui_lab.core.run_process import RemoteRun
+    from tui_lab.core.tasks import Task
+    from tui_lab.ui.core_access import Core
 
 
 @dataclass
 class CoreLoaded(Message):
     """Torch and the core modules are imported (``core`` is None if that failed)."""
 
-    core: Any
+    core: Core | None
     error: str | None = None
 
 
@@ -36,35 +45,35 @@ class ConfigChanged(Message):
 class TrainEvaluated(Message):
     """An evaluation finished (an ``EvalEvent``)."""
 
-    event: Any
+    event: EvalEvent
 
 
 @dataclass
 class CheckpointSaved(Message):
     """A checkpoint was written (a ``CheckpointEvent``)."""
 
-    event: Any
+    event: CheckpointEvent
 
 
 @dataclass
 class TrainLog(Message):
     """A log line from the run (a ``LogEvent``)."""
 
-    event: Any
+    event: LogEvent
 
 
 @dataclass
 class TrainDone(Message):
     """The training loop ended (a ``DoneEvent``)."""
 
-    event: Any
+    event: DoneEvent
 
 
 @dataclass
 class RunReady(Message):
-    """A ``TrainingRun`` was built (or restored) in the worker and holds a model."""
+    """A run was built (or restored) in the worker and holds a model."""
 
-    run: Any
+    run: RemoteRun
     resumed: bool = False
 
 
@@ -77,30 +86,35 @@ class RunFailed(Message):
 
 @dataclass
 class ModelChanged(Message):
-    """The model the Decode pane uses changed (``run`` holds ``.model`` and ``.task``)."""
+    """The model the Decode pane uses changed (``run`` holds ``.model`` and ``.task``; None: no model)."""
 
-    run: Any
+    run: RemoteRun | None
 
 
 @dataclass
 class Decoded(Message):
-    """A decode finished; ``result`` is a ``DecodeResult`` and ``model`` the model used."""
+    """A decode finished: its result, the model and task it used."""
 
-    result: Any
-    model: Any = None
-    task: Any = None
+    result: DecodeResult
+    model: Any = None  # an EncoderDecoder or DecoderOnly
+    task: Task | None = None
     options: Any = None  # the generate() keyword arguments used (to replay it)
 
 
 @dataclass
 class ReportReady(Message):
-    """The parameter report of ``config`` was computed (``report`` None on error)."""
+    """The parameter report of ``config`` was computed (``report`` None on error).
+
+    ``task`` is the config's task (its vocabulary sized the report; Decode
+    offers its examples).
+    """
 
     config: LabConfig
-    report: Any
+    report: ParamReport | None
     vocab_size: int = 0
     error: str | None = None
     edited: bool = False
+    task: Task | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from tui_lab.core.config import LabConfig
 from tui_lab.ui.widgets.head_grid import HeadGrid
 from tui_lab.ui.widgets.heatmap import Heatmap
 from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
@@ -62,6 +63,7 @@ class AttentionPane(Vertical):
         self.walkthrough = False
         self.projections: dict[str, Any] | None = None
         self._projections_for: Any = None
+        self.config: LabConfig | None = None  # the lab's, for the header before any decode
 
     def compose(self) -> ComposeResult:
         yield Static(id="attn-header")
@@ -77,12 +79,9 @@ class AttentionPane(Vertical):
         """Start empty, explaining how to get a heatmap."""
         if getattr(self.app, "_exit", False):
             return  # mounted while the app quits
-        self.query_one(Heatmap).clear(
-            "No decode yet: decode an input in the Decode pane (3), then come back."
-        )
-        self.query_one("#head-grid").display = False
         self.query_one("#walkthrough-scroll").display = False
-        self._update_header()
+        self.config = self.app.config
+        self.clear()
         self.app.register_pane("attention", self)
         last = self.app.last_decode
         if last is not None:
@@ -93,6 +92,26 @@ class AttentionPane(Vertical):
         self.query_one(Heatmap).focus()
 
     # ---- data ------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Forget the decode on show (it came from another model): back to the empty state."""
+        self.result = self.model = self.lab_task = self.options = None
+        self.kinds = []
+        self.projections = self._projections_for = None
+        self.query_one(Heatmap).clear(
+            "No decode yet: decode an input in the Decode pane (3), then come back."
+        )
+        self.query_one(Heatmap).display = True
+        self.query_one("#head-grid").display = False
+        self.query_one("#attn-cursor", Static).update("")
+        self._update_header()
+        self._show_walkthrough()
+
+    def show_config(self, config: LabConfig) -> None:
+        """The lab's config changed: until a decode, the header says what its model has."""
+        self.config = config
+        if not self.kinds:
+            self._update_header()
 
     def set_result(
         self,
@@ -138,7 +157,15 @@ class AttentionPane(Vertical):
     def _update_header(self) -> None:
         header = self.query_one("#attn-header", Static)
         if not self.kinds:
-            header.update(Text("Attention · nothing decoded yet", style="dim"))
+            m = self.config.model
+            encoder = f"{m.n_encoder_layers} encoder + " if m.arch == "encoder-decoder" else ""
+            header.update(
+                Text(
+                    f"Attention · {self.config.name}: {m.arch}, {encoder}"
+                    f"{m.n_decoder_layers} decoder layers, {m.n_heads} heads · nothing decoded yet",
+                    style="dim",
+                )
+            )
             return
         text = Text()
         for i, (kind, _) in enumerate(self.kinds):

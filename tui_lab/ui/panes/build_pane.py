@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import yaml
@@ -18,15 +17,6 @@ from tui_lab.ui.widgets.model_summary import ModelSummary
 from tui_lab.ui.widgets.preset_list import PresetList
 
 FORM_HELP = "↑↓ move · type to edit · enter/←→ choose · esc leaves"
-_KEY = re.compile(r"\b((?:model|task|train)\.[a-z_]+)")
-
-
-def split_config_error(message: str) -> tuple[str | None, str]:
-    """'src: model.d_model: 30 is not ...' -> ('model.d_model', '30 is not ...')."""
-    match = _KEY.search(message)
-    if not match:
-        return None, message.split(": ", 1)[-1] if message.startswith("<") else message
-    return match.group(1), message[match.end() :].lstrip(": ").strip() or message
 
 
 class BuildPane(Vertical):
@@ -66,7 +56,7 @@ class BuildPane(Vertical):
         self.query_one(PresetList).reload(
             select=Path(self.base.source) if self.base.source.endswith(".yaml") else self.base.name
         )
-        self._show(self.base, yaml_now=False)
+        self.show_config(self.base, yaml_now=False)
         self.query_one(ModelSummary).show_loading()
         # Syntax highlighting imports pygments: after the first frame.
         self.call_after_refresh(lambda: self._show_yaml(self.config))
@@ -77,8 +67,8 @@ class BuildPane(Vertical):
 
     # ---- loading and editing ----------------------------------------------------
 
-    def _show(self, config: LabConfig, yaml_now: bool = True) -> None:
-        """Load ``config`` into the form as the new unedited base."""
+    def show_config(self, config: LabConfig, yaml_now: bool = True) -> None:
+        """Load ``config`` into the form as the new unedited base (a preset, or an opened run)."""
         self.base = self.config = config
         self.edited = False
         self.query_one(ConfigForm).load(config)
@@ -116,7 +106,7 @@ class BuildPane(Vertical):
             self.notify(str(exc), title="Cannot load preset", severity="error")
             return False
         self.show_preset_error("")
-        self._show(config)
+        self.show_config(config)
         self.post_message(ConfigChanged(config, edited=False))
         self.notify(f"Loaded preset {config.name}", timeout=2)
         return True
@@ -148,7 +138,8 @@ class BuildPane(Vertical):
         try:
             config = self.base.with_values(event.values)
         except ConfigError as exc:
-            key, text = split_config_error(str(exc))
+            key = getattr(exc, "field", None)  # a setting, a section, or None: the whole config
+            text = getattr(exc, "reason", None) or str(exc)
             if key in FIELDS and key not in errors:
                 errors[key] = text
             elif key not in errors:
@@ -186,7 +177,7 @@ class BuildPane(Vertical):
     def action_revert(self) -> None:
         """Drop all edits: back to the preset as loaded."""
         self.show_preset_error("")
-        self._show(self.base)
+        self.show_config(self.base)
         self.post_message(ConfigChanged(self.base, edited=False))
         self.notify(f"Reverted to preset {self.base.name}", timeout=2)
 

@@ -20,9 +20,29 @@ N_EXAMPLES = 8
 TOP_K_SHOWN = 5
 
 
-def probability(p: float) -> str:
-    """0.9991 -> '0.999', 0.00042 -> '4e-04': small ones keep a digit that means something."""
-    return f"{p:.3f}" if p >= 0.001 else f"{p:.0e}"
+ORDINALS = ("1st", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th", "9th", "10th")
+
+
+def percent(p: float) -> str:
+    """A probability as a percentage that cannot run into a digit token: 0.134 -> '13%'.
+
+    The '%' closes every figure, so a token and its probability read apart
+    ('3 13%', never '30.113'); two digits are kept where they mean something.
+    """
+    if p >= 0.995:
+        return "100%"
+    if p >= 0.1:
+        return f"{p:.0%}"
+    if p >= 0.001:
+        return f"{p:.1%}"
+    return "<0.1%"
+
+
+def top_cell(token: str, p: float, chosen: bool) -> Text:
+    """A token (bold if it was chosen), a space, its probability as a percentage (dim)."""
+    cell = Text(token, style="bold" if chosen else "")
+    cell.append(" " + percent(p), style="dim")
+    return cell
 
 
 class DecodePane(Vertical):
@@ -37,7 +57,8 @@ class DecodePane(Vertical):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.run: Any = None
-        self.lab_task: Any = None
+        self.lab_task: Any = None  # the task decoded with: the model's, else the lab config's
+        self.config_task: Any = None
         self.examples: list[str] = []
         self._example_index = -1
         self.result: Any = None
@@ -59,11 +80,11 @@ class DecodePane(Vertical):
         with Horizontal(id="decode-body"):
             with Vertical(id="decode-main"):
                 yield Static(id="decode-output")
+                # Each of the top-k in a column of its own: aligned, two spaces apart.
                 yield TextTable(
                     {"header": "#", "justify": "right", "no_wrap": True},
-                    {"header": "token", "no_wrap": True},
-                    {"header": "p", "justify": "right", "no_wrap": True},
-                    {"header": f"top-{TOP_K_SHOWN} next tokens", "no_wrap": True},
+                    {"header": "token", "no_wrap": True},  # the one chosen, and its probability
+                    *({"header": ORDINALS[j], "no_wrap": True} for j in range(TOP_K_SHOWN)),
                     id="decode-steps",
                 )
             examples = PickList(id="examples")
@@ -79,6 +100,8 @@ class DecodePane(Vertical):
             Text("Train a model (2, then space) or open a run (2, then o) to decode.", style="dim")
         )
         self.app.register_pane("decode", self)
+        if self.app.last_report is not None:
+            self.show_task(self.app.last_report.task)
         if self.app.current_run is not None:
             self.set_run(self.app.current_run)
 
@@ -88,14 +111,22 @@ class DecodePane(Vertical):
 
     # ---- model and task -------------------------------------------------------
 
+    def show_task(self, task: Any) -> None:
+        """The lab config's task: its examples are offered while there is no model."""
+        self.config_task = task
+        if self.run is None:
+            self._use_task(task)
+
     def set_run(self, run: Any) -> None:
-        """Decode with this run's model from now on (None: no model)."""
+        """Decode with this run's model (and its task's examples) from now on (None: no model)."""
         self.run = run
-        task = run.task if run is not None else None
+        self._use_task(run.task if run is not None else self.config_task)
+        self._show_model()
+
+    def _use_task(self, task: Any) -> None:
         if task is not self.lab_task:
             self.lab_task = task
             self._fill_examples()
-        self._show_model()
 
     def _show_model(self) -> None:
         label = self.query_one("#decode-model", Static)
@@ -161,7 +192,10 @@ class DecodePane(Vertical):
             self._error("torch is still loading; try again in a moment")
             return False
         if self.run is None:
-            self._error("no model yet: train one in the Train pane (2, then space)")
+            if getattr(self.app, "training_active", False):  # an opened run being restored
+                self._error("the model is still being built; try again in a moment")
+            else:
+                self._error("no model yet: train one in the Train pane (2, then space)")
             return False
         options = self._options()
         if options is None:
@@ -232,16 +266,18 @@ class DecodePane(Vertical):
         self.query_one("#decode-output", Static).update(out)
         rows = []
         for i, step in enumerate(result.steps, start=1):
-            top = Text()
-            for j, (token, prob) in enumerate(step.top):
-                if j:
-                    top.append("   ")
-                top.append(token, style="bold" if token == step.token else "")
-                top.append(" " + probability(prob), style="dim")
-            rows.append((str(i), step.token, probability(step.prob), top))
+            top = [top_cell(token, p, token == step.token) for token, p in step.top[:TOP_K_SHOWN]]
+            top += [Text()] * (TOP_K_SHOWN - len(top))
+            rows.append((str(i), top_cell(step.token, step.prob, True), *top))
         self.query_one("#decode-steps", TextTable).show(rows)
 
     # ---- actions ----------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer i and / (edit input) only while the input does not have the keys already."""
+        if action == "edit_input":
+            return not self.query_one("#decode-input", Input).has_focus
+        return True
 
     def action_edit_input(self) -> None:
         """Back into the input field to type another input."""
@@ -250,7 +286,7 @@ class DecodePane(Vertical):
     def action_next_example(self) -> None:
         """Put the next example input in the field."""
         if not self.examples:
-            self.notify("no examples until a model exists", severity="warning", timeout=2)
+            self.notify("no examples until torch has loaded", severity="warning", timeout=2)
             return
         self._example_index = (self._example_index + 1) % len(self.examples)
         field = self.query_one("#decode-input", Input)

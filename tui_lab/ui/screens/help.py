@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from tui_lab.ui.keymap import bindings_of, pane_keys
 
 FIELD_KEYS = [
     ("escape", "leave the text field (then 1-5, q and ? work again)"),
@@ -19,6 +21,17 @@ FIELD_KEYS = [
 FORM_TYPING = [
     ("0-9 . e -", "type into a number (backspace, delete, ←→, home, end, ctrl+u)"),
 ]
+
+
+EVERYWHERE_EXTRA = [
+    ("ctrl+p", "command palette: every action by name"),
+    ("ctrl+q", "quit (also q outside text fields)"),
+]
+# Keys a pane handles without a binding of its own (a widget's message).
+PANE_EXTRA = {
+    "build": FORM_TYPING,  # goes with the form's section
+    "decode": [("enter", "decode the input / the chosen example")],
+}
 
 
 def binding_rows(bindings: list[Binding], app: object) -> list[tuple[str, str]]:
@@ -32,6 +45,26 @@ def binding_rows(bindings: list[Binding], app: object) -> list[tuple[str, str]]:
         if description not in rows.setdefault(key, []):
             rows[key].append(description)
     return [(key, " / ".join(descriptions)) for key, descriptions in rows.items()]
+
+
+def lab_sections(app: App[object]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The help screen's sections: the app's keys, text fields, then each pane's (from BINDINGS)."""
+    sections = [
+        ("Everywhere", binding_rows(bindings_of(type(app)), app) + EVERYWHERE_EXTRA),
+        ("In text fields", FIELD_KEYS),
+    ]
+    for keys in pane_keys():
+        title = f"{keys.number} {keys.title}"
+        rows = binding_rows(bindings_of(keys.owner), app)
+        for section, widget in keys.widgets:
+            widget_rows = binding_rows(bindings_of(widget), app)
+            if section:
+                sections.append((title, rows))
+                title, rows = f"{title}: {section}", widget_rows
+            else:
+                rows += widget_rows
+        sections.append((title, rows + PANE_EXTRA.get(keys.pane, [])))
+    return sections
 
 
 class HelpScreen(ModalScreen[None]):

@@ -15,18 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.segment import Segment
-from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Region, Size
+from textual.geometry import Region
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui_lab.core.config import LabConfig
-from tui_lab.ui.form_fields import FIELDS, format_value, parse_value
-from tui_lab.ui.form_layout import LABEL_WIDTH, VALUE_WIDTH, FormField, Line, fit, lay_out
+from tui_lab.ui.form_draw import Cursor, draw_line
+from tui_lab.ui.form_fields import FIELDS, FormField, load_fields, read_fields
+from tui_lab.ui.form_layout import LABEL_WIDTH, Line, lay_out
+from tui_lab.ui.widgets.line_view import LineView
 
 __all__ = ["FIELDS", "ConfigForm"]
 
@@ -34,9 +33,10 @@ EDIT_KEYS = {"backspace", "delete", "left", "right", "home", "end"}
 EDIT_KEYS |= {"ctrl+a", "ctrl+e", "ctrl+u", "ctrl+k"}
 
 
-class ConfigForm(ScrollView, can_focus=True):
+class ConfigForm(LineView, can_focus=True):
     """Edits a LabConfig's key settings; reports edits, shows errors it is given."""
 
+    COMPONENT_PREFIX = "config-form--"
     COMPONENT_CLASSES = {
         "config-form--section",
         "config-form--label",
@@ -94,9 +94,6 @@ class ConfigForm(ScrollView, can_focus=True):
         self._banner = ""
         self._lines: list[Line] = []
         self._field_line: dict[int, int] = {}
-        self._strips: dict[int, Strip] = {}
-        self._styles: dict[tuple[str, ...], Style] = {}  # resolving walks the DOM: cache
-        self._lines_width = -1
         self._loaded = False
         self._last_report: tuple[dict[str, object], dict[str, str]] | None = None
         self._report_pending = False
@@ -116,15 +113,7 @@ class ConfigForm(ScrollView, can_focus=True):
     @property
     def in_text(self) -> bool:
         """True while typed characters go into a number (not to the lab's keys)."""
-        return (
-            self.has_focus
-            and self.editing
-            and self._fields[self.cursor].spec.kind
-            in (
-                "int",
-                "float",
-            )
-        )
+        return self.has_focus and self.editing and self._fields[self.cursor].typed
 
     def focus_first(self) -> None:
         """Focus the form, editing its first field."""
@@ -137,8 +126,7 @@ class ConfigForm(ScrollView, can_focus=True):
 
     def text(self, key: str) -> str:
         """What ``key``'s field shows."""
-        f = self._fields[self._index[key]]
-        return f.edit.text if f.spec.kind in ("int", "float") else format_value(f.value)
+        return self._fields[self._index[key]].text
 
     def error(self, key: str) -> str:
         """The error shown under ``key``'s field ('' if none)."""
@@ -151,52 +139,26 @@ class ConfigForm(ScrollView, can_focus=True):
 
     def shown_lines(self) -> list[tuple[str, str | None, str]]:
         """Every line as drawn, scrolled into view or not: (kind, setting key, plain text)."""
-        self._ensure_lines()
+        self.ensure_laid_out()
         return [
             (line.kind, self._fields[line.field].spec.key if line.field >= 0 else None, text)
             for line, text in zip(
-                self._lines, (self._draw(i).text for i in range(len(self._lines))), strict=True
+                self._lines, (self.draw(i).text for i in range(len(self._lines))), strict=True
             )
         ]
 
-    def set_value(self, key: str, value: object) -> None:
-        """Set a field as if the user had entered ``value``; the edit is reported."""
-        f = self._fields[self._index[key]]
-        if f.spec.kind in ("int", "float"):
-            f.edit.set(value if isinstance(value, str) else format_value(value))
-        else:
-            f.value = value
-        self._changed(report=True)
-
     def load(self, config: LabConfig) -> None:
         """Show ``config``'s values (without reporting them as edits) and clear errors."""
-        data = config.to_dict()
-        for f in self._fields:
-            section, _, name = f.spec.key.partition(".")
-            value = data[section][name]
-            if f.spec.kind in ("int", "float"):
-                f.edit.set(format_value(value))
-            else:
-                f.value = bool(value) if f.spec.kind == "bool" else value
+        load_fields(self._fields, config)
         self.choosing = None
         self._loaded = True
-        self.show_errors({})
+        self._errors, self._banner = {}, ""
+        self._changed()  # drawn lines are kept: they show the old values
         self._last_report = self.read()
 
     def read(self) -> tuple[dict[str, object], dict[str, str]]:
         """(values that parsed, {key: why} for those that did not)."""
-        values: dict[str, object] = {}
-        errors: dict[str, str] = {}
-        for f in self._fields:
-            key = f.spec.key
-            if f.spec.kind in ("int", "float"):
-                try:
-                    values[key] = parse_value(f.spec, f.edit.text)
-                except ValueError as exc:
-                    errors[key] = str(exc)
-            elif f.value is not None:
-                values[key] = f.value
-        return values, errors
+        return read_fields(self._fields)
 
     def show_errors(self, errors: dict[str, str], banner: str = "") -> None:
         """Mark the fields in ``errors`` and explain each below it; ``banner`` for the rest."""
@@ -209,9 +171,7 @@ class ConfigForm(ScrollView, can_focus=True):
 
     def _changed(self, report: bool = False) -> None:
         """Redraw; with ``report``, tell the pane once this batch of edits is done."""
-        self._lines_width = -1
-        self._strips.clear()
-        self.refresh()
+        self.relayout()
         if report:
             self._schedule_report()
 
@@ -240,7 +200,7 @@ class ConfigForm(ScrollView, can_focus=True):
             )
 
     def _scroll_to_cursor(self) -> None:
-        self._ensure_lines()
+        self.ensure_laid_out()
         y = self._field_line.get(self.cursor)
         if y is None:
             return
@@ -319,7 +279,7 @@ class ConfigForm(ScrollView, can_focus=True):
         offset = event.get_content_offset(self)
         if offset is None:
             return
-        self._ensure_lines()
+        self.ensure_laid_out()
         y = offset.y + self.scroll_offset.y
         if not 0 <= y < len(self._lines):
             return
@@ -408,107 +368,18 @@ class ConfigForm(ScrollView, can_focus=True):
 
     # ---- drawing --------------------------------------------------------------------
 
-    def notify_style_update(self) -> None:
-        """A theme or CSS change: draw again with the new styles."""
-        super().notify_style_update()
-        self._strips.clear()
-        self._styles.clear()
-
-    def on_resize(self, event: events.Resize) -> None:
-        """Errors wrap to the width (a pane shown again is "resized" to its old size)."""
-        if self.scrollable_content_region.width != self._lines_width:
-            self._lines_width = -1
-            self._strips.clear()
-
-    def _ensure_lines(self) -> None:
-        width = self.scrollable_content_region.width
-        if width == self._lines_width:
-            return
-        self._lines_width = width
+    def lay_out(self, width: int) -> int:
+        """The form's lines at ``width``: sections, fields, errors, an open choice list."""
         open_field = self.cursor if self.choosing is not None and self.has_focus else None
         self._lines, self._field_line = lay_out(
             self._fields, self._errors, self._banner, open_field, width
         )
-        size = Size(width, len(self._lines))
-        if size != self.virtual_size:
-            self.virtual_size = size
+        return len(self._lines)
 
-    def render_line(self, y: int) -> Strip:
-        """One line of the form (drawn once per change and kept)."""
-        self._ensure_lines()
-        index = y + self.scroll_offset.y
-        strip = self._strips.get(index)
-        if strip is None:
-            strip = (
-                self._draw(index)
-                .extend_cell_length(self._lines_width, self._style())
-                .crop(0, self._lines_width)
-            )
-            self._strips[index] = strip
-        return strip
-
-    def _style(self, *parts: str) -> Style:
-        """The widget's style with these component styles on top (cached until restyled)."""
-        style = self._styles.get(parts)
-        if style is None:
-            style = self.rich_style
-            for name in parts:
-                style += self.get_component_rich_style(f"config-form--{name}")
-            self._styles[parts] = style
-        return style
-
-    def _draw(self, index: int) -> Strip:
+    def draw(self, index: int) -> Strip:
+        """One line of the form."""
         if not 0 <= index < len(self._lines):
             return Strip([])
-        line = self._lines[index]
-        indent = Segment(" " * LABEL_WIDTH, self._style())
-        if line.kind == "banner":
-            return Strip([Segment(line.text, self._style("error"))])
-        if line.kind == "error":  # under the value it explains
-            return Strip([indent, Segment(line.text, self._style("error"))])
-        if line.kind == "section":
-            return Strip([Segment(line.text, self._style("section"))])
-        if line.kind == "option":
-            highlighted = line.option == self.choosing
-            text = ("▸ " if highlighted else "  ") + line.text
-            style = self._style("option-highlighted" if highlighted else "option")
-            return Strip([indent, Segment(fit(text), style)])
-        if line.kind != "field":
-            return Strip([])
-        return self._draw_field(line.field)
-
-    def _draw_field(self, i: int) -> Strip:
-        f = self._fields[i]
-        here = i == self.cursor and self.has_focus
-        invalid = f.spec.key in self._errors
-        label = "label-invalid" if invalid else ("label-cursor" if here else "label")
-        value = (
-            ("value",)
-            + (("value-invalid",) if invalid else ())
-            + (("value-cursor",) if here else ())
-        )
-        value_style = self._style(*value)
-        segments = [Segment(fit(f.spec.label, LABEL_WIDTH), self._style(label))]
-        if f.spec.kind in ("int", "float"):
-            text, caret = f.edit.text, f.edit.caret
-            if here and self.editing:
-                # Keep the caret inside the box: show the end of a long number.
-                start = max(0, caret - (VALUE_WIDTH - 1))
-                shown = text[start : start + VALUE_WIDTH]
-                at = caret - start
-                cell = shown[at] if at < len(shown) else " "
-                segments += [
-                    Segment(shown[:at], value_style),
-                    Segment(cell, self._style(*value, "caret")),
-                    Segment(shown[at + 1 :].ljust(VALUE_WIDTH - at - 1), value_style),
-                ]
-            else:
-                segments.append(Segment(fit(text), value_style))
-        elif f.spec.kind == "bool":
-            segments.append(Segment(fit("[x] on" if f.value else "[ ] off"), value_style))
-        else:
-            arrow = "▲" if here and self.choosing is not None else "▼"
-            segments.append(
-                Segment(fit(format_value(f.value), VALUE_WIDTH - 2) + " " + arrow, value_style)
-            )
-        return Strip(segments)
+        focused = self.has_focus
+        cursor = Cursor(self.cursor if focused else -1, self.editing, self.choosing)
+        return draw_line(self._lines[index], self._fields, self._errors, cursor, self.style_of)

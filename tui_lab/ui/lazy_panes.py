@@ -1,0 +1,59 @@
+"""The four panes built after the first frame, each behind a ``LazyPane`` stand-in.
+
+Only the Build pane is imported before the first frame; the others (and
+plotext, which the Train pane needs) are imported and built right after it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tui_lab.ui.widgets.lazy_pane import LazyPane
+from tui_lab.ui.widgets.pane_tabs import pane_widget_id
+
+if TYPE_CHECKING:
+    from tui_lab.ui.app import LabApp
+    from tui_lab.ui.panes.attention_pane import AttentionPane
+    from tui_lab.ui.panes.decode_pane import DecodePane
+    from tui_lab.ui.panes.params_pane import ParamsPane
+    from tui_lab.ui.panes.train_pane import TrainPane
+
+
+def lazy_panes(app: LabApp) -> list[LazyPane]:
+    """Stand-ins for Train, Decode, Attention and Params, in tab order."""
+
+    def train() -> TrainPane:
+        from tui_lab.ui.panes.train_pane import TrainPane
+
+        return TrainPane(
+            app.config,
+            app.runs_root,
+            open_dir=app.run_dir if not app.follow_run else None,
+            follow_dir=app.run_dir if app.follow_run else None,
+            id=pane_widget_id("train"),
+        )
+
+    def decode() -> DecodePane:
+        from tui_lab.ui.panes.decode_pane import DecodePane
+
+        return DecodePane(id=pane_widget_id("decode"))
+
+    def attention() -> AttentionPane:
+        from tui_lab.ui.panes.attention_pane import AttentionPane
+
+        return AttentionPane(id=pane_widget_id("attention"))
+
+    def params() -> ParamsPane:
+        from tui_lab.ui.panes.params_pane import ParamsPane
+
+        return ParamsPane(id=pane_widget_id("params"))
+
+    return [
+        LazyPane(factory, id=pane_widget_id(name))
+        for name, factory in (
+            ("train", train),
+            ("decode", decode),
+            ("attention", attention),
+            ("params", params),
+        )
+    ]
