@@ -138,8 +138,8 @@ class BuildPane(Vertical):
         try:
             config = self.base.with_values(event.values)
         except ConfigError as exc:
-            key = getattr(exc, "field", None)  # a setting, a section, or None: the whole config
-            text = getattr(exc, "reason", None) or str(exc)
+            key = exc.field  # a setting, a section, or None: the whole config
+            text = exc.reason or str(exc)
             if key in FIELDS and key not in errors:
                 errors[key] = text
             elif key not in errors:
