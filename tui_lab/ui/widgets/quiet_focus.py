@@ -34,10 +34,12 @@ class QuietFocus:
         return widget
 
     def _on_focus(self, event: events.Focus) -> None:
+        """Gained focus: say so without redrawing the whole widget."""
         event.prevent_default()  # instead of Widget._on_focus, which redraws
         self._focus_is(True)
 
     def _on_blur(self, event: events.Blur) -> None:
+        """Lost focus: say so without redrawing the whole widget."""
         event.prevent_default()  # instead of Widget._on_blur, which redraws
         self._focus_is(False)
 
