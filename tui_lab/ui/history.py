@@ -36,11 +36,13 @@ class RunHistory:
         self.version = 0
 
     def clear(self) -> None:
+        """Forget every point (a new, reset or reloaded run)."""
         with self._lock:
             self._data = HistorySnapshot()
             self.version += 1
 
     def add_step(self, step: int, loss: float, lr: float) -> None:
+        """Append a training step (any thread)."""
         with self._lock:
             d = self._data
             if d.steps and step <= d.steps[-1]:
@@ -53,6 +55,7 @@ class RunHistory:
             self.version += 1
 
     def add_eval(self, step: int, val_loss: float, accuracy: float | None) -> None:
+        """Append an evaluation (any thread); a repeated step replaces the later points."""
         with self._lock:
             d = self._data
             if d.eval_steps and step <= d.eval_steps[-1]:
@@ -72,6 +75,7 @@ class RunHistory:
                 self.add_eval(event.step, event.val_loss, event.exact_match)
 
     def snapshot(self) -> HistorySnapshot:
+        """Copies of the series as they are now."""
         with self._lock:
             d = self._data
             return HistorySnapshot(

@@ -55,6 +55,7 @@ class RunDriver:
         """The run's ``on_event``: records steps, posts everything else (reader thread)."""
 
         def on_event(event: Any) -> None:
+            """One event of the run (reader thread)."""
             if generation != self.generation:
                 return  # a run the user has reset away
             if isinstance(event, StepEvent):

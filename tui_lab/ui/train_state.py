@@ -60,6 +60,7 @@ class TrainState:
         return f"TrainState({self.phase.value!r}, reason={self.reason!r})"
 
     def _move(self, allowed_from: tuple[Phase, ...], to: Phase) -> bool:
+        """Go to ``to`` if the lab stands in one of ``allowed_from``; False (and stay) if not."""
         if self.phase not in allowed_from:
             return False
         self.phase = to

@@ -38,6 +38,7 @@ REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times
 
 
 def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
+    """What a run trains on: a change of name alone does not make the shown run stale."""
     return (config.model, config.task, config.train)
 
 
@@ -100,6 +101,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
 
     @property
     def _live_run(self) -> Any:
+        """The run whose process the pane drives (a fault test kills its process)."""
         return self.driver.live_run
 
     @property
@@ -108,6 +110,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
         return self.query_one(RunCharts).log_scale
 
     def compose(self) -> ComposeResult:
+        """Title line, charts beside the figures, progress bar, last log line."""
         yield Static(id="train-status")
         with Horizontal(id="train-body"):
             yield RunCharts(self.history, id="charts")
@@ -160,6 +163,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
             self.app._update_status()
 
     def _update_status(self) -> None:
+        """The pane's title line: the run's name and folder, what the keys do now."""
         if not self.is_attached or getattr(self.app, "_exit", False):
             return
         name = self.run.config.name if self.run is not None else self.config.name
@@ -197,6 +201,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
             bar.update(total=total, progress=self.last_step.step if self.last_step else 0)
 
     def _take_newest_step(self) -> None:
+        """Pick up the step the event thread recorded last (it posts no message per step)."""
         newest = self.driver.newest_step
         if newest is not None and newest is not self._seen_step:
             self._seen_step = self.last_step = newest
@@ -322,7 +327,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
         """Forget the current run (stopping it first): the next start builds a fresh model."""
         if not self.train_state.reset(core_loaded=self.app.core is not None):
             return
-        self.driver.stop()
+        self.stop_training()
         self.driver.forget(self.run)
         self._clear_run()
         self._changed()
@@ -342,5 +347,5 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
         retire(self.driver.live_run, self.run)
 
     def stop_training(self) -> None:
-        """Ask a live loop to stop (used by stop, reset, open and quit); returns at once."""
+        """Ask a live loop to stop (reset, opening a run, quitting); returns at once."""
         self.driver.stop()

@@ -139,6 +139,7 @@ class RunCharts(Vertical):
         self._lr_at = 0.0
 
     def compose(self) -> ComposeResult:
+        """The loss chart above the learning-rate chart."""
         yield LossChart(id="loss-chart")
         yield LrChart(id="lr-chart")
 
