@@ -250,14 +250,9 @@ def _sync(dev: torch.device) -> None:
 
 def _load_run(run_dir: str, device: str) -> Any:
     """A run's model and task on ``device``: config and weights only (as ``tfx-lab decode``)."""
-    from tui_lab.core import checkpoint
-    from tui_lab.core.train import TrainingRun
+    from tui_lab.core.inference import load_for_inference
 
-    config = checkpoint.load_run(run_dir).config
-    run = TrainingRun(config, None, device=device)
-    checkpoint.load_weights(run_dir, run.model)
-    run.model.eval()
-    return run
+    return load_for_inference(run_dir, device)
 
 
 def decode_compare(run_dir: str, device: str = "cuda", n: int = 20, seed: int = 1234) -> dict[str, Any]:

@@ -19,10 +19,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .atomic import atomic_write_text
 from .config import ConfigError, LabConfig, from_dict
+from .config_yaml import parse_yaml
 from .run_layout import CONFIG_FILE, STATE_FILE, WEIGHTS_FILE, RunDir, RunError, reason
 from .safetensors_check import read_safetensors_header
 
@@ -102,8 +101,10 @@ def _read_config(run: Path) -> LabConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise RunError(f"{path}: cannot read it ({reason(exc)})") from exc
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+        data = parse_yaml(text, str(path))
+    except ConfigError as exc:
+        if exc.field is not None:  # valid YAML with a key given twice: say which
+            raise RunError(str(exc)) from None
         raise RunError(f"{path}: not valid YAML; the run folder is damaged") from None
     try:
         return from_dict(data, source=str(path), name=run.name)
