@@ -16,12 +16,31 @@ from tests.conftest import tiny_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def tfx(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+def tfx_executable(*args: str) -> subprocess.CompletedProcess:
+    """The real command in a fresh interpreter (the end-to-end check: trains the shared run)."""
     return subprocess.run(
         [sys.executable, "-m", "tui_lab.cli", *args],
-        capture_output=True, text=True, timeout=300, cwd=cwd or ROOT,
-        env={**os.environ, **(env or {})},
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
+
+
+def tfx(*args: str) -> subprocess.CompletedProcess:
+    """``tfx-lab ARGS`` in this process: the exact code the command runs, minus seconds of
+    interpreter and torch start-up per call. An escaping exception fails the test (a
+    traceback a user would see)."""
+    import contextlib
+    import io
+
+    from tui_lab.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors
+            rc = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(list(args), rc, out.getvalue(), err.getvalue())
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
@@ -84,11 +103,11 @@ def test_bad_preset_file_is_one_line(tmp_path):
 def trained_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cli")
     cfg = tiny_config(model={"d_model": 64, "n_heads": 4, "d_ff": 128}, task={"max_len": 4},
-                      train={"steps": 300, "lr": 3e-3, "eval_every": 100, "batch_size": 32, "threads": 2})
+                      train={"steps": 300, "lr": 3e-3, "eval_every": 100, "batch_size": 32, "threads": 1})
     preset = root / "tiny.yaml"
     preset.write_text(cfg.to_yaml())
     out = root / "run"
-    proc = tfx("train", "--preset", str(preset), "--out", str(out), "--json")
+    proc = tfx_executable("train", "--preset", str(preset), "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["step"] == 300 and summary["reason"] in ("finished", "target")
