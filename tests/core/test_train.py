@@ -53,7 +53,7 @@ def test_copy_learns_within_a_small_budget():
         model={"d_model": 64, "n_heads": 4, "d_ff": 128},
         task={"max_len": 4},
         train={"steps": 400, "batch_size": 32, "lr": 3e-3, "eval_every": 400, "eval_examples": 200,
-               "warmup_steps": 20, "threads": 2},
+               "warmup_steps": 20, "threads": 1},
     )
     events: list = []
     TrainingRun(cfg, None, on_event=events.append).run()
