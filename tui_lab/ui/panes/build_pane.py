@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Label, Static
 
-from tui_lab.core.config import ConfigError, LabConfig, load_file
+from tui_lab.core.config import ConfigError, LabConfig, check_fits_in_memory, load_file
 from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
 from tui_lab.ui.widgets.config_form import FIELDS, ConfigForm
 from tui_lab.ui.widgets.model_summary import ModelSummary
@@ -137,6 +137,8 @@ class BuildPane(Vertical):
         config: LabConfig | None = None
         try:
             config = self.base.with_values(event.values)
+            # A model too big for this machine is flagged here, before anyone presses start.
+            check_fits_in_memory(config.model)
         except ConfigError as exc:
             key = exc.field  # a setting, a section, or None: the whole config
             text = exc.reason or str(exc)
