@@ -24,6 +24,7 @@ from textual.widgets import Input
 
 from tui_lab.core.config import LabConfig
 from tui_lab.core.errors import one_line
+from tui_lab.core.run_folder import runs_root
 from tui_lab.ui import compat, hangup
 from tui_lab.ui.keymap import PANE_TITLES, PANES
 from tui_lab.ui.lazy_panes import lazy_panes
@@ -38,7 +39,6 @@ from tui_lab.ui.messages import (
 from tui_lab.ui.panes.build_pane import BuildPane
 from tui_lab.ui.param_count import ParamCounter
 from tui_lab.ui.run_config import starting_config
-from tui_lab.ui.runs import runs_root
 from tui_lab.ui.widgets.key_bar import KeyBar
 from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id
 from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice

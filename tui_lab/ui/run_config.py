@@ -15,13 +15,13 @@ from tui_lab.core.run_folder import RunFolder
 
 
 def read_run_config(run_dir: Path) -> LabConfig | None:
-    """The config a run folder was trained with, named after the folder; None if unreadable.
+    """The config a run folder was trained with, named after its preset; None if unreadable.
 
     An unreadable folder is not reported here: the Train pane, which opens the
     run, says what is wrong with it.
     """
     try:  # a run being watched may not have saved yet: no state.json needed
-        return RunFolder.read(run_dir, need_state=False).config
+        return RunFolder.read(run_dir, need_state=False).preset_config
     except LabError:  # RunError: a missing or damaged folder
         return None
 

@@ -1,23 +1,8 @@
-"""Where the lab puts run folders: ``--runs-dir``, else ``$TFX_LAB_RUNS``, else ``./runs``.
-
-A new run goes to ``<root>/<preset>-<YYYYmmdd-HHMMSS>`` (created by the core's
-``checkpoint.new_run_dir`` when training starts).
-"""
+"""The run folders the lab offers to open (the root itself is the core's ``run_folder.runs_root``)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-RUNS_ENV = "TFX_LAB_RUNS"
-
-
-def runs_root(override: str | os.PathLike[str] | None = None) -> Path:
-    """The folder that holds run folders."""
-    if override:
-        return Path(override).expanduser()
-    env = os.environ.get(RUNS_ENV)
-    return Path(env).expanduser() if env else Path("runs")
 
 
 def list_runs(root: Path) -> list[Path]:

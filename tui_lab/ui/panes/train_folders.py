@@ -46,7 +46,7 @@ class RunFolders:
             return
         if not self.train_state.can_open:
             return  # a run is live, or another process's run is followed
-        from tui_lab.core.checkpoint import load_run  # torch-backed: loaded by now
+        from tui_lab.core.run_folder import load_run
 
         try:
             loaded = load_run(path)
@@ -62,7 +62,7 @@ class RunFolders:
         # the same step half a cell longer.
         self._opened_figures = latest(events)
         self.run_dir = Path(path)
-        self.app.show_run_config(loaded.config)  # the run's config becomes the lab's
+        self.app.show_run_config(loaded.preset_config)  # the run's config becomes the lab's
         self._launch(resume_dir=Path(path), start=False)
         self._redraw(force=True)
 
