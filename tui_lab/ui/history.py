@@ -45,25 +45,14 @@ class RunHistory:
         """Append a training step (any thread)."""
         with self._lock:
             d = self._data
-            if d.steps and step <= d.steps[-1]:
-                # A resumed run repeats steps after its last checkpoint: keep the newest.
-                keep = next((i for i, s in enumerate(d.steps) if s >= step), len(d.steps))
-                del d.steps[keep:], d.loss[keep:], d.lr[keep:]
-            d.steps.append(step)
-            d.loss.append(loss)
-            d.lr.append(lr)
+            _append_newest(step, d.steps, (d.loss, loss), (d.lr, lr))
             self.version += 1
 
     def add_eval(self, step: int, val_loss: float, accuracy: float | None) -> None:
         """Append an evaluation (any thread); a repeated step replaces the later points."""
         with self._lock:
             d = self._data
-            if d.eval_steps and step <= d.eval_steps[-1]:
-                keep = next((i for i, s in enumerate(d.eval_steps) if s >= step), len(d.eval_steps))
-                del d.eval_steps[keep:], d.val_loss[keep:], d.accuracy[keep:]
-            d.eval_steps.append(step)
-            d.val_loss.append(val_loss)
-            d.accuracy.append(accuracy)
+            _append_newest(step, d.eval_steps, (d.val_loss, val_loss), (d.accuracy, accuracy))
             self.version += 1
 
     def load_events(self, events: Iterable[Any]) -> None:
@@ -106,3 +95,18 @@ def thin(xs: list[int], ys: list[float], max_points: int) -> tuple[list[float], 
         out_x.append(sum(chunk_x) / len(chunk_x))
         out_y.append(sum(chunk_y) / len(chunk_y))
     return out_x, out_y
+
+
+def _append_newest(step: int, steps: list[int], *series: tuple[list[Any], Any]) -> None:
+    """Append ``step`` and one value per series, first dropping points at or after ``step``.
+
+    A resumed run repeats the steps after its last checkpoint: the newest points win.
+    """
+    if steps and step <= steps[-1]:
+        keep = next((i for i, s in enumerate(steps) if s >= step), len(steps))
+        del steps[keep:]
+        for values, _ in series:
+            del values[keep:]
+    steps.append(step)
+    for values, value in series:
+        values.append(value)
