@@ -1,1 +1,1 @@
-"""The lab's panes and the widgets they are made of, one per file."""
+"""The small reusable widgets the panes are made of, one per file."""
