@@ -58,7 +58,37 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("watch", help="open the lab following a run another process writes")
     s.add_argument("run", help="run folder")
+
+    _experiment_parsers(sub)
     return p
+
+
+def _experiment_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``runs``, ``compare`` and ``sweep`` (handlers in experiments_cli.py and sweep_cli.py)."""
+    s = sub.add_parser("runs", help="every run under DIR with its summary")
+    s.add_argument("dir", nargs="?", help="folder of runs (default: $TFX_LAB_RUNS or ./runs)")
+    fmt = s.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print JSON (a list of summaries)")
+    fmt.add_argument("--csv", action="store_true", help="print CSV")
+
+    s = sub.add_parser("compare", help="runs side by side")
+    s.add_argument("runs", nargs="+", metavar="RUN", help="run folders (a sweep folder: its runs)")
+    fmt = s.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print JSON (a list of summaries)")
+    fmt.add_argument("--csv", action="store_true", help="print CSV")
+    s.add_argument("--plot", action="store_true", help="overlay train/val loss in the terminal")
+
+    s = sub.add_parser("sweep", help="a grid of runs over seeds; writes sweep.json")
+    s.add_argument("spec", nargs="?", help="sweep YAML, or a shipped sweep's name (ln-warmup)")
+    s.add_argument("--preset", help="preset name or YAML path to vary")
+    s.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2",
+                   help="a setting and its values (repeat for a grid)")
+    s.add_argument("--seeds", type=int, help="seeds per arm (default 1)")
+    s.add_argument("--parallel", type=int, help="runs at once (default: one per core)")
+    s.add_argument("--steps", type=int, help="override train.steps")
+    s.add_argument("--max-seconds", type=float, help="override train.max_seconds")
+    s.add_argument("--out", help="sweep folder (default for a SPEC: <runs>/<spec name>)")
+    s.add_argument("--json", action="store_true", help="no progress; print sweep.json's content")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .core.errors import LabError
 
     try:
-        from . import commands
+        from . import commands, experiments_cli, sweep_cli
 
         handler = {
             None: commands.lab,
@@ -76,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "eval": commands.evaluate,
             "decode": commands.decode,
             "watch": commands.watch,
+            "runs": experiments_cli.runs,
+            "compare": experiments_cli.compare,
+            "sweep": sweep_cli.sweep,
         }[args.command]
         return handler(args) or 0
     except LabError as exc:

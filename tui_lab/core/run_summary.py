@@ -165,7 +165,7 @@ def summarize_run(
 def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, Any]]) -> None:
     if not run.is_dir():
         raise RunError(f"{run}: not a run folder")
-    config, settings = _read_config(run)
+    config, settings = read_run_config(run)
     state = _read_state(run)
     stamp, last_line, log_mtime = read_log_ends(run / LOG_FILE)
     metrics_path = run / METRICS_FILE
@@ -179,7 +179,7 @@ def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, Any]]) -
     row.task = config.task.name
     row.total_steps = train.steps
     row.target = train.target_accuracy
-    row.diff = config_difference(settings, _base_settings(row.preset, bases))
+    row.diff = config_difference(settings, _base_settings(row.preset, bases, run))
     row.status, row.detail = status_of(last_line, state, train, row.updated)
     _fill_metrics(row, raw or b"")
     if state:
@@ -193,7 +193,9 @@ def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, Any]]) -
     row.params = _params(run)
 
 
-def _read_config(run: Path) -> tuple[LabConfig, dict[str, Any]]:
+def read_run_config(run: Path) -> tuple[LabConfig, dict[str, Any]]:
+    """A run folder's config and its flat settings, read fast (libyaml); RunError/ConfigError
+    when the file is missing or refused."""
     path = run / CONFIG_FILE
     try:
         text = path.read_text(encoding="utf-8")
@@ -252,8 +254,24 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
-def _base_settings(preset: str | None, bases: dict[str | None, dict[str, Any]]) -> dict[str, Any]:
-    """The settings of the named preset as it is now; the defaults when it cannot be loaded."""
+# A sweep keeps the config its arms vary from here, so its runs read as their arm and seed.
+SWEEP_BASE = Path(".sweep") / "base.yaml"
+
+
+def _base_settings(
+    preset: str | None, bases: dict[str | None, dict[str, Any]], run: Path
+) -> dict[str, Any]:
+    """What a run is compared with: its sweep's base config, else the named preset as it
+    is now, else the defaults (a preset given by path, renamed or deleted since)."""
+    sweep_base = str(run.parent / SWEEP_BASE)
+    if sweep_base not in bases:
+        try:
+            data = yaml.load((run.parent / SWEEP_BASE).read_bytes(), Loader=_LOADER)
+            bases[sweep_base] = flat_settings(data) if isinstance(data, dict) else {}
+        except (OSError, yaml.YAMLError):
+            bases[sweep_base] = {}
+    if bases[sweep_base]:
+        return bases[sweep_base]
     if preset not in bases:
         from .presets import load_preset
 

@@ -1,0 +1,203 @@
+"""``tfx-lab sweep``: a grid of runs over seeds, a live display, a table per arm and ``sweep.json``.
+
+Everything is checked before anything starts: the spec, every arm's config,
+and what the output folder already holds (a rerun resumes it). Parsing lives
+in cli.py; the processes are ``core.sweep_runner``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .core.atomic import atomic_write_text
+from .core.errors import LabError
+from .core.run_summary import SWEEP_BASE
+from .core.sweep_record import SWEEP_FILE, read_sweep, sweep_document, write_sweep
+from .core.sweep_runner import SweepRunner, cpu_slots
+from .core.sweep_spec import SweepSpec, load_sweep_spec, parse_vary, plan_sweep, spec_from_dict
+from .core.sweep_stats import format_spread
+
+# Fields that may change between a sweep and its resumption (they do not change what is trained).
+_RESUMABLE_CHANGES = ("parallel", "out", "description")
+
+
+def build_spec(args: argparse.Namespace) -> tuple[SweepSpec, Path]:
+    """The spec from SPEC (a file or shipped name), from --preset/--vary, or from --out's
+    ``sweep.json`` (resuming); command-line fields win over the file's."""
+    from .core.run_folder import runs_root
+
+    fields: dict[str, Any] = {}
+    default_out: Path | None = None
+    if args.spec:
+        if args.vary:
+            raise LabError("give a SPEC or --vary, not both (a spec lists what it varies)")
+        fields = load_sweep_spec(args.spec).to_dict()
+        default_out = runs_root() / Path(args.spec).stem
+    elif args.vary:
+        fields = {"preset": args.preset, "vary": parse_vary(args.vary)}
+    elif args.out and (Path(args.out) / SWEEP_FILE).is_file():
+        fields = dict((read_sweep(args.out) or {}).get("spec") or {})
+    else:
+        raise LabError("say what to sweep: SPEC.yaml, a shipped sweep (ln-warmup), "
+                       "or --preset P --vary KEY=A,B")
+    if args.preset and args.spec:
+        fields["preset"] = args.preset
+    for key in ("seeds", "parallel", "steps", "max_seconds", "out"):
+        value = getattr(args, key)
+        if value is not None:
+            fields[key] = value
+    spec = spec_from_dict(fields)
+    out = Path(spec.out) if spec.out else default_out
+    if out is None:
+        raise LabError("--out DIR: say where the sweep's run folders go")
+    return spec, out
+
+
+def _check_same_sweep(spec: SweepSpec, out: Path) -> None:
+    """A folder holding another sweep is refused: its runs would be mixed with these."""
+    old = read_sweep(out)
+    if not old or not isinstance(old.get("spec"), dict):
+        return
+    new = spec.to_dict()
+    differ = [k for k in new if k not in _RESUMABLE_CHANGES and old["spec"].get(k) != new[k]]
+    if differ:
+        raise LabError(f"{out}: holds another sweep (its {', '.join(differ)} differ); "
+                       "use another --out")
+
+
+def sweep(args: argparse.Namespace) -> int:
+    """Plan, check, run (K at a time), then report per arm; ctrl+c stops and saves every run."""
+    spec, out = build_spec(args)
+    parallel = spec.parallel or max(1, len(_cpus()))
+    slots, share = cpu_slots(parallel)
+    plan = plan_sweep(spec, out, max_threads=share, pinned=slots is not None)
+    _check_same_sweep(spec, out)
+    runner = SweepRunner(plan, parallel, slots)
+    runner.prepare()  # refuses a foreign or live folder, before anything is written
+    out.mkdir(parents=True, exist_ok=True)
+    base = out / SWEEP_BASE  # what the runs are compared with in tables and legends
+    base.parent.mkdir(exist_ok=True)
+    atomic_write_text(base, plan.base.to_yaml(full=True))
+    outcomes: dict[str, dict[str, Any]] = {t.name: t.outcome() for t in runner.tasks}
+    write_sweep(out, sweep_document(plan, outcomes))
+
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: runner.stop())
+    try:
+        if args.json:
+            _drive(runner, plan, outcomes, None)
+        else:
+            _drive_live(runner, plan, outcomes)
+    except BaseException:
+        runner.kill()
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+    document = sweep_document(plan, outcomes, interrupted=runner.stopping)
+    write_sweep(out, document)
+    if args.json:
+        print(json.dumps(document))
+    else:
+        from rich.console import Console
+
+        Console().print(arm_table(document))
+    if runner.stopping:
+        saved = sum(1 for t in runner.tasks if t.reason == "stopped")
+        print(f"tfx-lab: interrupted; {saved} run(s) stopped and saved; run the same command "
+              f"again to resume", file=sys.stderr)
+        return 130
+    failed = [t for t in runner.tasks if t.reason in ("error", "nan")]
+    return 1 if failed else 0
+
+
+def _cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return list(range(os.cpu_count() or 1))
+
+
+def _drive(runner: SweepRunner, plan: Any, outcomes: dict[str, dict[str, Any]],
+           on_change: Any, interval: float = 0.25) -> None:
+    """Poll until every run has ended; rewrite sweep.json after each that does."""
+    while True:
+        ended = runner.poll()
+        for task in ended:
+            outcomes[task.name] = task.outcome()
+            if on_change:
+                on_change(task)
+        if ended:
+            write_sweep(plan.out, sweep_document(plan, outcomes))
+        if runner.done:
+            return
+        if on_change:
+            on_change(None)
+        time.sleep(interval)
+
+
+def _drive_live(runner: SweepRunner, plan: Any, outcomes: dict[str, dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(stderr=True)
+    skipped = [t.name for t in runner.tasks if t.action == "skip"]
+    if skipped:
+        console.print(f"[dim]skipping {len(skipped)} complete run(s): {', '.join(skipped)}[/dim]")
+    with Live(_live_view(runner), console=console, refresh_per_second=4, transient=True) as live:
+
+        def on_change(task: Any) -> None:
+            if task is not None:
+                secs = outcomes[task.name]["seconds"]
+                console.print(f"{task.name}: {task.reason} at step {task.step}"
+                              f"{f' ({secs:.1f} s)' if secs else ''}: {task.message}")
+            live.update(_live_view(runner))
+
+        _drive(runner, plan, outcomes, on_change)
+
+
+def _live_view(runner: SweepRunner) -> Any:
+    from rich.table import Table
+
+    total = sum(1 for t in runner.tasks if t.action != "skip")
+    finished = sum(1 for t in runner.tasks if t.action != "skip" and t.ended is not None)
+    title = f"sweep: {finished}/{total} runs done, {len(runner.active)} running"
+    if runner.stopping:
+        title += " (stopping: each run saves)"
+    view = Table(title=title, title_justify="left", box=None)
+    for col in ("run", "step", "loss", "exact match", "s"):
+        view.add_column(col, justify="left" if col == "run" else "right")
+    now = time.time()
+    for t in runner.active:
+        view.add_row(t.name, f"{t.step}/{t.run.config.train.steps}",
+                     "-" if t.loss is None else f"{t.loss:.3f}",
+                     "-" if t.exact_match is None else f"{t.exact_match:.1%}",
+                     f"{now - (t.started or now):.0f}")
+    return view
+
+
+def arm_table(document: dict[str, Any]) -> Any:
+    """Per arm: seeds done, how many reached the target, steps and seconds to it, best metric."""
+    from rich.table import Table
+
+    out = document.get("out", "")
+    t = Table(title=f"Sweep {out} (preset {document.get('preset')})", title_justify="left")
+    for col in ("arm", "done", "reached", "steps to target", "s to target", "best"):
+        t.add_column(col, justify="left" if col == "arm" else "right")
+    for row in document["table"]:
+        lm = row["metric"] == "val_loss"
+        best = format_spread(row["best"], "{:.3f}" if lm else "{:.1%}")
+        if lm and row.get("bits_per_char"):
+            best += f" [{format_spread(row['bits_per_char'], '{:.2f}')} bpc]"
+        target = row["target"]
+        t.add_row(row["arm"], f"{row['finished']}/{row['seeds']}",
+                  f"{row['reached']}/{row['seeds']}" if target is not None else "n/a",
+                  format_spread(row["steps_to_target"]), format_spread(row["seconds_to_target"], "{:.1f}"),
+                  best)
+    return t
