@@ -2,7 +2,8 @@
 
 A spec comes from the command line (``--preset P --vary KEY=A,B``) or a YAML
 file with the same fields (``preset``, ``vary: {key: [values]}``, ``seeds``,
-``parallel``, ``steps``, ``max_seconds``, ``out``); shipped ones live in
+``parallel``, ``steps``, ``max_seconds``, ``out``, and ``set: {key: value}``
+for settings every arm shares, e.g. a higher learning rate); shipped ones live in
 ``presets/sweeps/`` and are named like presets. ``plan_sweep`` validates every
 arm's config through ``LabConfig.with_values`` before anything starts, so a
 typo in the last arm is refused with one line and no folder is made.
@@ -24,7 +25,7 @@ from .config_yaml import parse_yaml
 from .presets import SHIPPED_DIR, load_preset
 
 SWEEPS_DIR = SHIPPED_DIR / "sweeps"
-FIELDS = ("preset", "vary", "seeds", "parallel", "steps", "max_seconds", "out", "description")
+FIELDS = ("preset", "vary", "set", "seeds", "parallel", "steps", "max_seconds", "out", "description")
 # Set by the sweep itself, per run: varying them would make two runs one folder.
 _RESERVED = {"train.seed": "set by seeds, not vary"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]")
@@ -36,6 +37,7 @@ class SweepSpec:
 
     preset: str | None
     vary: dict[str, list[Any]]
+    set: dict[str, Any] = field(default_factory=dict)
     seeds: int = 1
     parallel: int | None = None
     steps: int | None = None
@@ -151,12 +153,16 @@ def spec_from_dict(data: Any) -> SweepSpec:
         if not values:
             raise _refuse(str(key), "no values to vary over")
         clean[str(key)] = values
+    fixed = data.get("set") or {}
+    if not isinstance(fixed, dict):
+        raise _refuse("set", "expected a mapping of settings to values")
     preset = data.get("preset")
     if preset is not None and not isinstance(preset, str):
         raise _refuse("preset", f"expected a preset name or path, got {show(preset)}")
     return SweepSpec(
         preset=preset,
         vary=clean,
+        set={str(k): v for k, v in fixed.items()},
         seeds=_whole(data, "seeds", 1),
         parallel=_whole(data, "parallel", None),
         steps=_whole(data, "steps", None),
@@ -204,10 +210,10 @@ def plan_sweep(spec: SweepSpec, out: Path, max_threads: int = 0, pinned: bool = 
     thread for small models), and is set to the share otherwise.
     """
     for key, reason in _RESERVED.items():
-        if key in spec.vary:
+        if key in spec.vary or key in spec.set:
             raise _refuse(key, reason)
     base = load_preset(spec.preset)
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = dict(spec.set)
     if spec.steps is not None:
         overrides["train.steps"] = spec.steps
     if spec.max_seconds is not None:
