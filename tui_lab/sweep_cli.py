@@ -40,7 +40,7 @@ def build_spec(args: argparse.Namespace) -> tuple[SweepSpec, Path]:
             raise LabError("give a SPEC or --vary, not both (a spec lists what it varies)")
         fields = load_sweep_spec(args.spec).to_dict()
         default_out = runs_root() / Path(args.spec).stem
-    elif args.vary:
+    elif args.vary or args.preset:
         fields = {"preset": args.preset, "vary": parse_vary(args.vary)}
     elif args.out and (Path(args.out) / SWEEP_FILE).is_file():
         fields = dict((read_sweep(args.out) or {}).get("spec") or {})

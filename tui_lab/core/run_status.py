@@ -56,14 +56,15 @@ def read_log_ends(path: Path) -> tuple[str | None, str | None, float | None]:
             size = f.seek(0, 2)
             f.seek(0)
             head = f.read(min(size, 64))
-            if size > _TAIL_BYTES:
-                f.seek(size - _TAIL_BYTES)
+            f.seek(max(0, size - _TAIL_BYTES))
             tail = f.read()
             mtime = os.fstat(f.fileno()).st_mtime
     except OSError:
         return None, None, None
     stamp = head.split(b" ", 1)[0].decode("ascii", "replace") if head else None
     lines = [ln for ln in tail.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if size > _TAIL_BYTES:
+        lines = lines[1:]  # the first may be the end of a longer line
     last = lines[-1].split(" ", 1)[1] if lines and " " in lines[-1] else None
     return stamp, last, mtime
 

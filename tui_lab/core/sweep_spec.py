@@ -144,8 +144,8 @@ def spec_from_dict(data: Any) -> SweepSpec:
     for key in data:
         if key not in FIELDS:
             raise _refuse(str(key), f"unknown sweep field{suggest(key, FIELDS)}")
-    vary = data.get("vary") or {}
-    if not isinstance(vary, dict) or not vary:
+    vary = data.get("vary") or {}  # none: one arm, the preset itself, over seeds
+    if not isinstance(vary, dict):
         raise _refuse("vary", "expected a mapping of settings to lists of values")
     clean: dict[str, list[Any]] = {}
     for key, values in vary.items():
@@ -222,7 +222,7 @@ def plan_sweep(spec: SweepSpec, out: Path, max_threads: int = 0, pinned: bool = 
     if max_threads and (own > max_threads or (own == 0 and not pinned)):
         overrides["train.threads"] = max_threads
     keys = list(spec.vary)
-    arms = [Arm(arm_label(dict(zip(keys, combo, strict=True))), dict(zip(keys, combo, strict=True)))
+    arms = [Arm(arm_label(dict(zip(keys, combo, strict=True))) or base.name, dict(zip(keys, combo, strict=True)))
             for combo in itertools.product(*(spec.vary[k] for k in keys))]
     if len({a.label for a in arms}) < len(arms):
         raise _refuse("vary", "two arms have the same values; list each value once")
