@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, inspect_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,11 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--top-k", type=int, default=0, help="sample from the k best (0 = all)")
     s.add_argument("--max-new", type=int, help="most tokens to generate")
     s.add_argument("--json", action="store_true", help="print JSON")
+    inspect_cli.add_decode_options(s)
 
     s = sub.add_parser("watch", help="open the lab following a run another process writes")
     s.add_argument("run", help="run folder")
 
     _experiment_parsers(sub)
+    inspect_cli.add_parsers(sub)
     return p
 
 
@@ -109,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "runs": experiments_cli.runs,
             "compare": experiments_cli.compare,
             "sweep": sweep_cli.sweep,
+            "ablate": inspect_cli.ablate,
         }[args.command]
         return handler(args) or 0
     except LabError as exc:

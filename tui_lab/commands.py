@@ -248,8 +248,10 @@ def decode(args: argparse.Namespace) -> int:
     result = generate(
         run.model, run.task, args.input,
         max_new_tokens=args.max_new, temperature=args.temperature, top_k=args.top_k,
-        capture=args.attention or args.json,
+        top_p=args.top_p, seed=args.seed, capture=args.attention or args.json or bool(args.explain),
     )
+    from .inspect_cli import decode_extras
+
     if args.json:
         out = result.to_json()
         if args.attention:
@@ -257,6 +259,7 @@ def decode(args: argparse.Namespace) -> int:
                 name: {"weights": w.tolist(), "queries": result.labels[name][0], "keys": result.labels[name][1]}
                 for name, w in result.attention.items()
             }
+        decode_extras(args, run, result, out)
         _emit_json(out)
         return 0
     for note in result.notes:
@@ -268,4 +271,5 @@ def decode(args: argparse.Namespace) -> int:
             for h in range(w.shape[0]):
                 print(f"\n{name} head {h}")
                 print(render_text(w[h], q, k))
+    decode_extras(args, run, result, None)
     return 0

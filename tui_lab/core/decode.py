@@ -9,7 +9,6 @@ whole sequence; the two give identical tokens (tests prove it).
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from contextlib import nullcontext
@@ -21,6 +20,7 @@ from torch import Tensor, nn
 
 from .capture import AttentionStore, capture_attention
 from .errors import LabError
+from .sampling import check_sampling, pick
 from .vocab import BOS, EOS, SEP, Vocab
 
 
@@ -35,6 +35,10 @@ class StepTopK:
     token: str
     prob: float
     top: list[tuple[str, float]]
+    # Whether each ``top`` entry survived the sampling cut (top-k/top-p; greedy
+    # keeps only the argmax), and how many tokens of the vocabulary survived.
+    kept: list[bool] = field(default_factory=list)
+    n_kept: int = 0
 
 
 @dataclass
@@ -58,7 +62,13 @@ class DecodeResult:
             "stopped": self.stopped,
             "notes": self.notes,
             "steps": [
-                {"token": s.token, "prob": round(s.prob, 6), "top": [[t, round(p, 6)] for t, p in s.top]}
+                {
+                    "token": s.token,
+                    "prob": round(s.prob, 6),
+                    "top": [[t, round(p, 6)] for t, p in s.top],
+                    "kept": s.kept,
+                    "n_kept": s.n_kept,
+                }
                 for s in self.steps
             ],
         }
@@ -125,18 +135,6 @@ def _example_hint(task: Any) -> str:
     return f" (e.g. {examples[0]!r})" if examples and not task.is_lm else ""
 
 
-def _pick(logits: Tensor, temperature: float, top_k: int, gen: torch.Generator | None) -> Tensor:
-    """Next token ids (B,) from last-position logits (B, V)."""
-    if temperature <= 0:
-        return logits.argmax(dim=-1)
-    scaled = logits.float() / temperature
-    if top_k and top_k < scaled.size(-1):
-        kth = scaled.topk(top_k, dim=-1).values[..., -1:]
-        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-    probs = scaled.softmax(dim=-1)
-    return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
-
-
 def generate(
     model: nn.Module,
     task: Any,
@@ -146,11 +144,13 @@ def generate(
     use_cache: bool = True,
     temperature: float = 0.0,
     top_k: int = 0,
+    top_p: float = 1.0,
     report_k: int = 5,
     capture: bool = True,
     seed: int = 0,
 ) -> DecodeResult:
-    """Decode one input; greedy unless ``temperature`` > 0.
+    """Decode one input; greedy unless ``temperature`` > 0, then sampled after the
+    ``top_k``/``top_p`` cuts (``sampling.py``) from a generator seeded with ``seed``.
 
     Decoding always runs on the fast path (fused attention, no weights kept).
     With ``capture`` the attention shown in the lab comes from one more,
@@ -159,10 +159,10 @@ def generate(
     have produced, at the cost of about one uncached step instead of the
     explicit path at every step.
     """
-    if not math.isfinite(temperature):
-        raise DecodeInputError(f"temperature must be a finite number (0 = greedy), got {temperature}")
-    if top_k < 0:
-        raise DecodeInputError(f"top-k must be >= 0 (0 = all tokens), got {top_k}")
+    try:
+        check_sampling(temperature, top_k, top_p)
+    except LabError as exc:
+        raise DecodeInputError(str(exc)) from None
     text, notes = clean_input(text, task)
     vocab: Vocab = task.vocab
     device = next(model.parameters()).device
@@ -215,7 +215,7 @@ def generate(
                 cache = model.new_cache() if use_cache else None
                 logits = run(prompt, cache)[:, -1]
                 while len(out_ids) < budget:
-                    nxt = _record(logits, temperature, top_k, gen, vocab, report_k, steps)
+                    nxt = _record(logits, (temperature, top_k, top_p), gen, vocab, report_k, steps)
                     out_ids.append(nxt)
                     if nxt == EOS and not task.is_lm:
                         stopped = "eos"
@@ -237,19 +237,20 @@ def generate(
 
 def _record(
     logits: Tensor,
-    temperature: float,
-    top_k: int,
+    sampling: tuple[float, int, float],
     gen: torch.Generator | None,
     vocab: Vocab,
     report_k: int,
     steps: list[StepTopK],
 ) -> int:
     probs = logits[0].float().softmax(-1)  # (V,)
-    nxt = int(_pick(logits, temperature, top_k, gen)[0])
+    chosen, keep = pick(logits, *sampling, gen=gen)
+    nxt = int(chosen[0])
     k = min(report_k, probs.numel())
     vals, idx = probs.topk(k)
     top = [(vocab.label(int(i)), float(v)) for v, i in zip(vals, idx, strict=False)]
-    steps.append(StepTopK(vocab.label(nxt), float(probs[nxt]), top))
+    kept = [bool(keep[0, int(i)]) for i in idx]
+    steps.append(StepTopK(vocab.label(nxt), float(probs[nxt]), top, kept, int(keep[0].sum())))
     return nxt
 
 
