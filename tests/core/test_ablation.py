@@ -1,0 +1,139 @@
+"""Head ablation: a model whose only path is one head, and the real models against w_o edits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from tests.conftest import tiny_config
+from tui_lab.core.ablation import AblationError, HeadRef, ablate, all_heads, head_means, parse_head
+from tui_lab.core.attention import MultiHeadAttention
+from tui_lab.core.decode import generate
+from tui_lab.core.head_importance import HeadRow, ImportanceTable, cached_importance, importance
+from tui_lab.core.models import build_model
+from tui_lab.core.tasks import make_task
+from tui_lab.core.vocab import PAD
+
+
+class OneHeadPath(nn.Module):
+    """x -> attention (2 heads) -> out. w_o reads head 0 only: head 0 is the only path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = MultiHeadAttention(4, 2)
+        self.attn.capture_name = "decoder.0.self"
+        with torch.no_grad():
+            for lin in (self.attn.w_q, self.attn.w_k, self.attn.w_v):
+                lin.weight.copy_(torch.eye(4))
+                lin.bias.zero_()
+            w_o = torch.zeros(4, 4)
+            w_o[:2, :2] = torch.eye(2)  # head 0's two dims pass through, head 1's are dropped
+            self.attn.w_o.weight.copy_(w_o)
+            self.attn.w_o.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.attn(x, x, x)[0]
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_only_path_head_ablated_destroys_output_other_head_changes_nothing(fused):
+    model = OneHeadPath()
+    model.attn.fused = fused
+    x = torch.tensor([[[1.0, 2.0, 3.0, 4.0], [0.5, -1.0, 2.0, 0.0], [2.0, 0.0, -1.0, 1.0]]])
+    base = model(x)
+    assert base[..., :2].abs().sum() > 1.0  # the head does carry the input
+    with ablate(model, [HeadRef("decoder.0.self", 0)]):
+        gone = model(x)
+    with ablate(model, [HeadRef("decoder.0.self", 1)]):
+        same = model(x)
+    assert torch.equal(gone, torch.zeros_like(gone))
+    assert torch.equal(same, base)
+    assert torch.equal(model(x), base)  # restored on exit
+
+
+def test_mean_mode_puts_the_probe_mean_in_the_slice():
+    model = OneHeadPath()
+    x = torch.tensor([[[1.0, 2.0, 3.0, 4.0], [0.5, -1.0, 2.0, 0.0]]])
+    means = {"decoder.0.self": torch.tensor([[7.0, -3.0], [0.0, 0.0]])}  # (H, d_head)
+    with ablate(model, [HeadRef("decoder.0.self", 0)], mode="mean", means=means):
+        out = model(x)
+    assert torch.equal(out[0, :, :2], torch.tensor([[7.0, -3.0], [7.0, -3.0]]))
+
+
+def _tiny_model():
+    cfg = tiny_config()
+    torch.manual_seed(0)
+    task = make_task(cfg.task)
+    model = build_model(cfg.model, vocab_size=len(task.vocab), pad_id=PAD).eval()
+    for p in model.parameters():
+        p.data.normal_(0, 0.5)
+    return cfg, task, model
+
+
+def test_ablating_a_head_equals_zeroing_its_columns_of_w_o_through_the_kv_cache():
+    cfg, task, model = _tiny_model()
+    ref = HeadRef("decoder.0.cross", 1)
+    with ablate(model, [ref]):
+        hooked = generate(model, task, "31415", max_new_tokens=8, capture=False)
+    module = dict((m.capture_name, m) for m in model.modules() if isinstance(m, MultiHeadAttention))[ref.name]
+    d = module.d_head
+    with torch.no_grad():
+        module.w_o.weight[:, ref.head * d : (ref.head + 1) * d] = 0.0
+    edited = generate(model, task, "31415", max_new_tokens=8, capture=False)
+    assert hooked.tokens == edited.tokens
+    for a, b in zip(hooked.steps, edited.steps, strict=True):
+        assert a.prob == pytest.approx(b.prob, abs=1e-6)
+
+
+def test_head_names_parse_and_bad_ones_are_one_line():
+    _, _, model = _tiny_model()
+    assert parse_head("decoder.0.cross:1", model) == HeadRef("decoder.0.cross", 1)
+    assert [str(h) for h in all_heads(model)] == [
+        "encoder.0.self:0", "encoder.0.self:1", "decoder.0.self:0", "decoder.0.self:1",
+        "decoder.0.cross:0", "decoder.0.cross:1",
+    ]
+    for bad, fragment in [("decoder.3.cross:0", "no attention module"), ("decoder.0.cross:2", "heads 0..1"),
+                          ("decoder.0.cross", "NAME:HEAD"), ("decoder.0.cross:x", "not a head number")]:
+        with pytest.raises(AblationError, match=fragment) as info:
+            parse_head(bad, model)
+        assert "\n" not in str(info.value)
+
+
+def test_head_means_leave_padding_out():
+    """A padded batch's mean is the token-weighted mean of its rows' own means."""
+    cfg, task, model = _tiny_model()
+    rows = [("12345", "12345"), ("1", "1")]
+    means = head_means(model, task.collate(rows, cfg.model.arch))
+    assert set(means) == {"encoder.0.self", "decoder.0.self", "decoder.0.cross"}
+    assert means["decoder.0.cross"].shape == (2, 16)
+    alone = [head_means(model, task.collate([r], cfg.model.arch)) for r in rows]
+    # encoder modules see the source (5 and 1 tokens), decoder ones BOS + answer (6 and 2)
+    for name, (a, b) in {"encoder.0.self": (5, 1), "decoder.0.self": (6, 2), "decoder.0.cross": (6, 2)}.items():
+        expected = (a * alone[0][name] + b * alone[1][name]) / (a + b)
+        assert torch.allclose(means[name], expected, atol=1e-5), name
+
+
+def test_importance_lists_every_head_sorted_and_is_cached_by_weights(tmp_path):
+    cfg, task, model = _tiny_model()
+    pairs = task.held_out(20, 5)
+    calls = []
+
+    def compute() -> ImportanceTable:
+        table = importance(model, task, pairs, 7, progress=lambda d, t: calls.append((d, t)))
+        return table
+
+    table, cached = cached_importance(tmp_path, "abc", compute, mode="zero", n=20)
+    assert not cached and len(table.rows) == 6 and calls[-1] == (6, 6)
+    assert [r.drop for r in table.rows] == sorted((r.drop for r in table.rows), reverse=True)
+    for r in table.rows:
+        assert r.drop == pytest.approx(table.baseline - r.exact_match)
+    again, cached = cached_importance(tmp_path, "abc", lambda: pytest.fail("recomputed"), mode="zero", n=20)
+    assert cached and again == table
+    other, cached = cached_importance(
+        tmp_path, "def", lambda: ImportanceTable("zero", 20, 1.0, [HeadRow("x:0", 1.0, 0.0)]), mode="zero", n=20
+    )
+    assert not cached and other.baseline == 1.0
+    assert set(json.loads((tmp_path / "ablation.json").read_text())) == {"abc:zero:20", "def:zero:20"}
