@@ -45,17 +45,24 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--run", required=True, help="run folder")
     s.add_argument("--n", type=int, default=500, help="held-out examples (default 500)")
     s.add_argument("--device", default="cpu", help="device (default cpu)")
+    s.add_argument("--at-step", type=int, metavar="N", help="use the history snapshot of step N")
     s.add_argument("--json", action="store_true", help="print JSON")
 
     s = sub.add_parser("decode", help="greedy decoding of typed input with a trained run")
     s.add_argument("--run", required=True, help="run folder")
     s.add_argument("--input", required=True, help="input text, e.g. 31415")
+    s.add_argument("--at-step", type=int, metavar="N", help="use the history snapshot of step N")
     s.add_argument("--attention", action="store_true", help="print attention heatmaps")
     s.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     s.add_argument("--top-k", type=int, default=0, help="sample from the k best (0 = all)")
     s.add_argument("--max-new", type=int, help="most tokens to generate")
     s.add_argument("--json", action="store_true", help="print JSON")
     inspect_cli.add_decode_options(s)
+
+    s = sub.add_parser("heads", help="the head atlas: what each attention head does, scored")
+    s.add_argument("--run", required=True, help="run folder")
+    s.add_argument("--at-step", type=int, metavar="N", help="use the history snapshot of step N")
+    s.add_argument("--json", action="store_true", help="print JSON")
 
     s = sub.add_parser("watch", help="open the lab following a run another process writes")
     s.add_argument("run", help="run folder")
@@ -98,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .core.errors import LabError
 
     try:
-        from . import commands, experiments_cli, sweep_cli
+        from . import commands, experiments_cli, heads_cli, sweep_cli
 
         handler = {
             None: commands.lab,
@@ -108,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "eval": commands.evaluate,
             "decode": commands.decode,
             "watch": commands.watch,
+            "heads": heads_cli.heads,
             "runs": experiments_cli.runs,
             "compare": experiments_cli.compare,
             "sweep": sweep_cli.sweep,

@@ -199,11 +199,11 @@ def _new_run_folder(out: str | None, name: str) -> Path:
     return Path(out)
 
 
-def _load_for_inference(run_dir: str, device: str = "cpu") -> Any:
+def _load_for_inference(run_dir: str, device: str = "cpu", at_step: int | None = None) -> Any:
     """A run's config, task and model for eval/decode (config and weights only)."""
     from .core.inference import load_for_inference
 
-    loaded = load_for_inference(run_dir, device)
+    loaded = load_for_inference(run_dir, device, at_step)
     for note in loaded.notes:
         print(f"note: {note}", file=sys.stderr)
     return loaded
@@ -217,12 +217,14 @@ def evaluate(args: argparse.Namespace) -> int:
     from .core.evaluate import held_out_pairs
     from .core.run_log import read_metrics
 
-    run = _load_for_inference(args.run, args.device)
+    run = _load_for_inference(args.run, args.device, args.at_step)
     pairs = None if run.task.is_lm else held_out_pairs(run.task, run.config.train, args.n)
     ev = evaluate_model(run.model, run.task, run.config, run.device, step=run.step, pairs=pairs)
     seen = [m.get("overlap") for m in read_metrics(args.run) if m.get("kind") == "eval"]
     result = {
         "exact_match": ev.exact_match,
+        "bits_per_char": ev.bits_per_char,
+        "next_char_accuracy": ev.next_char_accuracy,
         "val_loss": ev.val_loss,
         "n": ev.n,
         "step": run.step,
@@ -235,6 +237,8 @@ def evaluate(args: argparse.Namespace) -> int:
         _emit_json(result)
     else:
         em = "n/a (language model)" if ev.exact_match is None else f"{ev.exact_match:.2%}"
+        if ev.bits_per_char is not None and ev.next_char_accuracy is not None:
+            em = f"n/a; {ev.bits_per_char:.3f} bits/char, next-char accuracy {ev.next_char_accuracy:.2%}"
         print(f"{args.run}: step {run.step}, exact match {em} on {ev.n} held-out, val loss {ev.val_loss:.4f}")
     return 0
 
@@ -244,7 +248,7 @@ def decode(args: argparse.Namespace) -> int:
     from .core.decode import generate
     from .core.heatmap import render_text
 
-    run = _load_for_inference(args.run, "cpu")
+    run = _load_for_inference(args.run, "cpu", args.at_step)
     result = generate(
         run.model, run.task, args.input,
         max_new_tokens=args.max_new, temperature=args.temperature, top_k=args.top_k,

@@ -80,8 +80,8 @@ class LabConfig:
 
     def __post_init__(self) -> None:
         m, t = self.model, self.task
-        if t.name == "char-lm" and m.arch != "decoder-only":
-            raise field_error("task.name", "char-lm needs model.arch: decoder-only")
+        if t.name in ("char-lm", "induction") and m.arch != "decoder-only":
+            raise field_error("task.name", f"{t.name} needs model.arch: decoder-only")
         need = self.sequence_length_needed()
         if need > m.max_len:
             raise field_error(
@@ -92,7 +92,7 @@ class LabConfig:
     def sequence_length_needed(self) -> int:
         """Longest sequence (source or target, with BOS/EOS/SEP) the task produces."""
         t = self.task
-        if t.name == "char-lm":
+        if t.name in ("char-lm", "induction"):  # fixed-length windows
             return t.block_size
         if t.name == "addition":
             src = 2 * t.max_digits + 1

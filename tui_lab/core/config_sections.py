@@ -18,7 +18,7 @@ ARCHS = ("encoder-decoder", "decoder-only")
 NORMS = ("pre", "post")
 POSITIONALS = ("sinusoidal", "learned", "rope")
 ACTIVATIONS = ("relu", "gelu")
-TASKS = ("copy", "reverse", "sort", "addition", "char-lm")
+TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction")
 SCHEDULES = ("noam", "cosine", "linear", "constant")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -62,8 +62,10 @@ class ModelConfig:
         _choice("model.norm", self.norm, NORMS)
         _choice("model.positional", self.positional, POSITIONALS)
         _choice("model.activation", self.activation, ACTIVATIONS)
-        for name in ("d_model", "n_heads", "d_ff", "max_len", "n_decoder_layers"):
+        for name in ("d_model", "n_heads", "max_len", "n_decoder_layers"):
             _positive(f"model.{name}", getattr(self, name))
+        if self.d_ff < 0:  # 0 is allowed: attention-only blocks, no feed-forward
+            raise field_error("model.d_ff", f"must be >= 0 (0: no feed-forward), got {self.d_ff}")
         if self.arch == "encoder-decoder":
             _positive("model.n_encoder_layers", self.n_encoder_layers)
         elif self.n_encoder_layers < 0:
@@ -90,7 +92,7 @@ class ModelConfig:
         d, f = self.d_model, self.d_ff
         v = self.vocab_size or vocab_size or VOCAB_GUESS
         attn = 4 * d * d + 4 * d
-        ff = 2 * d * f + d + f
+        ff = 2 * d * f + d + f if f else 0  # d_ff 0: attention-only (an upper bound still)
         enc = self.n_encoder_layers if self.arch == "encoder-decoder" else 0
         layers = enc * (attn + ff + 4 * d) + self.n_decoder_layers * (2 * attn + ff + 6 * d)
         return layers + 3 * v * d + self.max_len * d * 2 + v
@@ -118,6 +120,11 @@ class TaskConfig:
             )
         if not 0.0 < self.val_fraction < 1.0:
             raise field_error("task.val_fraction", f"must be in (0, 1), got {self.val_fraction}")
+        if self.name == "induction" and 2 * self.max_len > self.block_size:
+            # induction: a prefix of min_len..max_len tokens and its repeat fill block_size
+            raise field_error(
+                "task.max_len", f"2 x {self.max_len} does not fit block_size={self.block_size}"
+            )
 
 
 @dataclass(frozen=True)
@@ -147,9 +154,15 @@ class TrainConfig:
     target_accuracy: float | None = None
     checkpoint_seconds: float = 10.0
     max_seconds: float | None = None
+    history: bool = True  # weight snapshots at steps 1, 2, 4, ... and every evaluation (history.py)
+    history_every: int | None = None  # instead: a snapshot every N steps
 
     def __post_init__(self) -> None:
         _choice("train.schedule", self.schedule, SCHEDULES)
+        if not isinstance(self.history, bool):  # YAML reads on/off as booleans
+            raise field_error("train.history", f"on or off, got {show(self.history)}")
+        if self.history_every is not None:
+            _positive("train.history_every", self.history_every)
         _choice("train.device", self.device, DEVICES)
         _choice("train.precision", self.precision, PRECISIONS)
         for name in ("steps", "batch_size", "eval_every", "eval_examples"):

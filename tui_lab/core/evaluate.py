@@ -6,6 +6,7 @@ on a saved run, so both measure the same thing on the same held-out examples.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -40,6 +41,19 @@ def batch_loss(model: nn.Module, batch: Any, config: LabConfig, device: torch.de
 
 
 @torch.no_grad()
+def token_accuracy(model: nn.Module, batches: list[Any], device: torch.device) -> float:
+    """Share of the scored (not ignored) target tokens whose argmax prediction is right."""
+    right = total = 0
+    for batch in batches:
+        batch = to_device(batch, device)
+        predicted = model(batch.tgt_in).argmax(-1)  # (B, T)
+        scored = batch.tgt_out != -100
+        right += int((predicted == batch.tgt_out)[scored].sum())
+        total += int(scored.sum())
+    return right / max(1, total)
+
+
+@torch.no_grad()
 def evaluate(
     model: nn.Module,
     task: Any,
@@ -55,17 +69,26 @@ def evaluate(
     ``pairs`` defaults to the run's ``train.eval_examples`` held-out examples.
     ``seen_inputs``, the inputs training has drawn so far, gives the event's
     ``overlap`` (how many held-out inputs training also saw); None without it.
-    A character language model has no single right answer: exact match is None
-    and the loss comes from the validation text.
+    A character language model has no single right answer: exact match is None;
+    the loss, bits per character (loss / ln 2) and next-character accuracy come
+    from the validation text.
     """
     train = config.train
     was_training = model.training
     model.eval()
     try:
         if task.is_lm:
-            losses = [batch_loss(model, b, config, device) for b in task.val_batches(train.batch_size, LM_VAL_BATCHES)]
+            batches = task.val_batches(train.batch_size, LM_VAL_BATCHES)
+            losses = [batch_loss(model, b, config, device) for b in batches]
             val_loss = sum(losses) / max(1, len(losses))
-            return EvalEvent(step, val_loss, None, len(losses) * train.batch_size, None)
+            # induction: the share of scored tokens predicted right stands in for exact match;
+            # char-lm: the same share is its next-character accuracy, beside bits per character.
+            scores = getattr(task, "scores_tokens", False)
+            accuracy = token_accuracy(model, batches, device)
+            return EvalEvent(
+                step, val_loss, accuracy if scores else None, len(losses) * train.batch_size, None,
+                bits_per_char=val_loss / math.log(2), next_char_accuracy=None if scores else accuracy,
+            )
         if pairs is None:
             pairs = held_out_pairs(task, train, train.eval_examples)
         total = 0.0

@@ -16,6 +16,7 @@ from torch import nn
 from .checkpoint import load_weights
 from .config import LabConfig
 from .device import choose_device, set_threads
+from .history import load_snapshot
 from .models import build_run_model
 from .run_folder import RunDir, RunFolder
 from .tasks import make_task
@@ -33,8 +34,12 @@ class LoadedModel:
     notes: list[str]  # what loading the weights noticed (a save cut off midway)
 
 
-def load_for_inference(run: RunDir | RunFolder, device: str = "cpu") -> LoadedModel:
-    """Build the run's model on ``device`` and load its weights; RunError if it cannot."""
+def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: int | None = None) -> LoadedModel:
+    """Build the run's model on ``device`` and load its weights; RunError if it cannot.
+
+    ``at_step``: the weights of the run's history snapshot at that step instead
+    of its last checkpoint (a step without one: RunError naming the nearest).
+    """
     folder = run if isinstance(run, RunFolder) else RunFolder.read(run)
     config = folder.preset_config
     task = make_task(config.task)
@@ -42,5 +47,8 @@ def load_for_inference(run: RunDir | RunFolder, device: str = "cpu") -> LoadedMo
     model = build_run_model(config, len(task.vocab), where)
     if where.type == "cpu":
         set_threads(config.train.threads, sum(p.numel() for p in model.parameters()))
+    if at_step is not None:
+        load_snapshot(folder.path, at_step, model)
+        return LoadedModel(config, task, model.eval(), at_step, where, [])
     notes = load_weights(folder, model)
     return LoadedModel(config, task, model.eval(), folder.step, where, notes)

@@ -10,6 +10,10 @@ residual connection with a LayerNorm, in one of two arrangements:
 
 Dropout is applied to each sub-layer's output before it is added back, as in
 the paper.
+
+``d_ff = 0`` builds an attention-only block: no feed-forward sub-layer and no
+norm for it (``ff`` is None). Attention-only models are the setting in which
+induction heads were first described (Olsson et al. 2022).
 """
 
 from __future__ import annotations
@@ -71,9 +75,9 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, rope=rope)
-        self.ff = FeedForward(d_model, d_ff, dropout, activation)
+        self.ff = FeedForward(d_model, d_ff, dropout, activation) if d_ff else None
         self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model) if d_ff else None
         self.dropout = nn.Dropout(dropout)
 
     def forward(
@@ -90,11 +94,13 @@ class EncoderLayer(nn.Module):
             h = self.norm1(x)
             a = self.self_attn(h, h, h, mask, is_causal=is_causal, cache=cache, rope_angles=rope_angles)[0]
             x = x + maybe_dropout(drop, a)
-            x = x + maybe_dropout(drop, self.ff(self.norm2(x)))
+            if self.ff is not None and self.norm2 is not None:
+                x = x + maybe_dropout(drop, self.ff(self.norm2(x)))
         else:
             a = self.self_attn(x, x, x, mask, is_causal=is_causal, cache=cache, rope_angles=rope_angles)[0]
             x = self.norm1(x + maybe_dropout(drop, a))
-            x = self.norm2(x + maybe_dropout(drop, self.ff(x)))
+            if self.ff is not None and self.norm2 is not None:
+                x = self.norm2(x + maybe_dropout(drop, self.ff(x)))
         return x
 
 
@@ -121,10 +127,10 @@ class DecoderLayer(nn.Module):
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, rope=rope)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.ff = FeedForward(d_model, d_ff, dropout, activation)
+        self.ff = FeedForward(d_model, d_ff, dropout, activation) if d_ff else None
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
-        self.norm3 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model) if d_ff else None
         self.dropout = nn.Dropout(dropout)
 
     def forward(
@@ -144,11 +150,13 @@ class DecoderLayer(nn.Module):
             x = x + maybe_dropout(drop, a)
             h = self.norm2(x)
             x = x + maybe_dropout(drop, self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0])
-            x = x + maybe_dropout(drop, self.ff(self.norm3(x)))
+            if self.ff is not None and self.norm3 is not None:
+                x = x + maybe_dropout(drop, self.ff(self.norm3(x)))
         else:
             a = self.self_attn(x, x, x, is_causal=True, cache=self_cache, rope_angles=rope_angles)[0]
             x = self.norm1(x + maybe_dropout(drop, a))
             a = self.cross_attn(x, memory, memory, memory_mask, cache=cross_cache)[0]
             x = self.norm2(x + maybe_dropout(drop, a))
-            x = self.norm3(x + maybe_dropout(drop, self.ff(x)))
+            if self.ff is not None and self.norm3 is not None:
+                x = self.norm3(x + maybe_dropout(drop, self.ff(x)))
         return x

@@ -29,6 +29,7 @@ from .device import autocast_context, choose_device, describe, set_threads, to_d
 from .errors import one_line
 from .evaluate import evaluate, held_out_pairs
 from .events import CheckpointEvent, DoneEvent, EvalEvent, Event, LogEvent, StepEvent
+from .history import History
 from .models import build_model, build_run_model
 from .run_folder import RunFolder
 from .run_layout import RunError
@@ -102,6 +103,7 @@ class TrainingRun:
         self._running = threading.Event()
         self._running.set()
         self._held_out: list[tuple[str, str]] | None = None
+        self.history: History | None = None  # weight snapshots, made with the run folder
         if folder is not None:
             self._restore(folder)
         self._rng = distributed.data_rng(config.train.seed, self.dist.rank, self.step)
@@ -171,6 +173,8 @@ class TrainingRun:
                 self._emit(event)
                 self._metric({"kind": "step", **asdict(event)})
                 ended = self._check_end()
+                if self.history is not None:  # after the evaluation: evaluated steps are kept
+                    self.history.after_step(self.step)
                 if self.dist.enabled and distributed.any_rank(
                     ended is not None or self._stop.is_set(), self.dist, self.device
                 ):
@@ -198,6 +202,8 @@ class TrainingRun:
                     if self.step > self._start_step and self.dist.is_main:
                         self.evaluate()
                 self.save()
+                if self.history is not None:
+                    self.history.finish(self.step)
             except NonFiniteWeights as exc:
                 reason, message = "nan", str(exc)
             except RunError as exc:
@@ -297,6 +303,7 @@ class TrainingRun:
             self.out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunError(f"{self.out_dir}: cannot create the run folder ({exc.strerror})") from None
+        self.history = History(self.out_dir, self.config, self.model, self._log)
         if self.step == 0:
             self.save()
 
@@ -325,8 +332,8 @@ class TrainingRun:
                 f"weights became inf/nan by step {self.step}; not saved (lower train.lr or "
                 f"raise warmup); the last good checkpoint is kept"
             )
-        # Through the module, so tests can make a save fail where a real disk would.
-        checkpoint.save_checkpoint(self.out_dir, self.model, self.optimizer, self.state(), self.config)
+        checkpoint.save_checkpoint(  # through the module: tests make it fail like a disk would
+            self.out_dir, self.model, self.optimizer, self.state(), self.config)
         self._emit(CheckpointEvent(self.step, str(self.out_dir)))
 
     def _restore(self, folder: RunFolder) -> None:
@@ -376,8 +383,7 @@ class NonFiniteWeights(RunError):
     """The model's weights hold inf or nan: saving them would replace a good checkpoint."""
 
 
-def _failed(step: int, exc: BaseException) -> str:
-    """One line for a run that a RuntimeError (a device fault) ended."""
+def _failed(step: int, exc: BaseException) -> str:  # a run that a device fault ended
     return f"training failed at step {step}: {one_line(exc)}"
 
 

@@ -13,6 +13,7 @@ from ..config_error import field_error
 from .base import IGNORE, Batch, Task
 from .char_lm import CharLMTask
 from .digits import AdditionTask, DigitTask
+from .induction import InductionTask
 from .text import default_text
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "Batch",
     "CharLMTask",
     "DigitTask",
+    "InductionTask",
     "Task",
     "default_text",
     "make_task",
@@ -35,4 +37,6 @@ def make_task(task: TaskConfig) -> Task:
         return AdditionTask(task)
     if task.name == "char-lm":
         return CharLMTask(task)
+    if task.name == "induction":
+        return InductionTask(task)
     raise field_error("task.name", f"unknown task {task.name!r}")
