@@ -9,6 +9,7 @@ Items (names for ``--only``):
 - ``time_to_target``         copy/reverse/sort/addition to target accuracy, lab and nn.Transformer
 - ``lab``                    first paint, key latency, in-lab training speed (real pty)
 - ``cuda``                   bf16 + fused attention (+ compile) vs fp32, CUDA only
+- ``sweep_parallel_speedup`` 4 copy runs as ``tfx-lab sweep --parallel 2`` vs one after another
 
 Progress goes to stderr; stdout gets the table, or one JSON object with
 ``--json``. A run of every item rewrites ``bench/RESULTS.md`` (``--no-write``
@@ -44,10 +45,11 @@ ITEMS = [
     "time_to_target",
     "lab",
     "cuda",
+    "sweep_parallel_speedup",
 ]
 # Run order: the long, deadline-trimmed item last.
 RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
-             "lab", "cuda", "time_to_target"]
+             "lab", "cuda", "sweep_parallel_speedup", "time_to_target"]
 QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -74,6 +76,9 @@ def run_item(name: str, quick: bool, deadline: float | None, threads: int | None
     if name == "cuda":
         from bench.cuda import cuda_bench
         return cuda_bench(quick, "cpu" if cuda_on_cpu else "cuda")
+    if name == "sweep_parallel_speedup":
+        from bench.sweep_speedup import sweep_parallel_speedup
+        return sweep_parallel_speedup(quick)
     raise ValueError(name)
 
 

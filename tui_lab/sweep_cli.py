@@ -84,7 +84,7 @@ def sweep(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     base = out / SWEEP_BASE  # what the runs are compared with in tables and legends
     base.parent.mkdir(exist_ok=True)
-    atomic_write_text(base, plan.base.to_yaml(full=True))
+    atomic_write_text(base, (plan.common or plan.base).to_yaml(full=True))
     outcomes: dict[str, dict[str, Any]] = {t.name: t.outcome() for t in runner.tasks}
     write_sweep(out, sweep_document(plan, outcomes))
 

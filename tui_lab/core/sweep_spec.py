@@ -75,6 +75,7 @@ class SweepPlan:
     base: LabConfig
     arms: list[Arm]
     runs: list[PlannedRun] = field(default_factory=list)
+    common: LabConfig | None = None  # base with what every arm shares (set, steps, max_seconds)
 
 
 def _refuse(field_name: str, reason: str) -> ConfigError:
@@ -239,4 +240,5 @@ def plan_sweep(spec: SweepSpec, out: Path, max_threads: int = 0, pinned: bool = 
                 raise ConfigError(f"{where}{exc.reason or exc}", field=exc.field, reason=exc.reason) from None
             name = f"{arm.label}-s{seed}"
             runs.append(PlannedRun(name, arm, seed, out / name, config))
-    return SweepPlan(spec=spec, out=out, base=base, arms=arms, runs=runs)
+    common = base.with_values(overrides) if overrides else base
+    return SweepPlan(spec=spec, out=out, base=base, arms=arms, runs=runs, common=common)
