@@ -24,6 +24,11 @@ class EvalEvent:
     exact_match: float | None
     n: int
     overlap: int | None  # held-out examples also seen in training so far
+    # Language models (char-lm): validation loss in bits (val_loss / ln 2) and the
+    # share of validation characters the argmax predicts. Defaults keep older
+    # records, and algorithmic tasks, valid without them.
+    bits_per_char: float | None = None
+    next_char_accuracy: float | None = None
 
 
 @dataclass
@@ -112,6 +117,8 @@ def event_from_record(record: object) -> StepEvent | EvalEvent | None:
                 exact_match=_number(record.get("exact_match")),
                 n=_count(record.get("n"), 0),
                 overlap=_count(record.get("overlap")),
+                bits_per_char=_number(record.get("bits_per_char")),
+                next_char_accuracy=_number(record.get("next_char_accuracy")),
             )
     except (TypeError, ValueError, OverflowError):
         return None  # a damaged figure: the record is skipped, the run stays readable

@@ -68,11 +68,17 @@ class MetricsPanel(Static):
         grid.add_row(
             "val loss", number(evaluation.val_loss if evaluation is not None else None, ".4f")
         )
+        bpc = evaluation.bits_per_char if evaluation is not None else None
         acc = evaluation.exact_match if evaluation is not None else None
+        if bpc is not None and acc is None:
+            # A language model has no exact answer: its next-character accuracy stands in.
+            acc = evaluation.next_char_accuracy if evaluation is not None else None
         acc_text = Text(f"{acc:.1%}" if acc is not None else "-", style="bold" if acc else "")
         if acc is not None and acc >= 0.99:
             acc_text.stylize("green")
-        grid.add_row("accuracy", acc_text)
+        grid.add_row("next char" if bpc is not None else "accuracy", acc_text)
+        if bpc is not None:
+            grid.add_row("bits/char", number(bpc, ".3f"))
         if best is not None:
             grid.add_row("best", f"{best:.1%}")
         grid.add_row("lr", number(step.lr if step is not None else None, ".2e"))
