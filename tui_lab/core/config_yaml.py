@@ -29,8 +29,13 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
         self.first_line = first_line
 
 
-class StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping with the same key twice."""
+# libyaml's parser when PyYAML has it (about 7x faster: listing 200 run folders reads 200
+# configs); the constructor, where the duplicate check lives, is Python either way.
+_SAFE_BASE: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class StrictLoader(_SAFE_BASE):  # type: ignore[valid-type,misc]
+    """A safe YAML loader that refuses a mapping with the same key twice."""
 
     _root: Node | None = None
 
