@@ -150,6 +150,7 @@ class History:
         self.records = read_index(run_dir)  # a resumed run keeps its earlier snapshots
         self.size = snapshot_bytes(model)
         plan = planned_steps(config)
+        self.enabled = bool(plan)  # train.history: off keeps nothing, not even the last step
         self.budget = MAX_BYTES - sum(int(r.get("bytes", 0)) for r in self.records)
         keep = max(0, self.budget // self.size)
         self.plan = set(thin(plan, keep))
@@ -164,7 +165,7 @@ class History:
 
     def finish(self, step: int) -> None:
         """Snapshot the run's last step too, if it is new and room is left."""
-        if step > 0 and all(r["step"] != step for r in self.records):
+        if self.enabled and step > 0 and all(r["step"] != step for r in self.records):
             self.save(step)
 
     def save(self, step: int) -> None:
