@@ -62,6 +62,7 @@ class DecodePane(Vertical):
         self.examples: list[str] = []
         self._example_index = -1
         self.result: Any = None
+        self._sampled = False  # the shown result was sampled: mark what the cut removed
 
     def compose(self) -> ComposeResult:
         # Titles sit in borders, not in Labels and rows of their own: every
@@ -76,6 +77,8 @@ class DecodePane(Vertical):
             yield Input("0.8", compact=True, id="temperature", classes="opt-input")
             yield Label(" top-k ", classes="opt-label")
             yield Input("0", compact=True, id="top-k", classes="opt-input")
+            yield Label(" top-p ", classes="opt-label")
+            yield Input("1.0", compact=True, id="top-p", classes="opt-input")
             yield Static("", id="decode-model")
         with Horizontal(id="decode-body"):
             with Vertical(id="decode-main"):
@@ -172,19 +175,20 @@ class DecodePane(Vertical):
         self.query_one("#decode-input", Input).value = text
         self.decode(text)
 
-    def _options(self) -> tuple[float, int] | None:
+    def _options(self) -> tuple[float, int, float] | None:
         if not self.query_one("#sample", Checkbox).value:
-            return 0.0, 0
+            return 0.0, 0, 1.0
         try:
             temperature = float(self.query_one("#temperature", Input).value)
             top_k = int(self.query_one("#top-k", Input).value or 0)
+            top_p = float(self.query_one("#top-p", Input).value or 1.0)
         except ValueError:
-            self._error("temperature must be a number and top-k a whole number")
+            self._error("temperature and top-p must be numbers and top-k a whole number")
             return None
-        if temperature <= 0 or top_k < 0:
-            self._error("temperature must be > 0 and top-k >= 0 (0 = all tokens)")
+        if temperature <= 0 or top_k < 0 or not 0 < top_p <= 1:
+            self._error("temperature must be > 0, top-k >= 0 (0 = all tokens), top-p in (0, 1]")
             return None
-        return temperature, top_k
+        return temperature, top_k, top_p
 
     def decode(self, text: str) -> bool:
         """Decode ``text`` in a thread worker; False (and a message) if it cannot start."""
@@ -203,16 +207,16 @@ class DecodePane(Vertical):
         self._error("")
         self.query_one("#decode-output", Static).update(Text("decoding…", style="dim"))
         training = getattr(self.app, "training_active", False)
-        self._decode_worker(self.run, text, options[0], options[1], training)
+        self._decode_worker(self.run, text, options[0], options[1], training, top_p=options[2])
         return True
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="decode")
     def _decode_worker(
-        self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool
+        self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool, top_p: float = 1.0
     ) -> None:
         """Run the core's decoder (thread); a copy of the model if it is training."""
         core = self.app.core
-        options = {"temperature": temperature, "top_k": top_k, "report_k": TOP_K_SHOWN}
+        options = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "report_k": TOP_K_SHOWN}
         try:
             # Fetching the weights can fail too (a training process that has ended
             # before its first checkpoint): say so inline, like bad input.
@@ -234,6 +238,8 @@ class DecodePane(Vertical):
     def on_decoded(self, message: Decoded) -> None:
         """Show the output and each step's top-k; let the app pass it to Attention."""
         self.result = message.result
+        # Struck-through top tokens are those the sampling cut removed (greedy: no cut shown).
+        self._sampled = bool((message.options or {}).get("temperature", 0) > 0)
         self._show_result(message.result)
         self._show_model()
 
@@ -267,6 +273,10 @@ class DecodePane(Vertical):
         rows = []
         for i, step in enumerate(result.steps, start=1):
             top = [top_cell(token, p, token == step.token) for token, p in step.top[:TOP_K_SHOWN]]
+            if self._sampled:
+                for cell, kept in zip(top, getattr(step, "kept", []), strict=False):
+                    if not kept:
+                        cell.stylize("strike dim")
             top += [Text()] * (TOP_K_SHOWN - len(top))
             rows.append((str(i), top_cell(step.token, step.prob, True), *top))
         self.query_one("#decode-steps", TextTable).show(rows)
