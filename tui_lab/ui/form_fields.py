@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 from tui_lab.core import config as cfg
 from tui_lab.ui.line_edit import LineEdit
@@ -14,7 +18,7 @@ class FieldSpec:
 
     key: str
     label: str
-    kind: str  # int | float | choice | bool
+    kind: str  # int | float | choice | bool | path
     choices: tuple[str, ...] = ()
     hint: str = ""
 
@@ -52,7 +56,18 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             ),
         ),
     ),
-    ("Task", (FieldSpec("task.name", "task", "choice", cfg.TASKS),)),
+    (
+        "Task",
+        (
+            FieldSpec("task.name", "task", "choice", cfg.TASKS),
+            FieldSpec(
+                "task.text",
+                "text file",
+                "path",
+                hint="char-lm: your own text file (empty: Python's help text)",
+            ),
+        ),
+    ),
     (
         "Training",
         (
@@ -73,15 +88,24 @@ FIELDS: dict[str, FieldSpec] = {f.key: f for _, fields in SECTIONS for f in fiel
 
 
 def format_value(value: object) -> str:
-    """A config value as the text the form shows."""
+    """A config value as the text the form shows (no value: empty)."""
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
 
 
 def parse_value(spec: FieldSpec, text: str) -> object:
-    """Text typed into a numeric field as a number; ValueError with a short reason."""
+    """Text typed into a field as its value; ValueError with a short reason.
+
+    A path field's empty text means "no file" (None); a file named there is
+    read and checked now (``check_text_file``), so a bad one is flagged under
+    the field and the config keeps the text it had.
+    """
     text = text.strip()
+    if spec.kind == "path":
+        return check_text_file(text) if text else None
     if not text:
         raise ValueError("needs a value")
     if spec.kind == "int":
@@ -95,6 +119,39 @@ def parse_value(spec: FieldSpec, text: str) -> object:
         raise ValueError(f"{text!r} is not a number") from None
 
 
+# The smallest text char-lm takes at the default block_size (64) and val_fraction
+# (0.1): both splits need a window plus one character. The form has neither
+# setting, so a preset with larger ones may still refuse a file when training starts.
+MIN_TEXT_CHARS = math.ceil((64 + 1) / 0.1)
+
+
+def check_text_file(path: str) -> str:
+    """``path`` if it is a usable char-lm text; ValueError with the reason if not."""
+    from tui_lab.core.config_error import ConfigError
+    from tui_lab.core.tasks.text import read_text_file
+
+    try:
+        stat = Path(path).expanduser().stat()
+        text = _read_cached(path, stat.st_mtime_ns, stat.st_size, read_text_file)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except ConfigError as exc:
+        raise ValueError(exc.reason or str(exc)) from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+    if not text.strip():
+        raise ValueError(f"{path} is empty")
+    if len(text) < MIN_TEXT_CHARS:
+        raise ValueError(f"{path} has {len(text):,} characters; char-lm needs at least {MIN_TEXT_CHARS:,}")
+    return path
+
+
+@lru_cache(maxsize=8)
+def _read_cached(path: str, mtime_ns: int, size: int, read: Callable[[str], str]) -> str:
+    """The file's cleaned text, read again only when it changes (every edit re-reads the form)."""
+    return read(path)
+
+
 @dataclass
 class FormField:
     """A field's state: the text of a number being edited, or a choice or switch value."""
@@ -105,8 +162,8 @@ class FormField:
 
     @property
     def typed(self) -> bool:
-        """True for a number, whose text is typed (not a choice or a switch)."""
-        return self.spec.kind in ("int", "float")
+        """True for a number or a path, whose text is typed (not a choice or a switch)."""
+        return self.spec.kind in ("int", "float", "path")
 
     @property
     def text(self) -> str:

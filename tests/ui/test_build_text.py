@@ -1,0 +1,36 @@
+"""Pilot test: the Build form's char-lm text file field is checked inline; a bad file changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.ui.helpers import SIZE, ready, set_field, tiny_app
+from tests.ui.test_build import error_text
+from tui_lab.ui.form_fields import MIN_TEXT_CHARS
+
+
+async def test_text_file_is_checked_inline_and_the_previous_text_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # short relative names: typed key by key
+    Path("bin.txt").write_bytes(b"abc\x00def" * 200)
+    Path("empty.txt").write_text("")
+    Path("small.txt").write_text("a tiny text\n")
+    Path("good.txt").write_text("the quick brown fox jumps over the lazy dog\n" * (MIN_TEXT_CHARS // 40 + 1))
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        before = app.config
+        assert before.task.text is None
+        for name, fragment in [("nope.txt", "no such file"), ("bin.txt", "not a text file"),
+                               ("empty.txt", "empty"), ("small.txt", f"at least {MIN_TEXT_CHARS:,}")]:
+            await set_field(pilot, "task.text", name)
+            assert fragment in error_text(app, "task.text"), name
+            assert app.config == before  # the previous text stays in use
+        await set_field(pilot, "task.text", "good.txt")
+        assert error_text(app, "task.text") == ""
+        assert app.config.task.text == "good.txt"
+        await set_field(pilot, "task.text", "")
+        assert app.config.task.text is None  # empty field: back to Python's help text
