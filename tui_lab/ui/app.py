@@ -1,7 +1,7 @@
-"""The lab's Textual app: five panes behind a tab bar, a status bar, the footer and the palette.
+"""The lab's Textual app: six panes behind a tab bar, a status bar, the footer and the palette.
 
 Thin on purpose: the panes own their widgets and actions; the app routes
-messages between them, owns the global keys (1-5, ?, q, escape), holds the
+messages between them, owns the global keys (1-6, ?, q, escape), holds the
 lab's config (a preset's, or an opened run's) and loads torch in a thread
 after the first frame is on screen.
 """
@@ -63,6 +63,7 @@ class LabApp(App[None]):
         "styles/decode.tcss",
         "styles/attention.tcss",
         "styles/params.tcss",
+        "styles/runs.tcss",
     ]
     # Screen classes the .tcss files use to fit 80x24 as well as large terminals.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
@@ -192,12 +193,12 @@ class LabApp(App[None]):
 
     @property
     def active_pane(self) -> str:
-        """The pane on show: "build", "train", "decode", "attention" or "params"."""
+        """The pane on show: "build", "train", "decode", "attention", "params" or "runs"."""
         return self.query_one(PaneSwitcher).active
 
     @property
     def in_text_field(self) -> bool:
-        """True while typed characters go into a field (so 1-5 and q type, not switch)."""
+        """True while typed characters go into a field (so 1-6 and q type, not switch)."""
         focused = self.focused
         return focused is not None and focused.check_consume_key("1", "1")
 
@@ -332,7 +333,7 @@ class LabApp(App[None]):
     # ---- actions ------------------------------------------------------------------
 
     def action_show_pane(self, pane: str) -> None:
-        """Switch to a pane (1-5)."""
+        """Switch to a pane (1-6)."""
         self.query_one(PaneSwitcher).show(pane)
         self.query_one(PaneTabs).active = pane
         self._focus_pane(pane)  # focus lands where the pane's keys work

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 
 from textual.binding import Binding
 
-PANES = ("build", "train", "decode", "attention", "params")
+PANES = ("build", "train", "decode", "attention", "params", "runs")
 PANE_TITLES = {
     "build": "Build",
     "train": "Train",
     "decode": "Decode",
     "attention": "Attention",
     "params": "Params",
+    "runs": "Runs",
 }
 
 
@@ -35,7 +36,7 @@ class PaneKeys:
 
     @property
     def number(self) -> int:
-        """The key that shows the pane (1-5)."""
+        """The key that shows the pane (1-6)."""
         return PANES.index(self.pane) + 1
 
 
@@ -45,6 +46,7 @@ def pane_keys() -> list[PaneKeys]:
     from tui_lab.ui.panes.build_pane import BuildPane
     from tui_lab.ui.panes.decode_pane import DecodePane
     from tui_lab.ui.panes.params_pane import ParamsPane
+    from tui_lab.ui.panes.runs_pane import RunsPane
     from tui_lab.ui.panes.train_pane import TrainPane
     from tui_lab.ui.widgets.config_form import ConfigForm
     from tui_lab.ui.widgets.heatmap import Heatmap
@@ -55,6 +57,7 @@ def pane_keys() -> list[PaneKeys]:
         PaneKeys("decode", DecodePane),
         PaneKeys("attention", AttentionPane, (("", Heatmap),)),
         PaneKeys("params", ParamsPane),
+        PaneKeys("runs", RunsPane),
     ]
 
 

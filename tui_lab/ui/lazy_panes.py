@@ -1,4 +1,4 @@
-"""The four panes built after the first frame, each behind a ``LazyPane`` stand-in.
+"""The five panes built after the first frame, each behind a ``LazyPane`` stand-in.
 
 Only the Build pane is imported before the first frame; the others (and
 plotext, which the Train pane needs) are imported and built right after it.
@@ -16,11 +16,12 @@ if TYPE_CHECKING:
     from tui_lab.ui.panes.attention_pane import AttentionPane
     from tui_lab.ui.panes.decode_pane import DecodePane
     from tui_lab.ui.panes.params_pane import ParamsPane
+    from tui_lab.ui.panes.runs_pane import RunsPane
     from tui_lab.ui.panes.train_pane import TrainPane
 
 
 def lazy_panes(app: LabApp) -> list[LazyPane]:
-    """Stand-ins for Train, Decode, Attention and Params, in tab order."""
+    """Stand-ins for Train, Decode, Attention, Params and Runs, in tab order."""
 
     def train() -> TrainPane:
         from tui_lab.ui.panes.train_pane import TrainPane
@@ -48,6 +49,11 @@ def lazy_panes(app: LabApp) -> list[LazyPane]:
 
         return ParamsPane(id=pane_widget_id("params"))
 
+    def runs() -> RunsPane:
+        from tui_lab.ui.panes.runs_pane import RunsPane
+
+        return RunsPane(app.runs_root, id=pane_widget_id("runs"))
+
     return [
         LazyPane(factory, id=pane_widget_id(name))
         for name, factory in (
@@ -55,5 +61,6 @@ def lazy_panes(app: LabApp) -> list[LazyPane]:
             ("decode", decode),
             ("attention", attention),
             ("params", params),
+            ("runs", runs),
         )
     ]

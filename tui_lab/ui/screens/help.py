@@ -13,7 +13,7 @@ from textual.widgets import Static
 from tui_lab.ui.keymap import bindings_of, pane_keys
 
 FIELD_KEYS = [
-    ("escape", "leave the text field (then 1-5, q and ? work again)"),
+    ("escape", "leave the text field (then 1-6, q and ? work again)"),
     ("enter", "submit (decode the input, save, open)"),
     ("tab / shift+tab", "next / previous control"),
 ]
@@ -31,6 +31,7 @@ EVERYWHERE_EXTRA = [
 PANE_EXTRA = {
     "build": FORM_TYPING,  # goes with the form's section
     "decode": [("enter", "decode the input / the chosen example")],
+    "runs": [("enter", "in the filter line: back to the table (the filter stays)")],
 }
 
 

@@ -1,4 +1,4 @@
-"""The five panes: one on show at a time, named in a one-line tab bar.
+"""The six panes: one on show at a time, named in a one-line tab bar.
 
 Textual's TabbedContent nests three full-screen containers and a dozen tab
 widgets around each pane. Repainting them, and restyling the tabs, took about
@@ -54,7 +54,7 @@ class PaneTabs(Widget):
         return Content.assemble(*parts)
 
     async def on_click(self, event: events.Click) -> None:
-        """A click on a tab shows its pane (through the app, as the 1-5 keys do)."""
+        """A click on a tab shows its pane (through the app, as the 1-6 keys do)."""
         x = 0
         for name, label in self._labels():
             if x <= event.x < x + len(label):

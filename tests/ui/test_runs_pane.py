@@ -1,0 +1,188 @@
+"""The Runs pane (6): table, sort, filter, marks and the overlay chart, open, sweeps, damaged folders.
+
+Run folders are written by ``tests/data/make_pane_runs.py`` (no training); the
+open test copies the committed tiny run, which has weights.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from rich.text import Text
+from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
+
+from tests.data.make_pane_runs import write_pane_runs, write_run
+from tests.ui.conftest import TINY_RUN
+from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
+from tui_lab.core.run_summary import RunSummary
+from tui_lab.ui.run_rows import RunRow, cell, filter_rows, sort_rows
+from tui_lab.ui.widgets.overlay_chart import OverlayChart
+
+ROOT = Path("runs")
+
+
+async def _runs_pane(pilot):  # type: ignore[no-untyped-def]
+    app = pilot.app
+    await pilot.press("6")
+    await wait_until(pilot, lambda: app.pane("runs") is not None and app.pane("runs").rows, 20)
+    await pilot.pause()
+    return app.pane("runs")
+
+
+async def _highlight(pilot, pane, name: str) -> None:  # type: ignore[no-untyped-def]
+    table = pane.query_one(DataTable)
+    table.move_cursor(row=[r.summary.name for r in pane.shown].index(name))
+    await pilot.pause()
+
+
+def _names(pane) -> list[str]:  # type: ignore[no-untyped-def]
+    return [r.summary.name for r in pane.shown]
+
+
+async def test_marking_two_runs_overlays_both_with_legends() -> None:
+    write_pane_runs(ROOT)
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await _runs_pane(pilot)
+        for name in ("copy-post", "copy-nowarm"):
+            await _highlight(pilot, pane, name)
+            await pilot.press("space")
+        chart = pane.query_one(OverlayChart)
+        await wait_until(pilot, lambda: len(chart.labels) == 2, 10, "two series")
+        assert chart.labels == ["model.norm=post", "train.warmup_steps=0"]
+        await pilot.pause()
+        shown = plain(chart)
+        assert "model.norm=post" in shown and "train.warmup_steps=0" in shown
+        colours = [s.colour for s in chart._data.series]
+        assert len(set(colours)) == 2
+        await pilot.press("m")  # validation loss, by seconds, log scale: still both
+        await pilot.press("x", "l")
+        assert (pane.overlay.metric, pane.overlay.by, pane.overlay.log_scale) == (
+            "val_loss",
+            "seconds",
+            True,
+        )
+        assert "validation loss by seconds (log scale)" in plain(chart)
+        assert [s.colour for s in chart._data.series] == colours  # fixed per run
+        await _highlight(pilot, pane, "copy-post")
+        await pilot.press("space")  # unmark
+        await wait_until(pilot, lambda: chart.labels == ["train.warmup_steps=0"], 5)
+
+
+async def test_sort_by_keys_and_header_and_filter() -> None:
+    write_pane_runs(ROOT)
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await _runs_pane(pilot)
+        assert _names(pane) == ["broken", "copy-long", "copy-nowarm", "copy-post", "copy-pre"]
+        await pilot.press("r")
+        assert _names(pane)[0] == "copy-pre"
+        while pane.sort_key != "val":
+            await pilot.press("s")
+        # lowest validation loss first; a damaged folder has none: last either way
+        assert _names(pane) == ["copy-pre", "copy-nowarm", "copy-long", "copy-post", "broken"]
+        await pilot.press("r")
+        assert _names(pane) == ["copy-post", "copy-long", "copy-nowarm", "copy-pre", "broken"]
+        pane.on_data_table_header_selected(
+            DataTable.HeaderSelected(pane.query_one(DataTable), ColumnKey("date"), 13, Text("date"))
+        )
+        assert pane.sort_key == "date" and _names(pane)[:2] == ["copy-pre", "copy-post"]
+        await pilot.press("slash")
+        await type_text(pilot, "norm")
+        await pilot.pause()
+        assert _names(pane) == ["copy-post"]
+        assert app.active_pane == "runs"  # typed, not switched or sorted
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(pane.shown) == 5 and pane.query_one(DataTable).has_focus
+
+
+async def test_damaged_folder_is_a_row_that_says_why() -> None:
+    write_pane_runs(ROOT)
+    (ROOT / "empty-weights").mkdir()
+    (ROOT / "empty-weights" / "model.safetensors").write_bytes(b"")
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await _runs_pane(pilot)
+        rows = {r.summary.name: r for r in pane.rows}
+        assert rows["broken"].summary.status == "damaged"
+        assert rows["empty-weights"].summary.status == "damaged"
+        table = pane.query_one(DataTable)
+        assert "not valid YAML" in str(table.get_cell("runs/broken", "label"))
+        await _highlight(pilot, pane, "broken")
+        assert "not valid YAML" in plain(pane.query_one("#runs-detail"))
+        await pilot.press("enter")  # says why instead of opening
+        await pilot.pause()
+        assert app.active_pane == "runs"
+
+
+async def test_enter_opens_the_run_in_the_lab() -> None:
+    shutil.copytree(TINY_RUN, ROOT / "tiny-run")
+    write_run(ROOT / "copy-pre")
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = await _runs_pane(pilot)
+        await _highlight(pilot, pane, "tiny-run")
+        await pilot.press("enter")
+        train = app.pane("train")
+        await wait_until(pilot, lambda: train.state == "ready", 30, "the run to load")
+        assert app.active_pane == "train"
+        assert train.run_dir == ROOT / "tiny-run"
+        assert app.config.model.d_model == 16 and app.config.name == "tiny"
+
+
+async def test_sweep_runs_are_grouped_by_arm_with_a_mean_curve() -> None:
+    sweep = ROOT / "demo"
+    arms = []
+    for arm, values, rate in (
+        ("model.norm=pre", {}, 0.05),
+        ("model.norm=post", {"model.norm": "post"}, 0.02),
+    ):
+        runs = []
+        for seed in (0, 1):
+            name = f"{arm.split('=')[1]}-s{seed}"
+            write_run(sweep / name, values={**values, "train.seed": seed}, rate=rate + seed / 100)
+            runs.append(name)
+        arms.append({"label": arm, "values": values, "runs": runs})
+    (sweep / "sweep.json").write_text(json.dumps({"arms": arms}))
+    write_run(ROOT / "lone")
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await _runs_pane(pilot)
+        assert {r.summary.name: r.arm for r in pane.rows}["demo/post-s1"] == "model.norm=post"
+        assert _names(pane)[:2] == ["demo/post-s0", "demo/post-s1"]  # an arm's runs together
+        for name in ("demo/post-s0", "demo/post-s1", "lone"):  # two runs of one arm: one series
+            await _highlight(pilot, pane, name)
+            await pilot.press("space")
+        chart = pane.query_one(OverlayChart)
+        await wait_until(pilot, lambda: len(chart.labels) == 2, 10, "an arm and a run")
+        assert chart.labels[0] == "model.norm=post (mean of 2)"
+
+
+def _row(name: str, **fields) -> RunRow:  # type: ignore[no-untyped-def]
+    return RunRow(RunSummary(path=f"runs/{name}", name=name, status="finished", **fields))
+
+
+def test_sort_keeps_missing_figures_last_and_filter_needs_every_word() -> None:
+    rows = [_row("a", best_val_loss=2.0), _row("b"), _row("c", best_val_loss=1.0, preset="copy")]
+    assert [r.summary.name for r in sort_rows(rows, "val")] == ["c", "a", "b"]
+    assert [r.summary.name for r in sort_rows(rows, "val", reverse=True)] == ["a", "c", "b"]
+    assert [r.summary.name for r in filter_rows(rows, "COPY c")] == ["c"]
+    assert filter_rows(rows, "copy zzz") == []
+    assert len(filter_rows(rows, "  ")) == 3
+
+
+def test_cells() -> None:
+    row = _row("a", step=30, total_steps=40, best_exact_match=0.5, tokens_per_s=12345.0)
+    assert cell(row, "step") == "30/40" and cell(row, "exact") == "50.0%"
+    assert (
+        cell(row, "speed") == "12.3k"
+        and cell(row, "val") == ""
+        and cell(row, "label") == "(as preset)"
+    )
+    damaged = RunRow(RunSummary(path="x", name="x", status="damaged", detail="why"))
+    assert cell(damaged, "label") == "why"

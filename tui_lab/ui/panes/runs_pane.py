@@ -1,0 +1,386 @@
+"""Runs pane: every run folder as a sortable, filterable table; marked runs overlaid in one chart.
+
+Folders are read in a thread worker (``RowReader`` re-reads only folders whose
+files changed) and again every ``REFRESH_SECONDS`` while the pane is on show,
+so runs still being written update live. A sweep's runs carry their arm: the
+overlay shows one mean curve per marked arm. ``enter`` opens the highlighted
+run in the lab through the Train pane's ``open_run_dir``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Input, Static
+
+from tui_lab.core.run_curves import METRICS, Curve
+from tui_lab.ui.run_rows import (
+    COLUMNS,
+    CurveReader,
+    RowReader,
+    RunRow,
+    cell,
+    filter_rows,
+    sort_rows,
+)
+from tui_lab.ui.widgets.overlay_chart import COLOURS, Overlay, OverlayChart, Series
+
+REFRESH_SECONDS = 2.0
+STATUS_STYLES = {
+    "running": "bold green",
+    "target": "green",
+    "finished": "",
+    "stopped": "yellow",
+    "time": "yellow",
+    "failed": "red",
+    "damaged": "bold red",
+}
+
+
+class RunsRead(Message):
+    """The worker's rows (every folder under the roots)."""
+
+    def __init__(self, rows: list[RunRow]) -> None:
+        super().__init__()
+        self.rows = rows
+
+
+class CurvesRead(Message):
+    """The worker's curves: series key -> (legend, {metric: curve})."""
+
+    def __init__(self, curves: dict[str, tuple[str, dict[str, Curve]]]) -> None:
+        super().__init__()
+        self.curves = curves
+
+
+class RunsPane(Vertical, can_focus=False):
+    """The run folders under the runs root (and any added with o), and the overlay chart."""
+
+    BINDINGS = [
+        Binding("space", "mark", "Mark"),
+        Binding("enter", "open_run", "Open in lab"),
+        Binding("s", "cycle_sort", "Sort by"),
+        Binding("r", "reverse_sort", "Reverse"),
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("m", "cycle_metric", "Metric"),
+        Binding("x", "toggle_x", "Step/seconds"),
+        Binding("l", "toggle_log", "Log scale"),
+        Binding("o", "add_folder", "Add folder"),
+    ]
+
+    def __init__(self, root: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.roots = [Path(root)]
+        self.reader = RowReader()
+        self.curve_reader = CurveReader()
+        self.rows: list[RunRow] = []
+        self.shown: list[RunRow] = []  # after the filter and the sort
+        self.marked: list[str] = []  # row keys (folder paths), in marking order
+        self.colours: dict[str, str] = {}  # series key -> its fixed colour
+        self.curves: dict[str, tuple[str, dict[str, Curve]]] = {}
+        self.sort_key, self.reverse = "name", False
+        self.overlay = Overlay()
+        self.reading = False
+        self._drawn_cells: list[tuple[str, ...]] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="runs-title")
+        yield Input(placeholder="filter: words to match (escape clears)", id="runs-filter")
+        table: DataTable[Any] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Static(id="runs-detail")
+        yield OverlayChart(id="runs-chart")
+
+    def on_mount(self) -> None:
+        """Columns, the live-update timer, and a first read."""
+        if getattr(self.app, "_exit", False):
+            return  # mounted while the app quits
+        table = self.query_one(DataTable)
+        table.add_column(" ", key="mark")
+        for column in COLUMNS:
+            table.add_column(column.header, key=column.key)
+        self.query_one("#runs-filter", Input).display = False
+        self.set_interval(REFRESH_SECONDS, self._tick)
+        self.app.register_pane("runs", self)
+        self._draw_chart()
+        if self.display:
+            self.refresh_runs()
+
+    def focus_default(self) -> None:
+        """The table takes the focus (its arrows move the highlight)."""
+        self.query_one(DataTable).focus()
+
+    def on_show(self) -> None:
+        """Read the folders again each time the pane comes on show."""
+        self.refresh_runs()
+
+    def _tick(self) -> None:
+        """Timer: re-read the folders while the pane is on show (only changed folders are parsed)."""
+        if self.display and getattr(self.app, "active_pane", "") == "runs":
+            self.refresh_runs()
+
+    # ---- reading ----------------------------------------------------------------------
+
+    def refresh_runs(self) -> None:
+        """Read the run folders in a thread (one read at a time)."""
+        if self.reading:
+            return
+        self.reading = True
+        self._read_worker(list(self.roots))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="runs-read")
+    def _read_worker(self, roots: list[Path]) -> None:
+        """Summarise every run folder under ``roots`` (thread); posts RunsRead."""
+        try:
+            rows = self.reader.read(roots)
+        finally:
+            self.reading = False
+        self.post_message(RunsRead(rows))
+
+    def on_runs_read(self, message: RunsRead) -> None:
+        """New rows: redraw the table, and the chart if a marked run changed."""
+        self.rows = message.rows
+        keys = {r.key for r in self.rows}
+        self.marked = [k for k in self.marked if k in keys]
+        self._fill_table()
+        if self.marked:
+            self._read_curves()
+
+    def _series_runs(self) -> dict[str, tuple[str, list[Path]]]:
+        """series key -> (legend, run folders): one per marked run, one per marked sweep arm."""
+        by_key = {r.key: r for r in self.rows}
+        out: dict[str, tuple[str, list[Path]]] = {}
+        for key in self.marked:
+            row = by_key.get(key)
+            if row is None:
+                continue
+            if row.group is not None:
+                runs = [Path(r.key) for r in self.rows if r.group == row.group]
+                label = f"{row.arm} (mean of {len(runs)})" if len(runs) > 1 else str(row.arm)
+                out[f"arm:{row.sweep}:{row.arm}"] = (label, runs)
+            else:
+                out[key] = (row.legend, [Path(key)])
+        return out
+
+    def _read_curves(self) -> None:
+        series = self._series_runs()
+        for key in series:
+            if key not in self.colours:
+                self.colours[key] = COLOURS[len(self.colours) % len(COLOURS)]
+        self._curves_worker(series)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="runs-curves")
+    def _curves_worker(self, series: dict[str, tuple[str, list[Path]]]) -> None:
+        """Read the marked runs' curves (thread), an arm's as the mean of its runs; posts CurvesRead."""
+        self.post_message(CurvesRead(self.curve_reader.read(series)))
+
+    def on_curves_read(self, message: CurvesRead) -> None:
+        """Curves are in: redraw the overlay."""
+        self.curves = message.curves
+        self._draw_chart()
+
+    # ---- drawing ----------------------------------------------------------------------
+
+    def _mark_cell(self, row: RunRow) -> Text:
+        if row.key not in self.marked:
+            return Text(" ")
+        key = f"arm:{row.sweep}:{row.arm}" if row.group is not None else row.key
+        return Text("●", style=self.colours.get(key, "bold"))
+
+    def _fill_table(self) -> None:
+        """Filter, sort and show the rows; keep the highlight on the same run."""
+        text = self.query_one("#runs-filter", Input).value
+        self.shown = sort_rows(filter_rows(self.rows, text), self.sort_key, self.reverse)
+        cells = [
+            (row.key, row.key in self.marked, *(cell(row, c.key) for c in COLUMNS))
+            for row in self.shown
+        ]
+        self._update_title()
+        if cells == self._drawn_cells:
+            return
+        self._drawn_cells = cells
+        table = self.query_one(DataTable)
+        highlighted = self.highlighted
+        table.clear()
+        for row, row_cells in zip(self.shown, cells, strict=True):
+            texts = [
+                Text(
+                    value,
+                    justify="right" if column.right else "left",
+                    style=STATUS_STYLES.get(value, "") if column.key == "status" else "",
+                )
+                for column, value in zip(COLUMNS, row_cells[2:], strict=True)
+            ]
+            table.add_row(self._mark_cell(row), *texts, key=row.key)
+        if highlighted is not None and highlighted.key in {r.key for r in self.shown}:
+            table.move_cursor(row=table.get_row_index(highlighted.key), animate=False)
+        self._show_detail()
+
+    @property
+    def highlighted(self) -> RunRow | None:
+        """The row under the table's cursor (None in an empty table)."""
+        table = self.query_one(DataTable)
+        if not self.shown or table.row_count == 0:
+            return None
+        index = min(max(table.cursor_row, 0), len(self.shown) - 1)
+        return self.shown[index] if self._drawn_cells is not None else None
+
+    def _update_title(self) -> None:
+        header = next(c.header for c in COLUMNS if c.key == self.sort_key)
+        roots = ", ".join(f"{r}/" for r in self.roots)
+        title = Text()
+        title.append("Runs in ", style="dim")
+        title.append(roots, style="bold")
+        title.append(
+            f"  ·  {len(self.shown)} of {len(self.rows)} shown  ·  {len(self.marked)} marked"
+            f"  ·  sort: {header} {'↓' if self.reverse else '↑'}",
+            style="dim",
+        )
+        self.query_one("#runs-title", Static).update(title)
+
+    def _show_detail(self) -> None:
+        row = self.highlighted
+        text = Text()
+        if row is not None:
+            s = row.summary
+            text.append(f"{s.name}: ", style="bold")
+            text.append(s.status, style=STATUS_STYLES.get(s.status, ""))
+            if s.detail:
+                text.append(f" · {s.detail}", style="dim")
+            if row.arm:
+                text.append(f" · arm {row.arm}", style="cyan")
+        self.query_one("#runs-detail", Static).update(text)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Say more about the highlighted run below the table."""
+        self._show_detail()
+
+    def _draw_chart(self) -> None:
+        overlay = self.overlay
+        overlay.series = [
+            Series(
+                label,
+                self.colours.get(key, "white"),
+                curves[overlay.metric].xs(overlay.by),
+                curves[overlay.metric].values,
+            )
+            for key, (label, curves) in self.curves.items()
+            if key in self._series_runs()
+        ]
+        self.query_one(OverlayChart).draw(overlay)
+
+    # ---- actions ----------------------------------------------------------------------
+
+    def action_mark(self) -> None:
+        """Mark the highlighted run for the overlay chart, or unmark it."""
+        row = self.highlighted
+        if row is None:
+            return
+        if row.key in self.marked:
+            self.marked.remove(row.key)
+        else:
+            self.marked.append(row.key)
+        self._read_curves()
+        self._fill_table()
+        self._draw_chart()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a row opens that run in the lab."""
+        event.stop()
+        self.action_open_run()
+
+    def action_open_run(self) -> None:
+        """Open the highlighted run in Train, Decode and Attention, and show the Train pane."""
+        row = self.highlighted
+        if row is None:
+            return
+        if row.summary.status == "damaged":
+            self.notify(row.summary.detail, title="Cannot open run", severity="error")
+            return
+        train = self.app.pane("train")
+        if train is None:
+            self.notify("the Train pane is still loading", severity="warning")
+            return
+        if not train.train_state.can_open:
+            self.notify("stop training first (2, then s)", severity="warning")
+            return
+        train.open_run_dir(Path(row.key))
+        self.app.action_show_pane("train")
+
+    def _sort_by(self, key: str, reverse: bool) -> None:
+        self.sort_key, self.reverse = key, reverse
+        self._fill_table()
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next column."""
+        keys = [c.key for c in COLUMNS]
+        self._sort_by(keys[(keys.index(self.sort_key) + 1) % len(keys)], False)
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the sort order."""
+        self._sort_by(self.sort_key, not self.reverse)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a header sorts by its column (again: reversed)."""
+        event.stop()
+        key = str(event.column_key.value)
+        if key != "mark":
+            self._sort_by(key, not self.reverse if key == self.sort_key else False)
+
+    def action_filter(self) -> None:
+        """Show the filter line and type into it."""
+        field = self.query_one("#runs-filter", Input)
+        field.display = True
+        field.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Filter as the user types."""
+        event.stop()
+        self._fill_table()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the filter line goes back to the table (the filter stays)."""
+        event.stop()
+        self.query_one(DataTable).focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear the filter and go back to the table."""
+        field = self.query_one("#runs-filter", Input)
+        field.value = ""
+        field.display = False
+        self.query_one(DataTable).focus()
+        self._fill_table()
+
+    def action_cycle_metric(self) -> None:
+        """Chart the next metric: train loss, validation loss, exact match."""
+        self.overlay.metric = METRICS[(METRICS.index(self.overlay.metric) + 1) % len(METRICS)]
+        self._draw_chart()
+
+    def action_toggle_x(self) -> None:
+        """Chart against step or against training seconds."""
+        self.overlay.by = "seconds" if self.overlay.by == "step" else "step"
+        self._draw_chart()
+
+    def action_toggle_log(self) -> None:
+        """Switch the chart between linear and log scale."""
+        self.overlay.log_scale = not self.overlay.log_scale
+        self._draw_chart()
+
+    def action_add_folder(self) -> None:
+        """Add a run or sweep folder (anywhere) to the table."""
+        from tui_lab.ui.screens.open_run import OpenRunScreen
+
+        def chosen(path: Path | None) -> None:
+            if path is not None and Path(path) not in self.roots:
+                self.roots.append(Path(path))
+                self.refresh_runs()
+
+        self.app.push_screen(OpenRunScreen(self.roots[0]), chosen)
