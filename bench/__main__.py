@@ -10,6 +10,7 @@ Items (names for ``--only``):
 - ``lab``                    first paint, key latency, in-lab training speed (real pty)
 - ``cuda``                   bf16 + fused attention (+ compile) vs fp32, CUDA only
 - ``sweep_parallel_speedup`` 4 copy runs as ``tfx-lab sweep --parallel 2`` vs one after another
+- ``history_overhead``       copy training with history snapshots on vs off
 
 Progress goes to stderr; stdout gets the table, or one JSON object with
 ``--json``. A run of every item rewrites ``bench/RESULTS.md`` (``--no-write``
@@ -46,10 +47,11 @@ ITEMS = [
     "lab",
     "cuda",
     "sweep_parallel_speedup",
+    "history_overhead",
 ]
 # Run order: the long, deadline-trimmed item last.
 RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
-             "lab", "cuda", "sweep_parallel_speedup", "time_to_target"]
+             "lab", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
 QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -79,6 +81,9 @@ def run_item(name: str, quick: bool, deadline: float | None, threads: int | None
     if name == "sweep_parallel_speedup":
         from bench.sweep_speedup import sweep_parallel_speedup
         return sweep_parallel_speedup(quick)
+    if name == "history_overhead":
+        from bench.history_overhead import history_overhead
+        return history_overhead(quick)
     raise ValueError(name)
 
 

@@ -12,7 +12,8 @@ from tui_lab.core.config import SECTIONS, ConfigError, default_config, from_yaml
 from tui_lab.core.presets import SHIPPED_DIR, list_presets, load_preset, resolve_preset
 from tui_lab.core.tasks import make_task
 
-SHIPPED = ("copy", "reverse", "sort", "addition", "char-lm", "seed-mini", "paper-base")
+SHIPPED = ("copy", "reverse", "sort", "addition", "char-lm", "seed-mini", "paper-base", "induction",
+           "induction-1layer")
 
 
 @pytest.fixture
@@ -126,7 +127,7 @@ def test_list_presets_shows_shipped_then_user(user_dir):
     (user_dir / "notes.txt").write_text("not a preset")
     infos = list_presets()
     names = [i.name for i in infos]
-    assert names[: len(SHIPPED)] == sorted(SHIPPED)
+    assert names[: len(SHIPPED)] == sorted(SHIPPED, key=lambda n: f"{n}.yaml")  # by file name
     assert all(i.shipped for i in infos[: len(SHIPPED)])
     user = {i.name: i for i in infos if not i.shipped}
     assert set(user) == {"mine", "broken"}

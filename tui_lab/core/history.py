@@ -30,7 +30,7 @@ from safetensors.torch import load_model, save_model
 from torch import nn
 
 from . import safetensors_check
-from .atomic import atomic_write_text, commit, fsync_dir, remove_stale_temps, stage
+from .atomic import atomic_write_text, commit, remove_stale_temps, stage
 from .config import LabConfig
 from .run_layout import RunError, reason
 
@@ -189,5 +189,4 @@ class History:
         self.records.sort(key=lambda r: r["step"])
         self.budget -= record["bytes"]
         index = {"format": 1, "snapshots": self.records}
-        atomic_write_text(self.folder / INDEX_FILE, json.dumps(index, indent=1) + "\n")
-        fsync_dir(self.folder)
+        atomic_write_text(self.folder / INDEX_FILE, json.dumps(index, indent=1) + "\n")  # fsyncs the folder
