@@ -213,10 +213,10 @@ async def test_hidden_panes_are_drawn_once_out_of_sight() -> None:
             await pilot.pause(0.05)
             shown = app.export_screenshot()
             assert "Presets" in shown and not any(word in shown for word in others)
-            if app.core is not None and not switcher._warm_queue and len(app.panes) == 5:
+            if app.core is not None and not switcher._warm_queue and len(app.panes) == 6:
                 break
         assert not switcher._warm_queue and switcher._warming is None
-        assert switcher.drawn_beneath == {f"{p}-pane" for p in ("train", "decode", "attention", "params")}
+        assert switcher.drawn_beneath == {f"{p}-pane" for p in ("train", "decode", "attention", "params", "runs")}
         assert app.active_pane == "build" and [p for p in app.panes.values() if p.display] == [
             app.pane("build")
         ]

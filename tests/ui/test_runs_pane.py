@@ -186,3 +186,21 @@ def test_cells() -> None:
     )
     damaged = RunRow(RunSummary(path="x", name="x", status="damaged", detail="why"))
     assert cell(damaged, "label") == "why"
+
+
+async def test_help_footer_and_palette_list_the_runs_keys() -> None:
+    from tui_lab.ui.panes.runs_pane import RunsPane
+    from tui_lab.ui.screens.help import lab_sections
+
+    write_run(ROOT / "a")
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _runs_pane(pilot)
+        sections = dict(lab_sections(app))
+        text = " ".join(f"{k} {v}" for k, v in sections["6 Runs"])
+        for binding in RunsPane.BINDINGS:
+            assert binding.description in text, binding.description
+        commands = {c.title for c in app.get_system_commands(app.screen)}
+        assert "Go to Runs" in commands and "Runs: Mark" in commands
+        footer = plain(app.query_one("#keys"))
+        assert "Mark" in footer and "Sort by" in footer
