@@ -33,7 +33,7 @@ def ablate(args: argparse.Namespace) -> int:
     )
 
     mode = check_mode(args.mode)
-    run = _load_for_inference(args.run, getattr(args, "device", "cpu"))
+    run = _load_for_inference(args.run, args.device, args.at_step)
     if run.task.is_lm:
         raise LabError(f"{args.run}: ablate measures exact match; {run.config.task.name} has no single right answer")
     heads = [parse_head(h, run.model) for h in args.head]  # every name checked before any work
@@ -61,7 +61,8 @@ def ablate(args: argparse.Namespace) -> int:
     def compute() -> Any:
         return importance(run.model, run.task, pairs, max_new, mode, means, progress)
 
-    table, cached = cached_importance(args.run, weights_key(args.run), compute, mode=mode, n=len(pairs))
+    key = weights_key(args.run, args.at_step)
+    table, cached = cached_importance(args.run, key, compute, mode=mode, n=len(pairs))
     if not args.json and not cached:
         print(file=sys.stderr)
     if args.json:
@@ -164,6 +165,7 @@ def add_parsers(sub: Any) -> None:
     s.add_argument("--mode", default="zero", help="zero (default) or mean (its mean output on the probe batch)")
     s.add_argument("--n", type=int, default=500, help="held-out examples (default 500)")
     s.add_argument("--device", default="cpu", help="device (default cpu)")
+    s.add_argument("--at-step", type=int, metavar="N", help="use the history snapshot of step N")
     s.add_argument("--json", action="store_true", help="print JSON")
 
 

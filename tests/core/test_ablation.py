@@ -137,3 +137,19 @@ def test_importance_lists_every_head_sorted_and_is_cached_by_weights(tmp_path):
     )
     assert not cached and other.baseline == 1.0
     assert set(json.loads((tmp_path / "ablation.json").read_text())) == {"abc:zero:20", "def:zero:20"}
+
+
+def test_weights_key_from_state_and_from_a_history_snapshot(tmp_path):
+    from tui_lab.core.head_importance import weights_key
+
+    assert weights_key(tmp_path) is None  # nothing recorded: no caching
+    (tmp_path / "state.json").write_text(
+        json.dumps({"checkpoint": {"files": {"model.safetensors": {"sha256": "aa"}}}})
+    )
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "index.json").write_text(
+        json.dumps({"snapshots": [{"step": 10, "file": "step-10.safetensors", "sha256": "bb"}]})
+    )
+    assert weights_key(tmp_path) == "aa"
+    assert weights_key(tmp_path, at_step=10) == "bb"
+    assert weights_key(tmp_path, at_step=20) is None

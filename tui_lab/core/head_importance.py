@@ -91,8 +91,14 @@ def importance(
     return ImportanceTable(mode, len(pairs), baseline, rows)
 
 
-def weights_key(run_dir: str | Path) -> str | None:
-    """The sha256 ``state.json`` records for ``model.safetensors``; None if it records none."""
+def weights_key(run_dir: str | Path, at_step: int | None = None) -> str | None:
+    """The sha256 ``state.json`` records for ``model.safetensors`` (or, with ``at_step``,
+    the history index records for that snapshot); None if none is recorded."""
+    if at_step is not None:
+        from .history import read_index
+
+        found = [r.get("sha256") for r in read_index(run_dir) if r.get("step") == at_step]
+        return str(found[0]) if found and found[0] else None
     try:
         state = json.loads((Path(run_dir) / "state.json").read_text())
         return str(state["checkpoint"]["files"]["model.safetensors"]["sha256"])
