@@ -132,6 +132,30 @@ class TestParamsScreen:
         assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)
 
 
+class TestRunsScreen:
+    def test_runs_two_marked(self, snap_compare, lab_folders: Path) -> None:  # type: ignore[no-untyped-def]
+        import shutil
+
+        from textual.widgets import DataTable
+
+        # committed fixture runs (tests/data/make_pane_runs.py): fixed figures and dates
+        shutil.copytree(Path(__file__).parents[1] / "data" / "runs-pane", lab_folders / "runs")
+
+        async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+            await ready(pilot)
+            await pilot.press("6")
+            pane = pilot.app.pane("runs")
+            await wait_until(pilot, lambda: len(pane.rows) == 5, 20, "the runs")
+            for name in ("copy-nowarm", "copy-post"):
+                names = [r.summary.name for r in pane.shown]
+                pane.query_one(DataTable).move_cursor(row=names.index(name))
+                await pilot.press("space")
+            await wait_until(pilot, lambda: len(pane.overlay.series) == 2, 10, "two curves")
+            await settle(pilot)
+
+        assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)
+
+
 class TestHelpScreen:
     def test_help(self, snap_compare) -> None:  # type: ignore[no-untyped-def]
         async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]

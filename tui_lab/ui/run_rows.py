@@ -50,12 +50,13 @@ class Column:
     key: str
     header: str
     right: bool = False
+    width: int | None = None  # None: as wide as its widest cell
 
 
 COLUMNS = (
-    Column("name", "run"),
+    Column("name", "run", width=18),
     Column("preset", "preset"),
-    Column("label", "difference"),
+    Column("label", "difference", width=26),
     Column("status", "status"),
     Column("step", "step", True),
     Column("exact", "exact", True),
@@ -89,8 +90,8 @@ _SORT: dict[str, Callable[[RunRow], Any]] = {
 def difference_text(row: RunRow) -> str:
     """The difference column: the config difference, or why a damaged folder is damaged."""
     s = row.summary
-    if s.status == "damaged":
-        return s.detail
+    if s.status == "damaged":  # the reason, less the folder's path (the row names it)
+        return s.detail.replace(f"{s.path}/", "").replace(f"{s.path}: ", "")
     return s.label if s.diff else "(as preset)"
 
 

@@ -106,7 +106,7 @@ class RunsPane(Vertical, can_focus=False):
         table = self.query_one(DataTable)
         table.add_column(" ", key="mark")
         for column in COLUMNS:
-            table.add_column(column.header, key=column.key)
+            table.add_column(column.header, key=column.key, width=column.width)
         self.query_one("#runs-filter", Input).display = False
         self.set_interval(REFRESH_SECONDS, self._tick)
         self.app.register_pane("runs", self)

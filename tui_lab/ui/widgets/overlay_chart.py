@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from tui_lab.ui.history import thin
-from tui_lab.ui.widgets.loss_chart import CachedPlot
+from tui_lab.ui.widgets.loss_chart import CachedPlot, integer_ticks
 
 # One fixed colour per run, in the order runs are first marked.
 COLOURS = ("cyan", "orange", "green", "magenta", "red", "blue", "yellow", "white")
@@ -74,6 +74,9 @@ class OverlayChart(CachedPlot):
             marker = "braille" if len(xs) > 30 else "dot"
             plt.plot(xs, ys, label=s.label, marker=marker, color=s.colour)
             drawn = True
+        steps = [x for s in overlay.series for x in s.xs if overlay.by == "step"]
+        if steps and max(steps) >= 1:
+            plt.xticks(integer_ticks(int(max(steps))))
         if drawn and overlay.log_scale:
             plt.yscale("log")
         if not drawn:

@@ -23,5 +23,5 @@ class StatusBar(Static):
         if training:
             text.append("  ·  ", style="dim")
             text.append(training, style="bold")
-        text.append("   1-5 panes · ? help · ctrl+p commands", style="dim")
+        text.append("   1-6 panes · ? help · ctrl+p commands", style="dim")
         self.update(text, layout=False)  # one line, always: no re-layout of the screen
