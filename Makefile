@@ -11,7 +11,7 @@ TORCH ?= $(shell command -v nvidia-smi >/dev/null 2>&1 || echo torch==2.13.0)
 TORCH_INDEX ?=
 ARGS ?=
 
-.PHONY: lab test lint bench screenshots clean
+.PHONY: lab test test-portable lint bench screenshots clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,21 @@ $(VENV)/.installed: pyproject.toml
 lab: $(VENV)/.installed
 	$(VENV)/bin/tfx-lab $(ARGS)
 
+# The suite on every core (pytest-xdist; JOBS=0 runs it in one process). Whole files go to
+# one worker each, so a module's shared run is trained once.
+JOBS ?= auto
 test: $(VENV)/.installed
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(ARGS)
+
+# The UI and core tests with nothing set, then under settings that make this CPU round
+# floats as another would (MKL's reproducible mode, AVX2 only, torch's plain kernels): a
+# test or snapshot that hangs on float rounding fails here.
+PORTABLE_TESTS ?= tests/ui tests/core
+test-portable: $(VENV)/.installed
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PORTABLE_TESTS) $(ARGS)
+	MKL_CBWR=COMPATIBLE $(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PORTABLE_TESTS) $(ARGS)
+	MKL_ENABLE_INSTRUCTIONS=AVX2 $(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PORTABLE_TESTS) $(ARGS)
+	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PORTABLE_TESTS) $(ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check tui_lab tests bench
