@@ -11,6 +11,7 @@ Items (names for ``--only``):
 - ``cuda``                   bf16 + fused attention (+ compile) vs fp32, CUDA only
 - ``sweep_parallel_speedup`` 4 copy runs as ``tfx-lab sweep --parallel 2`` vs one after another
 - ``history_overhead``       copy training with history snapshots on vs off
+- ``runs_pane_200``          the Runs pane over 200 generated run folders: open and sort
 
 Progress goes to stderr; stdout gets the table, or one JSON object with
 ``--json``. A run of every item rewrites ``bench/RESULTS.md`` (``--no-write``
@@ -48,10 +49,11 @@ ITEMS = [
     "cuda",
     "sweep_parallel_speedup",
     "history_overhead",
+    "runs_pane_200",
 ]
 # Run order: the long, deadline-trimmed item last.
 RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
-             "lab", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
+             "lab", "runs_pane_200", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
 QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -81,6 +83,9 @@ def run_item(name: str, quick: bool, deadline: float | None, threads: int | None
     if name == "sweep_parallel_speedup":
         from bench.sweep_speedup import sweep_parallel_speedup
         return sweep_parallel_speedup(quick)
+    if name == "runs_pane_200":
+        from bench.runs_pane import runs_pane_200
+        return runs_pane_200(quick)
     if name == "history_overhead":
         from bench.history_overhead import history_overhead
         return history_overhead(quick)

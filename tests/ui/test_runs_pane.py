@@ -10,16 +10,13 @@ import json
 import shutil
 from pathlib import Path
 
-from rich.text import Text
-from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
-
 from tests.data.make_pane_runs import write_pane_runs, write_run
 from tests.ui.conftest import TINY_RUN
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
 from tui_lab.core.run_summary import RunSummary
 from tui_lab.ui.run_rows import RunRow, cell, filter_rows, sort_rows
 from tui_lab.ui.widgets.overlay_chart import OverlayChart
+from tui_lab.ui.widgets.run_table import GAP, RunTable
 
 ROOT = Path("runs")
 
@@ -33,8 +30,7 @@ async def _runs_pane(pilot):  # type: ignore[no-untyped-def]
 
 
 async def _highlight(pilot, pane, name: str) -> None:  # type: ignore[no-untyped-def]
-    table = pane.query_one(DataTable)
-    table.move_cursor(row=[r.summary.name for r in pane.shown].index(name))
+    pane.query_one(RunTable).move_to(next(r.key for r in pane.rows if r.summary.name == name))
     await pilot.pause()
 
 
@@ -86,10 +82,14 @@ async def test_sort_by_keys_and_header_and_filter() -> None:
         assert _names(pane) == ["copy-pre", "copy-nowarm", "copy-long", "copy-post", "broken"]
         await pilot.press("r")
         assert _names(pane) == ["copy-post", "copy-long", "copy-nowarm", "copy-pre", "broken"]
-        pane.on_data_table_header_selected(
-            DataTable.HeaderSelected(pane.query_one(DataTable), ColumnKey("date"), 13, Text("date"))
-        )
-        assert pane.sort_key == "date" and _names(pane)[:2] == ["copy-pre", "copy-post"]
+        table = pane.query_one(RunTable)
+        keys = [c.key for c in table.columns]
+        x = sum(w + GAP for w in table.widths[: keys.index("status")])
+        await pilot.click(RunTable, offset=(x + 1, 0))  # the "status" header
+        assert (pane.sort_key, pane.reverse) == ("status", False)
+        assert _names(pane)[:2] == ["broken", "copy-nowarm"]  # damaged, finished (by name)...
+        await pilot.click(RunTable, offset=(x + 1, 0))  # again: reversed
+        assert (pane.sort_key, pane.reverse) == ("status", True) and _names(pane)[0] == "copy-long"
         await pilot.press("slash")
         await type_text(pilot, "norm")
         await pilot.pause()
@@ -97,7 +97,7 @@ async def test_sort_by_keys_and_header_and_filter() -> None:
         assert app.active_pane == "runs"  # typed, not switched or sorted
         await pilot.press("escape")
         await pilot.pause()
-        assert len(pane.shown) == 5 and pane.query_one(DataTable).has_focus
+        assert len(pane.shown) == 5 and pane.query_one(RunTable).has_focus
 
 
 async def test_damaged_folder_is_a_row_that_says_why() -> None:
@@ -110,8 +110,8 @@ async def test_damaged_folder_is_a_row_that_says_why() -> None:
         rows = {r.summary.name: r for r in pane.rows}
         assert rows["broken"].summary.status == "damaged"
         assert rows["empty-weights"].summary.status == "damaged"
-        table = pane.query_one(DataTable)
-        assert "not valid YAML" in str(table.get_cell("runs/broken", "label"))
+        table = pane.query_one(RunTable)
+        assert "config.yaml: not valid" in table.row_text(table.keys.index("runs/broken"))
         await _highlight(pilot, pane, "broken")
         assert "not valid YAML" in plain(pane.query_one("#runs-detail"))
         await pilot.press("enter")  # says why instead of opening

@@ -136,7 +136,7 @@ class TestRunsScreen:
     def test_runs_two_marked(self, snap_compare, lab_folders: Path) -> None:  # type: ignore[no-untyped-def]
         import shutil
 
-        from textual.widgets import DataTable
+        from tui_lab.ui.widgets.run_table import RunTable
 
         # committed fixture runs (tests/data/make_pane_runs.py): fixed figures and dates
         shutil.copytree(Path(__file__).parents[1] / "data" / "runs-pane", lab_folders / "runs")
@@ -147,8 +147,7 @@ class TestRunsScreen:
             pane = pilot.app.pane("runs")
             await wait_until(pilot, lambda: len(pane.rows) == 5, 20, "the runs")
             for name in ("copy-nowarm", "copy-post"):
-                names = [r.summary.name for r in pane.shown]
-                pane.query_one(DataTable).move_cursor(row=names.index(name))
+                pane.query_one(RunTable).move_to(f"runs/{name}")
                 await pilot.press("space")
             await wait_until(pilot, lambda: len(pane.overlay.series) == 2, 10, "two curves")
             await settle(pilot)
@@ -203,7 +202,10 @@ async def test_walkthrough_numbers_agree_with_the_decode(trained_run: Path) -> N
         assert [r[0] for r in table] == list("31415"), text
         raw, scaled, shown = ([float(r[i]) for r in table] for i in (1, 2, 3))
         captured = [float(x) for x in pane.result.attention["encoder.0.self"][0][0, :5]]
-        assert all(abs(w - c) < 1.5e-3 for w, c in zip(shown, captured, strict=True)), (shown, captured)
+        assert all(abs(w - c) < 1.5e-3 for w, c in zip(shown, captured, strict=True)), (
+            shown,
+            captured,
+        )
         assert all(abs(s - r / math.sqrt(8)) < 1.5e-3 for s, r in zip(scaled, raw, strict=True))
         exps = [math.exp(s) for s in scaled]
         assert all(abs(w - e / sum(exps)) < 3e-3 for w, e in zip(shown, exps, strict=True))
@@ -244,15 +246,25 @@ def test_committed_run_shows_no_digit_that_hangs_on_rounding() -> None:
                 assert show(b - 1e-5) == show(b + 1e-5), (what, b, show(b))
 
     probs = [(s.prob, w.prob) for s, w in zip(r32.steps, r64.steps, strict=True)]
-    probs += [(p, q) for s, w in zip(r32.steps, r64.steps, strict=True)
-              for (_, p), (_, q) in zip(s.top, w.top, strict=True)]
+    probs += [
+        (p, q)
+        for s, w in zip(r32.steps, r64.steps, strict=True)
+        for (_, p), (_, q) in zip(s.top, w.top, strict=True)
+    ]
     steady(probs, [percent], "decode probabilities")
     for name in r32.attention:  # every cell's shade; the cursor line's weight (0.0420)
-        pairs = list(zip(r32.attention[name].flatten().tolist(),
-                         r64.attention[name].flatten().tolist(), strict=True))
+        pairs = list(
+            zip(
+                r32.attention[name].flatten().tolist(),
+                r64.attention[name].flatten().tolist(),
+                strict=True,
+            )
+        )
         steady(pairs, [shade], f"{name} weights")
-    cross = (float(r32.attention["decoder.0.cross"][0, 1, 1]),
-             float(r64.attention["decoder.0.cross"][0, 1, 1]))
+    cross = (
+        float(r32.attention["decoder.0.cross"][0, 1, 1]),
+        float(r64.attention["decoder.0.cross"][0, 1, 1]),
+    )
     steady([cross], [lambda x: f"{x:.4f}"], "the cross-attention cursor's weight")
     p32 = collect_projections(loaded.model, loaded.task, r32, None)
     p64 = collect_projections(wide, loaded.task, r64, None)

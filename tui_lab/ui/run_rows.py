@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
+
 from tui_lab.core.run_curves import METRICS, Curve, RunCurves, mean_curve, read_curves
 from tui_lab.core.run_summary import RunSummary, summarize_run
 from tui_lab.core.sweep_record import SWEEP_FILE, arm_groups
@@ -36,6 +38,11 @@ class RunRow:
     def group(self) -> tuple[str, str] | None:
         """(sweep folder, arm label) for a sweep's run; None for a lone run."""
         return (self.sweep, self.arm) if self.sweep and self.arm else None
+
+    @property
+    def series_key(self) -> str:
+        """The overlay series the row belongs to: its arm's for a sweep's run, else its own."""
+        return f"arm:{self.sweep}:{self.arm}" if self.group is not None else self.key
 
     @property
     def legend(self) -> str:
@@ -160,6 +167,37 @@ def filter_rows(rows: list[RunRow], text: str) -> list[RunRow]:
         ).lower()
 
     return [r for r in rows if all(w in haystack(r) for w in words)]
+
+
+def overlay_series(rows: list[RunRow], marked: list[str]) -> dict[str, tuple[str, list[Path]]]:
+    """series key -> (legend, run folders): one per marked run, one per marked sweep arm
+    (the mean of all the arm's runs), in marking order."""
+    by_key = {r.key: r for r in rows}
+    out: dict[str, tuple[str, list[Path]]] = {}
+    for key in marked:
+        row = by_key.get(key)
+        if row is None:
+            continue
+        if row.group is not None:
+            runs = [Path(r.key) for r in rows if r.group == row.group]
+            label = f"{row.arm} (mean of {len(runs)})" if len(runs) > 1 else str(row.arm)
+            out[row.series_key] = (label, runs)
+        else:
+            out[key] = (row.legend, [Path(key)])
+    return out
+
+
+def detail_text(row: RunRow, styles: dict[str, str]) -> Text:
+    """The line under the table: the run's name, status, why, and its arm."""
+    s = row.summary
+    text = Text()
+    text.append(f"{s.name}: ", style="bold")
+    text.append(s.status, style=styles.get(s.status, ""))
+    if s.detail:
+        text.append(f" · {s.detail}", style="dim")
+    if row.arm:
+        text.append(f" · arm {row.arm}", style="cyan")
+    return text
 
 
 # ---- reading the folders (the pane's thread worker calls this) --------------------

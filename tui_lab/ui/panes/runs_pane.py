@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from tui_lab.core.run_curves import METRICS, Curve
 from tui_lab.ui.run_rows import (
@@ -27,12 +27,17 @@ from tui_lab.ui.run_rows import (
     RowReader,
     RunRow,
     cell,
+    detail_text,
     filter_rows,
+    overlay_series,
     sort_rows,
 )
 from tui_lab.ui.widgets.overlay_chart import COLOURS, Overlay, OverlayChart, Series
+from tui_lab.ui.widgets.run_table import RunTable, TableColumn
 
 REFRESH_SECONDS = 2.0
+COLUMN_KEYS = ("mark", *(c.key for c in COLUMNS))
+RIGHT = {c.key for c in COLUMNS if c.right}
 STATUS_STYLES = {
     "running": "bold green",
     "target": "green",
@@ -89,13 +94,16 @@ class RunsPane(Vertical, can_focus=False):
         self.sort_key, self.reverse = "name", False
         self.overlay = Overlay()
         self.reading = False
-        self._drawn_cells: list[tuple[str, ...]] | None = None
+        self._drawn_cells: dict[str, tuple[str, ...]] | None = None  # row key -> cell texts
+        self._by_key: dict[str, RunRow] = {}
+        self._row_texts: dict[str, list[Text]] = {}  # row key -> its cells, reused while unchanged
 
     def compose(self) -> ComposeResult:
         yield Static(id="runs-title")
         yield Input(placeholder="filter: words to match (escape clears)", id="runs-filter")
-        table: DataTable[Any] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
-        yield table
+        columns = [TableColumn("mark", " ")]
+        columns += [TableColumn(c.key, c.header, c.right, c.width) for c in COLUMNS]
+        yield RunTable(columns, id="runs-table")
         yield Static(id="runs-detail")
         yield OverlayChart(id="runs-chart")
 
@@ -103,10 +111,6 @@ class RunsPane(Vertical, can_focus=False):
         """Columns, the live-update timer, and a first read."""
         if getattr(self.app, "_exit", False):
             return  # mounted while the app quits
-        table = self.query_one(DataTable)
-        table.add_column(" ", key="mark")
-        for column in COLUMNS:
-            table.add_column(column.header, key=column.key, width=column.width)
         self.query_one("#runs-filter", Input).display = False
         self.set_interval(REFRESH_SECONDS, self._tick)
         self.app.register_pane("runs", self)
@@ -116,7 +120,7 @@ class RunsPane(Vertical, can_focus=False):
 
     def focus_default(self) -> None:
         """The table takes the focus (its arrows move the highlight)."""
-        self.query_one(DataTable).focus()
+        self.query_one(RunTable).focus()
 
     def on_show(self) -> None:
         """Read the folders again each time the pane comes on show."""
@@ -148,27 +152,15 @@ class RunsPane(Vertical, can_focus=False):
     def on_runs_read(self, message: RunsRead) -> None:
         """New rows: redraw the table, and the chart if a marked run changed."""
         self.rows = message.rows
-        keys = {r.key for r in self.rows}
+        self._by_key = keys = {r.key: r for r in self.rows}
         self.marked = [k for k in self.marked if k in keys]
         self._fill_table()
         if self.marked:
             self._read_curves()
 
     def _series_runs(self) -> dict[str, tuple[str, list[Path]]]:
-        """series key -> (legend, run folders): one per marked run, one per marked sweep arm."""
-        by_key = {r.key: r for r in self.rows}
-        out: dict[str, tuple[str, list[Path]]] = {}
-        for key in self.marked:
-            row = by_key.get(key)
-            if row is None:
-                continue
-            if row.group is not None:
-                runs = [Path(r.key) for r in self.rows if r.group == row.group]
-                label = f"{row.arm} (mean of {len(runs)})" if len(runs) > 1 else str(row.arm)
-                out[f"arm:{row.sweep}:{row.arm}"] = (label, runs)
-            else:
-                out[key] = (row.legend, [Path(key)])
-        return out
+        """series key -> (legend, run folders) of the marked runs (see ``overlay_series``)."""
+        return overlay_series(self.rows, self.marked)
 
     def _read_curves(self) -> None:
         series = self._series_runs()
@@ -192,46 +184,46 @@ class RunsPane(Vertical, can_focus=False):
     def _mark_cell(self, row: RunRow) -> Text:
         if row.key not in self.marked:
             return Text(" ")
-        key = f"arm:{row.sweep}:{row.arm}" if row.group is not None else row.key
-        return Text("●", style=self.colours.get(key, "bold"))
+        return Text("●", style=self.colours.get(row.series_key, "bold"))
+
+    def _cell_text(self, row: RunRow, key: str, value: str) -> Text:
+        if key == "mark":
+            return self._mark_cell(row)
+        style = STATUS_STYLES.get(value, "") if key == "status" else ""
+        return Text(value, justify="right" if key in RIGHT else "left", style=style)
 
     def _fill_table(self) -> None:
-        """Filter, sort and show the rows; keep the highlight on the same run."""
+        """Filter, sort and show the rows; the highlight stays on the same run."""
         text = self.query_one("#runs-filter", Input).value
         self.shown = sort_rows(filter_rows(self.rows, text), self.sort_key, self.reverse)
-        cells = [
-            (row.key, row.key in self.marked, *(cell(row, c.key) for c in COLUMNS))
-            for row in self.shown
-        ]
         self._update_title()
-        if cells == self._drawn_cells:
-            return
-        self._drawn_cells = cells
-        table = self.query_one(DataTable)
-        highlighted = self.highlighted
-        table.clear()
-        for row, row_cells in zip(self.shown, cells, strict=True):
-            texts = [
-                Text(
-                    value,
-                    justify="right" if column.right else "left",
-                    style=STATUS_STYLES.get(value, "") if column.key == "status" else "",
-                )
-                for column, value in zip(COLUMNS, row_cells[2:], strict=True)
-            ]
-            table.add_row(self._mark_cell(row), *texts, key=row.key)
-        if highlighted is not None and highlighted.key in {r.key for r in self.shown}:
-            table.move_cursor(row=table.get_row_index(highlighted.key), animate=False)
+        cells = {
+            row.key: (str(self._mark_cell(row).style), *(cell(row, c.key) for c in COLUMNS))
+            for row in self.shown
+        }
+        table = self.query_one(RunTable)
+        table.sort_mark = (self.sort_key, self.reverse)
+        if self._drawn_cells is not None and list(cells.items()) == list(self._drawn_cells.items()):
+            return  # nothing changed (a live update of finished runs)
+        old, self._drawn_cells = self._drawn_cells or {}, cells
+        rows = []
+        for row in self.shown:
+            values = cells[row.key]
+            texts = self._row_texts.get(row.key) if old.get(row.key) == values else None
+            if texts is None:
+                texts = [
+                    self._cell_text(row, k, v) for k, v in zip(COLUMN_KEYS, values, strict=True)
+                ]
+                self._row_texts[row.key] = texts
+            rows.append((row.key, texts))
+        table.show(rows)
         self._show_detail()
 
     @property
     def highlighted(self) -> RunRow | None:
         """The row under the table's cursor (None in an empty table)."""
-        table = self.query_one(DataTable)
-        if not self.shown or table.row_count == 0:
-            return None
-        index = min(max(table.cursor_row, 0), len(self.shown) - 1)
-        return self.shown[index] if self._drawn_cells is not None else None
+        key = self.query_one(RunTable).cursor_key
+        return self._by_key.get(key) if key is not None else None
 
     def _update_title(self) -> None:
         header = next(c.header for c in COLUMNS if c.key == self.sort_key)
@@ -248,18 +240,10 @@ class RunsPane(Vertical, can_focus=False):
 
     def _show_detail(self) -> None:
         row = self.highlighted
-        text = Text()
-        if row is not None:
-            s = row.summary
-            text.append(f"{s.name}: ", style="bold")
-            text.append(s.status, style=STATUS_STYLES.get(s.status, ""))
-            if s.detail:
-                text.append(f" · {s.detail}", style="dim")
-            if row.arm:
-                text.append(f" · arm {row.arm}", style="cyan")
-        self.query_one("#runs-detail", Static).update(text)
+        detail = detail_text(row, STATUS_STYLES) if row is not None else Text()
+        self.query_one("#runs-detail", Static).update(detail)
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_run_table_highlighted(self, event: RunTable.Highlighted) -> None:
         """Say more about the highlighted run below the table."""
         self._show_detail()
 
@@ -292,7 +276,7 @@ class RunsPane(Vertical, can_focus=False):
         self._fill_table()
         self._draw_chart()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_run_table_selected(self, event: RunTable.Selected) -> None:
         """Enter on a row opens that run in the lab."""
         event.stop()
         self.action_open_run()
@@ -328,10 +312,10 @@ class RunsPane(Vertical, can_focus=False):
         """Reverse the sort order."""
         self._sort_by(self.sort_key, not self.reverse)
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+    def on_run_table_header_clicked(self, event: RunTable.HeaderClicked) -> None:
         """A click on a header sorts by its column (again: reversed)."""
         event.stop()
-        key = str(event.column_key.value)
+        key = event.column
         if key != "mark":
             self._sort_by(key, not self.reverse if key == self.sort_key else False)
 
@@ -349,14 +333,14 @@ class RunsPane(Vertical, can_focus=False):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter in the filter line goes back to the table (the filter stays)."""
         event.stop()
-        self.query_one(DataTable).focus()
+        self.query_one(RunTable).focus()
 
     def action_clear_filter(self) -> None:
         """Clear the filter and go back to the table."""
         field = self.query_one("#runs-filter", Input)
         field.value = ""
         field.display = False
-        self.query_one(DataTable).focus()
+        self.query_one(RunTable).focus()
         self._fill_table()
 
     def action_cycle_metric(self) -> None:
