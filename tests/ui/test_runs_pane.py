@@ -52,6 +52,8 @@ async def test_marking_two_runs_overlays_both_with_legends() -> None:
         await pilot.pause()
         shown = plain(chart)
         assert "model.norm=post" in shown and "train.warmup_steps=0" in shown
+        legend = plain(pane.query_one("#runs-legend"))
+        assert "model.norm=post" in legend and "train.warmup_steps=0" in legend
         colours = [s.colour for s in chart._data.series]
         assert len(set(colours)) == 2
         await pilot.press("m")  # validation loss, by seconds, log scale: still both
@@ -155,12 +157,19 @@ async def test_sweep_runs_are_grouped_by_arm_with_a_mean_curve() -> None:
         pane = await _runs_pane(pilot)
         assert {r.summary.name: r.arm for r in pane.rows}["demo/post-s1"] == "model.norm=post"
         assert _names(pane)[:2] == ["demo/post-s0", "demo/post-s1"]  # an arm's runs together
-        for name in ("demo/post-s0", "demo/post-s1", "lone"):  # two runs of one arm: one series
+        for name in ("demo/post-s0", "lone"):  # a sweep's run marks its arm: one mean curve
             await _highlight(pilot, pane, name)
             await pilot.press("space")
         chart = pane.query_one(OverlayChart)
         await wait_until(pilot, lambda: len(chart.labels) == 2, 10, "an arm and a run")
         assert chart.labels[0] == "model.norm=post (mean of 2)"
+        table = pane.query_one(RunTable)
+        marks = {key: cells[0].plain for key, cells in zip(table.keys, table.cells, strict=True)}
+        assert marks["runs/demo/post-s1"] == "●" and marks["runs/demo/pre-s0"] == " "
+        assert "model.norm=post (mean of 2)" in plain(pane.query_one("#runs-legend"))
+        await _highlight(pilot, pane, "demo/post-s1")
+        await pilot.press("space")  # any run of a marked arm unmarks the arm
+        await wait_until(pilot, lambda: len(chart.labels) == 1, 10, "the arm unmarked")
 
 
 def _row(name: str, **fields) -> RunRow:  # type: ignore[no-untyped-def]

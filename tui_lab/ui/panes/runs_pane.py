@@ -32,7 +32,7 @@ from tui_lab.ui.run_rows import (
     overlay_series,
     sort_rows,
 )
-from tui_lab.ui.widgets.overlay_chart import COLOURS, Overlay, OverlayChart, Series
+from tui_lab.ui.widgets.overlay_chart import COLOURS, Overlay, OverlayChart, Series, rich_colour
 from tui_lab.ui.widgets.run_table import RunTable, TableColumn
 
 REFRESH_SECONDS = 2.0
@@ -106,6 +106,7 @@ class RunsPane(Vertical, can_focus=False):
         yield RunTable(columns, id="runs-table")
         yield Static(id="runs-detail")
         yield OverlayChart(id="runs-chart")
+        yield Static(id="runs-legend")
 
     def on_mount(self) -> None:
         """Columns, the live-update timer, and a first read."""
@@ -162,6 +163,9 @@ class RunsPane(Vertical, can_focus=False):
         """series key -> (legend, run folders) of the marked runs (see ``overlay_series``)."""
         return overlay_series(self.rows, self.marked)
 
+    def _marked_series(self) -> set[str]:
+        return {self._by_key[k].series_key for k in self.marked if k in self._by_key}
+
     def _read_curves(self) -> None:
         series = self._series_runs()
         for key in series:
@@ -182,9 +186,9 @@ class RunsPane(Vertical, can_focus=False):
     # ---- drawing ----------------------------------------------------------------------
 
     def _mark_cell(self, row: RunRow) -> Text:
-        if row.key not in self.marked:
+        if row.series_key not in self._marked_series():
             return Text(" ")
-        return Text("●", style=self.colours.get(row.series_key, "bold"))
+        return Text("●", style=rich_colour(self.colours.get(row.series_key, "white")))
 
     def _cell_text(self, row: RunRow, key: str, value: str) -> Text:
         if key == "mark":
@@ -260,6 +264,13 @@ class RunsPane(Vertical, can_focus=False):
             if key in self._series_runs()
         ]
         self.query_one(OverlayChart).draw(overlay)
+        legend = Text()  # also under the chart: plotext's own can be drawn over by the curves
+        for series in overlay.series:
+            legend.append("● ", style=rich_colour(series.colour))
+            legend.append(series.label + "   ")
+        self.query_one("#runs-legend", Static).update(
+            legend or Text("space marks runs", style="dim")
+        )
 
     # ---- actions ----------------------------------------------------------------------
 
@@ -268,8 +279,8 @@ class RunsPane(Vertical, can_focus=False):
         row = self.highlighted
         if row is None:
             return
-        if row.key in self.marked:
-            self.marked.remove(row.key)
+        if row.series_key in self._marked_series():  # for an arm: unmark all its runs
+            self.marked = [k for k in self.marked if self._by_key[k].series_key != row.series_key]
         else:
             self.marked.append(row.key)
         self._read_curves()

@@ -14,6 +14,14 @@ from tui_lab.ui.widgets.loss_chart import CachedPlot, integer_ticks
 
 # One fixed colour per run, in the order runs are first marked.
 COLOURS = ("cyan", "orange", "green", "magenta", "red", "blue", "yellow", "white")
+_RICH = {"orange": "orange1"}  # plotext's colour names that Rich spells otherwise
+
+
+def rich_colour(colour: str) -> str:
+    """A plotext colour name as Rich spells it (for table marks and the legend line)."""
+    return _RICH.get(colour, colour)
+
+
 METRIC_TITLES = {
     "train_loss": "train loss",
     "val_loss": "validation loss",
