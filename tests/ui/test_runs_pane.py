@@ -213,3 +213,18 @@ async def test_help_footer_and_palette_list_the_runs_keys() -> None:
         assert "Go to Runs" in commands and "Runs: Mark" in commands
         footer = plain(app.query_one("#keys"))
         assert "Mark" in footer and "Sort by" in footer
+
+
+async def test_a_run_being_written_updates_live(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tui_lab.ui.panes import runs_pane
+
+    monkeypatch.setattr(runs_pane, "REFRESH_SECONDS", 0.2)
+    run = write_run(ROOT / "live", steps=20, closing=None)  # no closing line, just written
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await _runs_pane(pilot)
+        assert pane.rows[0].summary.status == "running" and pane.rows[0].summary.step == 20
+        with open(run / "metrics.jsonl", "a") as f:
+            f.write(json.dumps({"kind": "step", "step": 21, "loss": 0.5, "elapsed": 1.05}) + "\n")
+        table = pane.query_one(RunTable)
+        await wait_until(pilot, lambda: "21/" in table.row_text(0), 5, "the new step")
