@@ -228,3 +228,18 @@ async def test_a_run_being_written_updates_live(monkeypatch) -> None:  # type: i
             f.write(json.dumps({"kind": "step", "step": 21, "loss": 0.5, "elapsed": 1.05}) + "\n")
         table = pane.query_one(RunTable)
         await wait_until(pilot, lambda: "21/" in table.row_text(0), 5, "the new step")
+
+
+async def test_o_adds_a_folder_from_elsewhere(lab_folders: Path) -> None:
+    write_run(ROOT / "here")
+    write_run(lab_folders / "elsewhere" / "there", values={"model.norm": "post"})
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await _runs_pane(pilot)
+        await pilot.press("o")
+        await pilot.pause()
+        app.screen.query_one("#run-path").focus()
+        await type_text(pilot, "elsewhere")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(pane.rows) == 2, 10, "the added folder's run")
+        assert sorted(r.summary.name for r in pane.rows) == ["elsewhere/there", "here"]
