@@ -99,6 +99,7 @@ class RunsPane(Vertical, can_focus=False):
         self._row_texts: dict[str, list[Text]] = {}  # row key -> its cells, reused while unchanged
 
     def compose(self) -> ComposeResult:
+        """Title, filter line, the runs table, the highlighted run's line, the chart, its legend."""
         yield Static(id="runs-title")
         yield Input(placeholder="filter: words to match (escape clears)", id="runs-filter")
         columns = [TableColumn("mark", " ")]
