@@ -24,7 +24,6 @@ The names other modules imported from here before the split are re-exported.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import time
@@ -44,6 +43,7 @@ from .atomic import (
     commit,
     fsync_dir,
     remove_stale_temps,
+    sha256_file,
     stage,
     unlink_quietly,
     write_bytes_to,
@@ -75,16 +75,9 @@ __all__ = [
 CHECKPOINT_FORMAT = 1
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def _file_record(path: Path) -> dict[str, Any]:
-    return {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+    return {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
 def save_checkpoint(
@@ -191,7 +184,7 @@ def _check_against_state(path: Path, state: dict[str, Any], file_save_id: str | 
     if record is None:
         return []
     size = path.stat().st_size
-    if size == record.get("bytes") and _sha256(path) == record.get("sha256"):
+    if size == record.get("bytes") and sha256_file(path) == record.get("sha256"):
         return []
     if file_save_id is not None and file_save_id == save_id:
         raise RunError(

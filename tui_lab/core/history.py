@@ -19,7 +19,6 @@ says so; the run's last step is snapshotted at the end while room is left.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from safetensors.torch import load_model, save_model
 from torch import nn
 
 from . import safetensors_check
-from .atomic import atomic_write_text, commit, remove_stale_temps, stage
+from .atomic import atomic_write_text, commit, remove_stale_temps, sha256_file, stage
 from .config import LabConfig
 from .run_layout import RunError, reason
 
@@ -105,13 +104,6 @@ def nearest(steps: list[int], step: int) -> list[int]:
     return ([below[-1]] if below else []) + ([above[0]] if above else [])
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def load_snapshot(run_dir: str | Path, step: int, model: nn.Module) -> None:
     """Load the snapshot of ``step`` into ``model``; RunError (one line) if it cannot.
@@ -129,7 +121,7 @@ def load_snapshot(run_dir: str | Path, step: int, model: nn.Module) -> None:
         raise RunError(f"no snapshot at step {step}; nearest: {near}")
     record = records[step]
     path = folder / record["file"]
-    if path.stat().st_size != record.get("bytes") or _sha256(path) != record.get("sha256"):
+    if path.stat().st_size != record.get("bytes") or sha256_file(path) != record.get("sha256"):
         raise RunError(f"{path}: corrupted (its checksum differs from {INDEX_FILE}'s)")
     header = safetensors_check.read_safetensors_header(path)  # refuses anything else
     safetensors_check.check_names_and_shapes(path, header, model)
@@ -183,7 +175,7 @@ class History:
         remove_stale_temps(self.folder)
         path = self.folder / snapshot_name(step)
         tmp = stage(path, lambda t: save_model(self.model, str(t)))
-        record = {"step": step, "file": path.name, "bytes": tmp.stat().st_size, "sha256": _sha256(tmp)}
+        record = {"step": step, "file": path.name, "bytes": tmp.stat().st_size, "sha256": sha256_file(tmp)}
         commit(tmp, path)
         self.records = [r for r in self.records if r["step"] != step] + [record]
         self.records.sort(key=lambda r: r["step"])

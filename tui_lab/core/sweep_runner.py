@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, pid_alive
 from .config_diff import config_difference, difference_label, flat_settings
 from .errors import LabError
 from .run_layout import LOG_FILE, METRICS_FILE, STATE_FILE
@@ -102,7 +102,7 @@ class SweepRunner:
         if not (folder / STATE_FILE).exists():
             return "start"
         pid = _read_pid(folder.parent / PRIVATE / run.name / "pid")
-        if pid is not None and _alive(pid):
+        if pid is not None and pid_alive(pid):
             raise LabError(f"{folder}: still being trained by process {pid}; wait for it or stop it")
         summary = summarize_run(folder)
         if summary.status == "damaged":
@@ -255,11 +255,3 @@ def _read_pid(path: Path) -> int | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -209,3 +209,19 @@ def outside(chars: list[str], vocab: Vocab) -> str:
     if any(c not in vocab for c in chars):
         return f"{verb} outside the vocabulary"
     return f"{verb} not allowed here"
+
+
+def check_sequence_input(text: str, vocab: Vocab, block: int, empty_hint: str, chars_hint: str) -> str | None:
+    """Why a sequence-task input (char-lm, induction) cannot be decoded, or None.
+
+    ``empty_hint`` follows "empty input: ", ``chars_hint`` follows the characters
+    outside the vocabulary; the length limit is the model's block.
+    """
+    if not text:
+        return f"empty input: {empty_hint}"
+    unknown = vocab.unknown_chars(text)
+    if unknown:
+        return f"{quoted(unknown)} {outside(unknown, vocab)}: {chars_hint}"
+    if len(text) > block:
+        return f"too long: {len(text)} characters; the model sees at most {block}"
+    return None

@@ -10,7 +10,7 @@ import torch
 from ..config import TaskConfig
 from ..config_error import field_error
 from ..vocab import PAD, TEXT_VOCAB, Vocab
-from .base import IGNORE, PAD_CHAR, Batch, Task, id_rows_to_tensor, outside, quoted
+from .base import IGNORE, PAD_CHAR, Batch, Task, check_sequence_input, id_rows_to_tensor
 from .text import default_text, read_text_file
 
 # Held-out pairs: the model continues a prompt by this many characters.
@@ -83,15 +83,10 @@ class CharLMTask(Task):
         return self.text[end : end + self.max_continuation]
 
     def validate_input(self, text: str) -> str | None:
-        block = self.config.block_size
-        if not text:
-            return "empty input: type the start of a text for the model to continue"
-        unknown = self.vocab.unknown_chars(text)
-        if unknown:
-            return f"{quoted(unknown)} {outside(unknown, self.vocab)}: type printable ASCII"
-        if len(text) > block:
-            return f"too long: {len(text)} characters; the model sees at most {block}"
-        return None
+        return check_sequence_input(
+            text, self.vocab, self.config.block_size,
+            "type the start of a text for the model to continue", "type printable ASCII",
+        )
 
     def examples_for_display(self, n: int = 5, seed: int = 0) -> list[str]:
         """Openings of lines from the text, cut at a word boundary."""

@@ -24,7 +24,7 @@ import torch
 
 from ..config import TaskConfig
 from ..vocab import N_SPECIALS, Vocab
-from .base import IGNORE, Batch, Task, outside, quoted
+from .base import IGNORE, Batch, Task, check_sequence_input
 
 INDUCTION_VOCAB = Vocab("abcdefghijklmnopqrstuvwxyzABCDEF")
 VAL_SEED = 9_999_991  # validation sequences never share the training stream
@@ -92,15 +92,10 @@ class InductionTask(Task):
         return ""
 
     def validate_input(self, text: str) -> str | None:
-        block = self.config.block_size
-        if not text:
-            return "empty input: type some letters, then repeat their start, e.g. abcdefgab"
-        unknown = self.vocab.unknown_chars(text)
-        if unknown:
-            return f"{quoted(unknown)} {outside(unknown, self.vocab)}: type letters a-z or A-F"
-        if len(text) > block:
-            return f"too long: {len(text)} tokens; the model sees at most {block}"
-        return None
+        return check_sequence_input(
+            text, self.vocab, self.config.block_size,
+            "type some letters, then repeat their start, e.g. abcdefgab", "type letters a-z or A-F",
+        )
 
     def _classic_inputs(self) -> list[str]:
         return ["kqzfbxmdwkq", "pythonlabpyt"]
