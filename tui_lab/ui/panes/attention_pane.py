@@ -14,8 +14,11 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui_lab.core.config import LabConfig
+from tui_lab.ui.panes.time_travel_keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
+from tui_lab.ui.widgets.head_atlas import HeadAtlas
 from tui_lab.ui.widgets.head_grid import HeadGrid
 from tui_lab.ui.widgets.heatmap import Heatmap
+from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
 
 KINDS = (
@@ -35,7 +38,7 @@ class ProjectionsReady(Message):
         self.error = error
 
 
-class AttentionPane(Vertical):
+class AttentionPane(TimeTravelKeys, Vertical):
     """Cycle kind (k), layer (l) and head (h); a overview; w walkthrough; arrows move the cursor."""
 
     BINDINGS = [
@@ -47,6 +50,7 @@ class AttentionPane(Vertical):
         Binding("H", "cycle_head(-1)", "Previous head", show=False),
         Binding("a", "toggle_overview", "All heads"),
         Binding("w", "toggle_walkthrough", "Walkthrough"),
+        *TIME_TRAVEL_BINDINGS,
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -67,9 +71,11 @@ class AttentionPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="attn-header")
+        yield SnapshotStrip()
         with Horizontal(id="attn-body"):
             with VerticalScroll(id="attn-scroll"):
                 yield Heatmap(id="heatmap")
+                yield HeadAtlas(id="head-atlas")
                 yield HeadGrid(id="head-grid")
             with VerticalScroll(id="walkthrough-scroll"):
                 yield WalkthroughView(id="walkthrough")
@@ -103,6 +109,7 @@ class AttentionPane(Vertical):
         )
         self.query_one(Heatmap).display = True
         self.query_one("#head-grid").display = False
+        self.show_atlas()
         self.query_one("#attn-cursor", Static).update("")
         self._update_header()
         self._show_walkthrough()
@@ -210,6 +217,7 @@ class AttentionPane(Vertical):
             grid.display = False
             heatmap.display = True
             heatmap.set_matrix(weights[self.head_index].tolist(), rows, cols)
+        self.show_atlas()
         self._show_walkthrough()
 
     # ---- cursor and walkthrough -------------------------------------------------

@@ -13,7 +13,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Checkbox, Input, Label, Static
 
 from tui_lab.ui.messages import Decoded, DecodeFailed
+from tui_lab.ui.panes.time_travel_keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
 from tui_lab.ui.widgets.pick_list import Item, PickList
+from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.text_table import TextTable
 
 N_EXAMPLES = 8
@@ -45,13 +47,14 @@ def top_cell(token: str, p: float, chosen: bool) -> Text:
     return cell
 
 
-class DecodePane(Vertical):
+class DecodePane(TimeTravelKeys, Vertical):
     """Input, sampling options, the output, per-step top-k and example inputs."""
 
     BINDINGS = [
         Binding("i,slash", "edit_input", "Edit input"),
         Binding("ctrl+n", "next_example", "Example"),
         Binding("ctrl+t", "toggle_sampling", "Sampling"),
+        *TIME_TRAVEL_BINDINGS,
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -80,6 +83,7 @@ class DecodePane(Vertical):
             yield Label(" top-p ", classes="opt-label")
             yield Input("1.0", compact=True, id="top-p", classes="opt-input")
             yield Static("", id="decode-model")
+        yield SnapshotStrip()
         with Horizontal(id="decode-body"):
             with Vertical(id="decode-main"):
                 yield Static(id="decode-output")

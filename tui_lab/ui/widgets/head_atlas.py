@@ -1,0 +1,199 @@
+"""The head atlas: every head with its best-fitting pattern and score, best first.
+
+Scores come from ``core.head_scores.score_heads`` on the model of the decode
+on show (the live model or a history snapshot), in a thread worker. With a
+history, each head's best-pattern score is also drawn over training steps
+(``core.head_curves.score_curves``: computed once per run folder in a
+background worker, progress shown, kept in memory for the lab's session).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.message import Message
+from textual.widgets import Static
+
+from tui_lab.ui.time_travel import sparkline, travel_for
+
+BAR = 10
+SPARK = 24
+
+
+class AtlasScored(Message):
+    """Scores of the model on show arrived (``heads`` None: ``error`` says why not)."""
+
+    def __init__(self, model: Any, heads: list[Any] | None, error: str | None = None) -> None:
+        super().__init__()
+        self.model, self.heads, self.error = model, heads, error
+
+
+class AtlasCurves(Message):
+    """Score curves of ``run_dir``: ``done`` of ``total`` snapshots scored so far."""
+
+    def __init__(
+        self, run_dir: Path, curves: Any, done: int, total: int, error: str | None = None
+    ) -> None:
+        super().__init__()
+        self.run_dir, self.curves, self.done, self.total, self.error = (
+            run_dir,
+            curves,
+            done,
+            total,
+            error,
+        )
+
+
+def bar(score: float, width: int = BAR) -> str:
+    """A score in [0, 1] as a bar of eighths ``width`` cells long."""
+    eighths = round(max(0.0, min(1.0, score)) * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")).ljust(width)
+
+
+class HeadAtlas(Static):
+    """All heads of the model on show, labelled and sorted; a score curve each with history."""
+
+    DEFAULT_CSS = """
+    HeadAtlas { height: auto; display: none; margin-bottom: 1; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.heads: list[Any] | None = None
+        self.error: str | None = None
+        self._model: Any = None  # the model the scores are (being) computed for
+        self.run_dir: Path | None = None
+        self.step: int | None = None
+        self.curves: Any = None
+        self.progress: tuple[int, int] | None = None
+        self._busy = False
+        self._pending: tuple[Any, Any, str] | None = None
+
+    def follow(
+        self, model: Any, task: Any, arch: str, run_dir: Path | None, step: int | None
+    ) -> None:
+        """Score ``model`` unless it is the one scored already; start the curves of ``run_dir``."""
+        self.step = step
+        if model is not None and model is not self._model:
+            self._model, self.heads, self.error = model, None, None
+            if self._busy:  # one scoring at a time: the newest model waits its turn
+                self._pending = (model, task, arch)
+            else:
+                self._busy = True
+                self._score_worker(model, task, arch)
+        if run_dir is not None and run_dir != self.run_dir:
+            self.run_dir, self.curves, self.progress = run_dir, None, None
+            cached = travel_for(self.app).score_curves.get(run_dir)
+            if cached is not None:
+                self.curves = cached
+            else:
+                self._curves_worker(run_dir)
+        self._draw()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="atlas")
+    def _score_worker(self, model: Any, task: Any, arch: str) -> None:
+        """Score every head of a copy of ``model`` on the task's probe (thread)."""
+        from tui_lab.core.head_scores import score_heads
+
+        try:
+            heads = score_heads(copy.deepcopy(model), task, arch)
+        except Exception as exc:  # noqa: BLE001 - shown in the atlas, never a crash
+            self.post_message(
+                AtlasScored(
+                    model, None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                )
+            )
+            return
+        self.post_message(AtlasScored(model, heads))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="atlas-curves")
+    def _curves_worker(self, run_dir: Path) -> None:
+        """Score every history snapshot of ``run_dir``, posting progress after each (thread)."""
+        from tui_lab.core.head_curves import ScoreCurves, score_curves
+        from tui_lab.core.history import list_snapshots
+
+        total = len(list_snapshots(run_dir))
+        if not total:
+            return
+        partial = ScoreCurves()
+
+        def on_step(step: int, heads: list[Any]) -> None:
+            partial.add(step, heads)
+            self.post_message(
+                AtlasCurves(run_dir, copy.deepcopy(partial), len(partial.steps), total)
+            )
+
+        try:
+            score_curves(run_dir, on_step=on_step)
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(AtlasCurves(run_dir, None, 0, total, str(exc).splitlines()[0]))
+
+    def on_atlas_scored(self, message: AtlasScored) -> None:
+        """Keep the scores of the model still on show, then draw."""
+        message.stop()
+        self._busy = False
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            if pending[0] is self._model:
+                self._busy = True
+                self._score_worker(*pending)
+        if message.model is self._model:
+            self.heads, self.error = message.heads, message.error
+            self._draw()
+
+    def on_atlas_curves(self, message: AtlasCurves) -> None:
+        """Grow the score curves; keep them for the folder once every snapshot is scored."""
+        message.stop()
+        if message.run_dir != self.run_dir:
+            return
+        if message.error:
+            self.progress, self.error = None, f"score curves: {message.error}"
+        else:
+            self.curves, self.progress = message.curves, (message.done, message.total)
+            if message.done >= message.total:
+                travel_for(self.app).score_curves[message.run_dir] = message.curves
+                self.progress = None
+        self._draw()
+
+    def _draw(self) -> None:
+        if not self.display:
+            return
+        title = Text("Head atlas", style="bold")
+        title.append(
+            f" · step {self.step:,}" if self.step is not None else " · latest", style="dim"
+        )
+        if self.progress is not None:
+            title.append(
+                f" · score curves {self.progress[0]}/{self.progress[1]} snapshots…",
+                style="dim italic",
+            )
+        if self.error:
+            self.update(Text.assemble(title, "\n", (self.error, "red")))
+            return
+        if self.heads is None:
+            self.update(Text.assemble(title, "\n", ("scoring every head…", "dim italic")))
+            return
+        title.append(f" · {len(self.heads)} heads, best first", style="dim")
+        table = Table.grid(padding=(0, 1))
+        for _ in range(5 if self.curves is not None else 4):
+            table.add_column(no_wrap=True)
+        for h in self.heads:
+            row = [
+                Text(h.label, style="bold"),
+                Text(h.best, style="cyan"),
+                Text(f"{h.best_score:.2f}"),
+                Text(bar(h.best_score), style="yellow"),
+            ]
+            if self.curves is not None:
+                points = self.curves.curve(h.label, h.best)
+                row.append(Text(sparkline([v for _, v in points], SPARK, 0.0, 1.0), style="green"))
+            table.add_row(*row)
+        from rich.console import Group
+
+        self.update(Group(title, table))

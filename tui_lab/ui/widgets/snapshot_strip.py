@@ -1,0 +1,60 @@
+"""The time-travel strip: which snapshot is on show, the run's loss curve with a marker there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tui_lab.ui.time_travel import TimeTravel, sparkline, value_at
+
+KEYS_HINT = "[ ] step · { } first/last · p play"
+
+
+class SnapshotStrip(Static):
+    """Two lines over a pane: the step on show and its exact match; the loss curve, marked."""
+
+    DEFAULT_CSS = """
+    SnapshotStrip { height: auto; display: none; padding: 0 1; }
+    """
+
+    def show(self, state: TimeTravel, curves: Any, total_steps: int | None) -> None:
+        """Draw ``state`` over ``curves`` (a RunCurves or None); hidden without history."""
+        self.display = bool(state.steps)
+        if not state.steps:
+            return
+        head = Text()
+        head.append("▶ playing · " if state.playing else "history · ", style="bold cyan")
+        head.append(state.describe(total_steps), style="bold")
+        step = state.step
+        loss = curves.train_loss if curves is not None else None
+        if step is not None and curves is not None:
+            em = value_at(curves.exact_match.steps, curves.exact_match.values, step)
+            if em is not None:
+                head.append(f" · exact match {em[1]:.0%}", style="green")
+                head.append(f" (eval at step {em[0]:,})" if em[0] != step else "", style="dim")
+            at = value_at(loss.steps, loss.values, step) if loss is not None else None
+            if at is not None:
+                head.append(f" · loss {at[1]:.3f}", style="yellow")
+        head.append(f"   {KEYS_HINT}", style="dim")
+        line = Text("loss ", style="dim")
+        width = max(10, (self.size.width or 100) - 8)
+        if loss is not None and loss.values:
+            spark = sparkline(loss.values, width)
+            marker = self._column(loss.steps, step, len(spark))
+            for i, ch in enumerate(spark):
+                line.append(ch, style="bold reverse yellow" if i == marker else "blue")
+        else:
+            line.append("(no loss recorded yet)", style="dim italic")
+        self.update(Text("\n").join([head, line]))
+
+    @staticmethod
+    def _column(steps: list[int], step: int | None, width: int) -> int | None:
+        """The column of ``step`` on a curve spanning ``steps`` drawn ``width`` wide."""
+        if step is None or not steps or width <= 0:
+            return None
+        lo, hi = steps[0], steps[-1]
+        if hi <= lo:
+            return 0
+        return max(0, min(width - 1, round((step - lo) / (hi - lo) * (width - 1))))
