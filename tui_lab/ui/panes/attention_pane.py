@@ -14,10 +14,12 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui_lab.core.config import LabConfig
+from tui_lab.ui.panes.attention_ablation import AttentionAblationMixin
 from tui_lab.ui.panes.time_travel_keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
 from tui_lab.ui.widgets.head_grid import HeadGrid
 from tui_lab.ui.widgets.heatmap import Heatmap
+from tui_lab.ui.widgets.importance_view import ImportanceView
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
 
@@ -38,7 +40,7 @@ class ProjectionsReady(Message):
         self.error = error
 
 
-class AttentionPane(TimeTravelKeys, Vertical):
+class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
     """Cycle kind (k), layer (l) and head (h); a overview; w walkthrough; arrows move the cursor."""
 
     BINDINGS = [
@@ -50,6 +52,10 @@ class AttentionPane(TimeTravelKeys, Vertical):
         Binding("H", "cycle_head(-1)", "Previous head", show=False),
         Binding("a", "toggle_overview", "All heads"),
         Binding("w", "toggle_walkthrough", "Walkthrough"),
+        Binding("x", "toggle_ablation", "Ablate head"),
+        Binding("m", "cycle_ablation_mode", "Ablation mode"),
+        Binding("X", "restore_heads", "Restore all heads", show=False),
+        Binding("i", "toggle_importance", "Importance"),
         *TIME_TRAVEL_BINDINGS,
     ]
 
@@ -79,6 +85,7 @@ class AttentionPane(TimeTravelKeys, Vertical):
                 yield HeadGrid(id="head-grid")
             with VerticalScroll(id="walkthrough-scroll"):
                 yield WalkthroughView(id="walkthrough")
+            yield ImportanceView(id="importance")
         yield Static(id="attn-cursor")
 
     def on_mount(self) -> None:
@@ -187,6 +194,7 @@ class AttentionPane(TimeTravelKeys, Vertical):
         )
         text.append(f"   {self.capture_name}", style="dim italic")
         text.append(f"   input {self.result.input!r} → {self.result.output!r}", style="dim")
+        self.ablation_header(text)
         header.update(text)
 
     def _redraw_map(self) -> None:

@@ -13,7 +13,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Checkbox, Input, Label, Static
 
 from tui_lab.ui.messages import Decoded, DecodeFailed
+from tui_lab.ui.panes.decode_lens import DecodeLensMixin
 from tui_lab.ui.panes.time_travel_keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
+from tui_lab.ui.widgets.lens_table import LensView
 from tui_lab.ui.widgets.pick_list import Item, PickList
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.text_table import TextTable
@@ -47,13 +49,14 @@ def top_cell(token: str, p: float, chosen: bool) -> Text:
     return cell
 
 
-class DecodePane(TimeTravelKeys, Vertical):
+class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
     """Input, sampling options, the output, per-step top-k and example inputs."""
 
     BINDINGS = [
         Binding("i,slash", "edit_input", "Edit input"),
         Binding("ctrl+n", "next_example", "Example"),
         Binding("ctrl+t", "toggle_sampling", "Sampling"),
+        Binding("v", "toggle_lens", "Logit lens"),
         *TIME_TRAVEL_BINDINGS,
     ]
 
@@ -94,6 +97,7 @@ class DecodePane(TimeTravelKeys, Vertical):
                     *({"header": ORDINALS[j], "no_wrap": True} for j in range(TOP_K_SHOWN)),
                     id="decode-steps",
                 )
+                yield LensView(id="decode-lens")
             examples = PickList(id="examples")
             examples.border_title = "Examples"
             yield examples
@@ -225,7 +229,9 @@ class DecodePane(TimeTravelKeys, Vertical):
             # Fetching the weights can fail too (a training process that has ended
             # before its first checkpoint): say so inline, like bad input.
             model = copy.deepcopy(run.model) if snapshot else run.model
+            model, ablated = self.ablation.apply(model, run, copied=snapshot)  # a private copy
             result = core.decode.generate(model, run.task, text, **options)
+            self.ablation.mark(result, ablated)
         except Exception as exc:  # DecodeInputError and friends: one line, inline
             lines = str(exc).strip().splitlines()
             self.post_message(DecodeFailed(lines[0] if lines else type(exc).__name__))
@@ -273,6 +279,8 @@ class DecodePane(TimeTravelKeys, Vertical):
                 )
         for note in result.notes:
             out.append(f"\nnote: {note}", style="yellow")
+        if ablated := self.ablated_label(result):
+            out.append(f"\nablated: {ablated}", style="bold magenta")
         self.query_one("#decode-output", Static).update(out)
         rows = []
         for i, step in enumerate(result.steps, start=1):

@@ -1,0 +1,120 @@
+"""Which attention heads the lab's decodes run with switched off (Textual-free).
+
+The Attention pane toggles heads (``x``) and cycles the mode (``m``); the
+Decode pane applies the set to every decode until the heads are restored.
+The heads are never switched off on the Train pane's model: ``apply`` works on
+a private copy and leaves ``core.ablation``'s hook on that copy only, so the
+copy's later replays (the walkthrough, the logit lens) see the same ablation,
+and training, a resumed run or a new model never meet a hook.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import weakref
+from typing import Any
+
+MODES = ("zero", "mean")
+PROBE_PAIRS = 200  # held-out examples the mean mode averages each head's output over
+
+
+class AblationState:
+    """The heads switched off (core names, ``decoder.0.cross:2``), the mode, and per-decode labels."""
+
+    def __init__(self) -> None:
+        self.heads: list[str] = []
+        self.mode = "zero"
+        self._lock = threading.Lock()
+        self._means: tuple[Any, Any] | None = None  # ((model id, step), means)
+        # id(result) -> (a weak reference to it, label); results compare by value, so no dict keys.
+        self._labels: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+    @property
+    def active(self) -> bool:
+        """Whether any head is switched off."""
+        return bool(self.heads)
+
+    def toggle(self, head: str) -> bool:
+        """Switch ``head`` off, or back on if it was off; True if it is off now."""
+        if head in self.heads:
+            self.heads.remove(head)
+            return False
+        self.heads.append(head)
+        return True
+
+    def clear(self) -> None:
+        """Restore every head."""
+        self.heads = []
+
+    def cycle_mode(self) -> str:
+        """zero -> mean -> zero; returns the new mode."""
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        return self.mode
+
+    def label(self) -> str:
+        """``decoder.0.cross:2, encoder.0.self:1 (zero)``; empty when nothing is ablated."""
+        return f"{', '.join(self.heads)} ({self.mode})" if self.heads else ""
+
+    # ---- applying it (worker threads) ------------------------------------------------
+
+    def apply(self, model: Any, run: Any, copied: bool = False) -> tuple[Any, str]:
+        """(a copy of ``model`` with the heads switched off, its label); ``model`` itself if none.
+
+        ``copied``: ``model`` is already a private copy (no second copy is made).
+        Heads the model does not have (another architecture) are dropped.
+        """
+        heads, mode = list(self.heads), self.mode
+        if not heads:
+            return model, ""
+        from tui_lab.core.ablation import AblationError, ablate, parse_head
+
+        refs = []
+        for name in heads:
+            try:
+                refs.append(parse_head(name, model))
+            except AblationError:
+                continue
+        if not refs:
+            return model, ""
+        means = self.means(model, run) if mode == "mean" else None
+        private = model if copied else copy.deepcopy(model)
+        # Entered and never left: the hooks stay on this private copy for its lifetime
+        # (the copy keeps the context manager: collected, it would remove them).
+        hooks = ablate(private, refs, mode, means)
+        hooks.__enter__()
+        private._tfx_ablation = hooks
+        return private, f"{', '.join(str(r) for r in refs)} ({mode})"
+
+    def means(self, model: Any, run: Any) -> Any:
+        """Each head's mean output over the task's held-out probe pairs (once per model and step)."""
+        key = (id(run), getattr(run, "step", None))
+        with self._lock:
+            if self._means is not None and self._means[0] == key:
+                return self._means[1]
+        from tui_lab.core.evaluate import held_out_pairs
+        from tui_lab.core.head_importance import probe_means
+
+        config = run.config
+        pairs = held_out_pairs(run.task, config.train, PROBE_PAIRS)
+        device = next(model.parameters()).device
+        means = probe_means(model, run.task, config.model.arch, pairs, device)
+        with self._lock:
+            self._means = (key, means)
+        return means
+
+    def mark(self, result: Any, label: str) -> None:
+        """Remember that ``result`` was decoded with ``label``'s heads switched off."""
+        if label:
+            key = id(result)
+            with self._lock:
+                self._labels[key] = (
+                    weakref.ref(result, lambda _: self._labels.pop(key, None)),
+                    label,
+                )
+
+    def label_of(self, result: Any) -> str:
+        """The heads ``result`` was decoded without (``mark``), or empty."""
+        with self._lock:
+            ref, label = self._labels.get(id(result), (None, ""))
+        return label if ref is not None and ref() is result else ""

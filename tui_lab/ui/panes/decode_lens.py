@@ -1,0 +1,95 @@
+"""The Decode pane's interventions: the logit lens (``v``) and the heads its decodes run without.
+
+A mixin for ``DecodePane``: ``ablation`` is the lab's ``AblationState`` (the
+Attention pane toggles heads in it, the decode worker applies it to a private
+copy of the model); the lens is computed in a thread on the model copy the
+last decode used, so an ablated decode gets an ablated lens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual import work
+from textual.message import Message
+
+from tui_lab.ui.ablation_state import AblationState
+from tui_lab.ui.messages import Decoded
+from tui_lab.ui.widgets.lens_table import LensView
+
+
+@dataclass
+class LensReady(Message):
+    """The logit lens of ``result`` (``lens`` None and ``error`` set if it failed)."""
+
+    result: Any
+    lens: Any = None
+    error: str | None = None
+
+
+class DecodeLensMixin:
+    """``ablation`` shared with Attention, ``v`` for the logit lens of the last decode."""
+
+    _ablation: AblationState | None = None
+    _lens_model: Any = None  # the model (copy) the shown result was decoded with
+    _lens_task: Any = None
+    lens_shown = False
+
+    @property
+    def ablation(self) -> AblationState:
+        """The heads the lab's decodes run without (created on first use)."""
+        if self._ablation is None:
+            self._ablation = AblationState()
+        return self._ablation
+
+    def ablated_label(self, result: Any) -> str:
+        """What ``result`` was decoded without ("decoder.0.cross:2 (zero)"), or empty."""
+        return self.ablation.label_of(result)
+
+    def on_decoded(self, message: Decoded) -> None:
+        """Keep the decode's model for the lens; refresh the lens if it is on show."""
+        self._lens_model, self._lens_task = message.model, message.task
+        if self.lens_shown:
+            self._request_lens()
+
+    def action_toggle_lens(self) -> None:
+        """Show or hide the logit lens: each layer's top token and probability per step."""
+        self.lens_shown = not self.lens_shown
+        view = self.query_one("#decode-lens", LensView)  # type: ignore[attr-defined]
+        view.display = self.lens_shown
+        if self.lens_shown:
+            self._request_lens()
+
+    def _request_lens(self) -> None:
+        view = self.query_one("#decode-lens", LensView)  # type: ignore[attr-defined]
+        result = getattr(self, "result", None)
+        if result is None or self._lens_model is None:
+            view.show_message("logit lens: decode an input first")
+            return
+        view.show_message("logit lens: computing…")
+        self._lens_worker(self._lens_model, self._lens_task, result)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="lens")
+    def _lens_worker(self, model: Any, task: Any, result: Any) -> None:
+        """Read each layer's stream through the final norm and output head (thread)."""
+        from tui_lab.core.logit_lens import logit_lens
+
+        try:
+            lens = logit_lens(model, task, result)
+        except Exception as exc:  # noqa: BLE001 - say it in the view, never crash the lab
+            lines = str(exc).strip().splitlines()
+            self.post_message(LensReady(result, None, lines[0] if lines else type(exc).__name__))  # type: ignore[attr-defined]
+            return
+        self.post_message(LensReady(result, lens))  # type: ignore[attr-defined]
+
+    def on_lens_ready(self, message: LensReady) -> None:
+        """Draw the lens of the decode on show (a stale one is dropped)."""
+        message.stop()
+        if message.result is not getattr(self, "result", None):
+            return
+        view = self.query_one("#decode-lens", LensView)  # type: ignore[attr-defined]
+        if message.lens is None:
+            view.show_message(f"logit lens unavailable: {message.error}")
+        else:
+            view.show_lens(message.lens)
