@@ -12,6 +12,7 @@ Items (names for ``--only``):
 - ``sweep_parallel_speedup`` 4 copy runs as ``tfx-lab sweep --parallel 2`` vs one after another
 - ``history_overhead``       copy training with history snapshots on vs off
 - ``runs_pane_200``          the Runs pane over 200 generated run folders: open and sort
+- ``time_travel_step``       a history snapshot step in the Attention pane, key to repaint
 
 Progress goes to stderr; stdout gets the table, or one JSON object with
 ``--json``. A run of every item rewrites ``bench/RESULTS.md`` (``--no-write``
@@ -50,10 +51,11 @@ ITEMS = [
     "sweep_parallel_speedup",
     "history_overhead",
     "runs_pane_200",
+    "time_travel_step",
 ]
 # Run order: the long, deadline-trimmed item last.
 RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
-             "lab", "runs_pane_200", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
+             "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
 QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -83,6 +85,9 @@ def run_item(name: str, quick: bool, deadline: float | None, threads: int | None
     if name == "sweep_parallel_speedup":
         from bench.sweep_speedup import sweep_parallel_speedup
         return sweep_parallel_speedup(quick)
+    if name == "time_travel_step":
+        from bench.time_travel import time_travel_step
+        return time_travel_step(quick)
     if name == "runs_pane_200":
         from bench.runs_pane import runs_pane_200
         return runs_pane_200(quick)

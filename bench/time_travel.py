@@ -1,0 +1,94 @@
+"""The ``time_travel_step`` item of ``python -m bench``: a history step's key-to-repaint time.
+
+A copy run (the shipped preset, its steps capped so it trains in seconds) is
+trained with its history snapshots; the lab opens it (pilot, 120x40), decodes
+``31415`` and shows the Attention pane. Then ``]`` and ``[`` are pressed in
+turn: each loads a snapshot into the lab's time-travel copy of the model (a
+thread worker), decodes the input again and repaints the heatmap. Timed from
+the key press until the Attention pane holds the snapshot's decode, plus the
+next painted frame. Goal: p95 within 150 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import Row, Section
+
+GOAL_MS = 150.0
+
+
+def train_run(out: Path, steps: int) -> Path:
+    """A copy run with history snapshots (the preset's model and task, ``steps`` steps)."""
+    from tui_lab.core.presets import load_preset
+    from tui_lab.core.train import TrainingRun
+
+    config = load_preset("copy").with_values({"train.steps": steps})
+    TrainingRun(config, out).run()
+    return out
+
+
+async def _measure(run_dir: Path, rounds: int) -> list[float]:
+    from textual.widgets import Input
+
+    from tui_lab.ui.app import LabApp
+    from tui_lab.ui.panes.attention_pane import AttentionPane
+    from tui_lab.ui.time_travel import travel_for
+
+    app = LabApp(preset="copy", run_dir=str(run_dir))
+    app.animation_level = "none"
+    times: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.core is None or app.current_run is None:
+            await pilot.pause(0.05)
+        await pilot.press("3")
+        app.query_one("#decode-input", Input).value = "31415"
+        await pilot.press("enter")
+        while app.last_decode is None:
+            await pilot.pause(0.02)
+        await pilot.press("4")
+        pane = app.query_one(AttentionPane)
+        travel = travel_for(app)
+        await pilot.press("right_curly_bracket")  # warm: the lab's copy of the model is built
+        while pane.result is not travel.shown_result or pane.result is None:
+            await pilot.pause(0.005)
+        for i in range(rounds):
+            key = "left_square_bracket" if i % 2 == 0 else "right_square_bracket"
+            before = pane.result
+            t0 = time.perf_counter()
+            await pilot.press(key)
+            while pane.result is before or pane.result is not travel.shown_result:
+                await pilot.pause(0.002)
+            await pilot.pause()  # the repaint
+            times.append((time.perf_counter() - t0) * 1000)
+            await pilot.pause(0.05)
+    return times
+
+
+def time_travel_step(quick: bool) -> Section:
+    """Train a run with history, then time ``[``/``]`` steps in the Attention pane."""
+    sec = Section("time_travel_step", "Time travel: a history step, key to repainted heatmap")
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = train_run(Path(tmp) / "copy-history", 150 if quick else 400)
+        from tui_lab.core.history import list_snapshots
+
+        n_snapshots = len(list_snapshots(run_dir))
+        times = asyncio.run(_measure(run_dir, 20 if quick else 60))
+    ordered = sorted(times)
+    p50 = statistics.median(ordered)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    sec.values = {"p50_ms": p50, "p95_ms": p95, "steps": len(times), "snapshots": n_snapshots}
+    sec.rows.append(Row(
+        "history step → heatmap repainted (p95)", f"{p95:.0f} ms", f"≤ {GOAL_MS:.0f} ms",
+        p95 <= GOAL_MS, f"p50 {p50:.0f} ms over {len(times)} steps; copy preset, {n_snapshots} snapshots",
+    ))
+    return sec
+
+
+if __name__ == "__main__":
+    section = time_travel_step(quick=True)
+    print(section.values)
