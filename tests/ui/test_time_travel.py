@@ -59,6 +59,8 @@ def test_sparkline_bar_and_value_at() -> None:
     line = sparkline([3.0, 2.0, 1.0, 0.0], 4)
     assert line[0] == "█" and line[-1] == "▁" and len(line) == 4
     assert len(sparkline(list(range(100)), 20)) == 20
+    assert sparkline(list(range(100)), 20)[-1] == "█"  # the last value is always drawn
+    assert sparkline([0.0, 0.0, 1.0], 24, 0.0, 1.0) == "▁▁█"  # fewer values than width: all
     assert sparkline([0.5], 5, 0.0, 1.0) in ("▄", "▅")
     assert bar(1.0, 4) == "████" and bar(0.0, 4).strip() == ""
     assert value_at([10, 20, 30], [0.1, 0.2, 0.3], 25) == (20, 0.2)

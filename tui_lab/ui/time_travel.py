@@ -85,10 +85,10 @@ def sparkline(
     bars = "▁▂▃▄▅▆▇█"
     if not values or width <= 0:
         return ""
-    picked = [
-        values[min(len(values) - 1, i * len(values) // width)]
-        for i in range(min(width, len(values)))
-    ]
+    n = len(values)
+    picked = (
+        values if n <= width else [values[i * n // width] for i in range(width - 1)] + [values[-1]]
+    )
     finite = [v for v in picked if v == v]
     lo = lo if lo is not None else (min(finite) if finite else 0.0)
     hi = hi if hi is not None else (max(finite) if finite else 1.0)
