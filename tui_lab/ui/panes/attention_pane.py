@@ -193,8 +193,8 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
             "all" if self.overview else f"{self.head_index + 1}/{self._n_heads()}", style="bold"
         )
         text.append(f"   {self.capture_name}", style="dim italic")
+        self.ablation_header(text)  # before the input: the line is cut at the pane's width
         text.append(f"   input {self.result.input!r} → {self.result.output!r}", style="dim")
-        self.ablation_header(text)
         header.update(text)
 
     def _redraw_map(self) -> None:

@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from tui_lab.ui.widgets.text_table import TextTable
 
-BAR_WIDTH = 12
+BAR_WIDTH = 8
 
 
 def drop_bar(drop: float, width: int = BAR_WIDTH) -> Text:
