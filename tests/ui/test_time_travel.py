@@ -156,6 +156,12 @@ async def test_keys_step_through_the_history_and_play_to_the_end(history_run: Pa
             60,
             "the end",
         )
+        # A head switched off in Attention stays off when stepping through the history.
+        await pilot.press("x")
+        decode = app.query_one(DecodePane)
+        await wait_until(pilot, lambda: decode.ablation.heads, 10, "a head switched off")
+        before = await press("left_curly_bracket", 0)
+        assert decode.ablation.label_of(before), "the snapshot's decode is not marked ablated"
 
 
 async def test_atlas_labels_every_head_with_a_pattern(history_run: Path) -> None:

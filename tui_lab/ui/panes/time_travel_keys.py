@@ -17,6 +17,7 @@ from textual import events, work
 from textual.binding import Binding
 from textual.message import Message
 
+from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import Decoded
 from tui_lab.ui.time_travel import travel_for
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
@@ -136,14 +137,20 @@ class TimeTravelKeys:
         try:
             if step is None:  # back to the live model, as the Decode pane would use it
                 model = copy.deepcopy(run.model) if training else run.model
+                private = training
             else:
-                model = travel.snapshot_model(run_dir, step, run.model)
+                # A copy of the travel model: heads switched off here never stick to it.
+                model, private = travel.snapshot_model(run_dir, step, run.model), True
+            decode = self.app.pane("decode")  # type: ignore[attr-defined]
+            ablated = ""
+            if decode is not None:  # the heads switched off in Attention stay off in the past too
+                model, ablated = decode.ablation.apply(model, run, copied=private)
             result = generate(model, run.task, text, **options)
+            if ablated:
+                decode.ablation.mark(result, ablated)
             curves = travel.read_curves(run_dir)
         except Exception as exc:  # noqa: BLE001 - one line, never a crash
-            lines = str(exc).strip().splitlines()
-            why = lines[0] if lines else type(exc).__name__
-            failed = SnapshotShown(index, None, None, None, None, None, started, why)
+            failed = SnapshotShown(index, None, None, None, None, None, started, one_line(exc))
             self.post_message(failed)  # type: ignore[attr-defined]
             return
         self.post_message(SnapshotShown(index, result, model, run.task, options, curves, started))  # type: ignore[attr-defined]
