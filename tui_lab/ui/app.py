@@ -1,7 +1,7 @@
 """The lab's Textual app: six panes behind a tab bar, a status bar, the footer and the palette.
 
 Thin on purpose: the panes own their widgets and actions; the app routes
-messages between them, owns the global keys (1-6, ?, q, escape), holds the
+messages between them, owns the global keys (1-6, ?, q, escape, f12), holds the
 lab's config (a preset's, or an opened run's) and loads torch in a thread
 after the first frame is on screen.
 """
@@ -26,6 +26,7 @@ from tui_lab.core.config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.core.run_folder import runs_root
 from tui_lab.ui import compat, hangup
+from tui_lab.ui.export import ScreenshotMixin
 from tui_lab.ui.keymap import PANE_TITLES, PANES
 from tui_lab.ui.lazy_panes import lazy_panes
 from tui_lab.ui.messages import (
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 PANES_GROUP = Binding.Group("Panes", compact=True)
 
 
-class LabApp(App[None]):
+class LabApp(ScreenshotMixin, App[None]):
     """Build, train, decode and look inside small Transformers."""
 
     TITLE = "tfx-lab"
@@ -74,6 +75,7 @@ class LabApp(App[None]):
             for i, pane in enumerate(PANES, start=1)
         ),
         Binding("question_mark", "help", "Help"),
+        Binding("f12", "save_svg", "Save SVG", show=False),
         Binding("q", "quit", "Quit"),
         Binding("escape", "leave_field", "Leave field", show=False),
     ]

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from tui_lab.core.run_curves import METRICS, Curve
+from tui_lab.ui.export import write_runs_table
 from tui_lab.ui.run_rows import (
     COLUMNS,
     CurveReader,
@@ -79,6 +80,8 @@ class RunsPane(Vertical, can_focus=False):
         Binding("x", "toggle_x", "Step/seconds"),
         Binding("l", "toggle_log", "Log scale"),
         Binding("o", "add_folder", "Add folder"),
+        Binding("e", "export('csv')", "Export CSV", show=False),
+        Binding("E", "export('json')", "Export JSON", show=False),
     ]
 
     def __init__(self, root: Path, **kwargs: Any) -> None:
@@ -380,3 +383,12 @@ class RunsPane(Vertical, can_focus=False):
                 self.refresh_runs()
 
         self.app.push_screen(OpenRunScreen(self.roots[0]), chosen)
+
+    def action_export(self, kind: str = "csv") -> None:
+        """Write the table as shown (filter and sort) to runs-<time>.csv or .json in the runs root."""
+        try:
+            path = write_runs_table([r.summary for r in self.shown], self.roots[0], kind)
+        except OSError as exc:
+            self.notify(f"Export failed: {exc.strerror or exc}", severity="error")
+            return
+        self.notify(f"{len(self.shown)} runs written to {path}", title=f"Exported {kind.upper()}")
