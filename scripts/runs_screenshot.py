@@ -51,6 +51,8 @@ async def make(sweep: Path, out: Path, metric: str, log: bool) -> Path:
         await app.workers.wait_for_complete()
         await pilot.pause(1.0)
         app.clear_notifications()
+        app.core_state = "torch not loaded (the Runs pane reads folders only)"
+        app._update_status()
         await pilot.pause()
         out.parent.mkdir(parents=True, exist_ok=True)
         app.save_screenshot(filename=out.name, path=str(out.parent))
