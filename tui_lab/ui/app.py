@@ -26,7 +26,7 @@ from tui_lab.core.config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.core.run_folder import runs_root
 from tui_lab.ui import compat, hangup
-from tui_lab.ui.export import ScreenshotMixin
+from tui_lab.ui.export import SAVE_SVG, ScreenshotMixin
 from tui_lab.ui.keymap import PANE_TITLES, PANES
 from tui_lab.ui.lazy_panes import lazy_panes
 from tui_lab.ui.messages import (
@@ -75,7 +75,7 @@ class LabApp(ScreenshotMixin, App[None]):
             for i, pane in enumerate(PANES, start=1)
         ),
         Binding("question_mark", "help", "Help"),
-        Binding("f12", "save_svg", "Save SVG", show=False),
+        SAVE_SVG,  # f12
         Binding("q", "quit", "Quit"),
         Binding("escape", "leave_field", "Leave field", show=False),
     ]

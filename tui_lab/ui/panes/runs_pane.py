@@ -80,8 +80,20 @@ class RunsPane(Vertical, can_focus=False):
         Binding("x", "toggle_x", "Step/seconds"),
         Binding("l", "toggle_log", "Log scale"),
         Binding("o", "add_folder", "Add folder"),
-        Binding("e", "export('csv')", "Export CSV", show=False),
-        Binding("E", "export('json')", "Export JSON", show=False),
+        Binding(
+            "e",
+            "export('csv')",
+            "Export CSV",
+            show=False,
+            tooltip="Export CSV of the table as shown (<runs>/runs-<time>.csv)",
+        ),
+        Binding(
+            "E",
+            "export('json')",
+            "Export JSON",
+            show=False,
+            tooltip="Export JSON of the same (runs-<time>.json)",
+        ),
     ]
 
     def __init__(self, root: Path, **kwargs: Any) -> None:
