@@ -5,10 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual import events
 
-from tests.ui.helpers import SIZE, ready, set_field, tiny_app
+from tests.ui.helpers import SIZE, edit_field, ready, tiny_app
 from tests.ui.test_build import error_text
 from tui_lab.ui.form_fields import MIN_TEXT_CHARS
+from tui_lab.ui.widgets.config_form import ConfigForm
+
+
+async def paste_field(pilot, key: str, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Clear a Build form field and paste ``text`` (typing is covered by the form's own tests)."""
+    await edit_field(pilot, key)
+    await pilot.press("end", "ctrl+u")
+    if text:
+        pilot.app.query_one(ConfigForm).post_message(events.Paste(text))
+    await pilot.pause(0.1)
 
 
 async def test_text_file_is_checked_inline_and_the_previous_text_stays(
@@ -26,11 +37,11 @@ async def test_text_file_is_checked_inline_and_the_previous_text_stays(
         assert before.task.text is None
         for name, fragment in [("nope.txt", "no such file"), ("bin.txt", "not a text file"),
                                ("empty.txt", "empty"), ("small.txt", f"at least {MIN_TEXT_CHARS:,}")]:
-            await set_field(pilot, "task.text", name)
+            await paste_field(pilot, "task.text", name)
             assert fragment in error_text(app, "task.text"), name
             assert app.config == before  # the previous text stays in use
-        await set_field(pilot, "task.text", "good.txt")
+        await paste_field(pilot, "task.text", "good.txt")
         assert error_text(app, "task.text") == ""
         assert app.config.task.text == "good.txt"
-        await set_field(pilot, "task.text", "")
+        await paste_field(pilot, "task.text", "")
         assert app.config.task.text is None  # empty field: back to Python's help text

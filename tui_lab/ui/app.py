@@ -8,7 +8,6 @@ after the first frame is on screen.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import threading
@@ -160,10 +159,6 @@ class LabApp(ScreenshotMixin, App[None]):
         if hangup.hung_up(sys.__stdin__.fileno()):
             self._hangup_timer.stop()
             await self.action_quit()
-
-    def on_unmount(self) -> None:
-        """Hand frozen objects back to the collector (a process may open more labs: tests)."""
-        gc.unfreeze()
 
     def on_resize(self, event: events.Resize) -> None:
         """Below 80x24, show a notice instead of a squeezed layout."""

@@ -45,6 +45,9 @@ def load_core() -> Core:
     return Core()
 
 
+_frozen = False  # torch's objects are frozen once per process
+
+
 def keep_collections_short() -> None:
     """Once torch is loaded, keep garbage collection from pausing the UI (UI thread).
 
@@ -54,9 +57,13 @@ def keep_collections_short() -> None:
     collection walked the UI's own objects for ~15 ms, about every fifth pane
     switch; a tenth as many full collections keeps that pause out of almost
     every key press, and cyclic garbage waits a little longer.
-    ``gc.unfreeze()`` (when the app unmounts) hands the objects back.
+    Frozen once per process: a later lab in the same process (tests open
+    hundreds) finds torch already frozen and skips a full collection.
     """
-    gc.collect()
-    gc.freeze()
+    global _frozen
+    if not _frozen:
+        gc.collect()
+        gc.freeze()
+        _frozen = True
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_GC_EVERY)
