@@ -23,21 +23,24 @@ $(VENV)/.installed: pyproject.toml
 lab: $(VENV)/.installed
 	$(VENV)/bin/tfx-lab $(ARGS)
 
-# The suite on every core (pytest-xdist; JOBS=0 runs it in one process). Whole files go to
-# one worker each, so a module's shared run is trained once.
+# The suite on every core (pytest-xdist; JOBS=0 runs it in one process). Idle workers take
+# tests from busy ones (worksteal): a module's shared run is trained at most once per worker,
+# and no worker waits while the other holds a long file. Measured on 2 cores: 233 s vs 254 s
+# with whole files per worker.
 JOBS ?= auto
+DIST ?= worksteal
 test: $(VENV)/.installed
-	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(ARGS)
+	$(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(ARGS)
 
 # The UI and core tests with nothing set, then under settings that make this CPU round
 # floats as another would (MKL's reproducible mode, AVX2 only, torch's plain kernels): a
 # test or snapshot that hangs on float rounding fails here.
 PORTABLE_TESTS ?= tests/ui tests/core
 test-portable: $(VENV)/.installed
-	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PORTABLE_TESTS) $(ARGS)
-	MKL_CBWR=COMPATIBLE $(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PORTABLE_TESTS) $(ARGS)
-	MKL_ENABLE_INSTRUCTIONS=AVX2 $(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PORTABLE_TESTS) $(ARGS)
-	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PORTABLE_TESTS) $(ARGS)
+	$(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
+	MKL_CBWR=COMPATIBLE $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
+	MKL_ENABLE_INSTRUCTIONS=AVX2 $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
+	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check tui_lab tests bench
