@@ -20,9 +20,11 @@ from tui_lab.core.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent
 if TYPE_CHECKING:  # torch-backed: imported by the panes once torch is loaded
     from tui_lab.core.decode import DecodeResult
     from tui_lab.core.params import ParamReport
+    from tui_lab.core.run_curves import Curve
     from tui_lab.core.run_process import RemoteRun
     from tui_lab.core.tasks import Task
     from tui_lab.ui.core_access import Core
+    from tui_lab.ui.run_rows import RunRow
 
 
 @dataclass
@@ -129,3 +131,17 @@ class DecodeFailed(Message):
     """Decoding refused the input or failed; ``message`` is one line shown inline."""
 
     message: str
+
+
+@dataclass
+class RunsRead(Message):
+    """The Runs pane's worker read every folder under its roots: one row each."""
+
+    rows: list[RunRow]
+
+
+@dataclass
+class CurvesRead(Message):
+    """The Runs pane's worker read the marked series' curves: key -> (legend, {metric: curve})."""
+
+    curves: dict[str, tuple[str, dict[str, Curve]]]

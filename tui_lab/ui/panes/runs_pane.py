@@ -17,11 +17,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import Input, Static
 
 from tui_lab.core.run_curves import METRICS, Curve
 from tui_lab.ui.export import write_runs_table
+from tui_lab.ui.messages import CurvesRead, RunsRead
 from tui_lab.ui.run_rows import (
     COLUMNS,
     CurveReader,
@@ -48,22 +48,6 @@ STATUS_STYLES = {
     "failed": "red",
     "damaged": "bold red",
 }
-
-
-class RunsRead(Message):
-    """The worker's rows (every folder under the roots)."""
-
-    def __init__(self, rows: list[RunRow]) -> None:
-        super().__init__()
-        self.rows = rows
-
-
-class CurvesRead(Message):
-    """The worker's curves: series key -> (legend, {metric: curve})."""
-
-    def __init__(self, curves: dict[str, tuple[str, dict[str, Curve]]]) -> None:
-        super().__init__()
-        self.curves = curves
 
 
 class RunsPane(Vertical, can_focus=False):
