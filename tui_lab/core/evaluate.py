@@ -28,29 +28,26 @@ def held_out_pairs(task: Any, train: TrainConfig, n: int) -> list[tuple[str, str
     return task.held_out(n, train.seed + HELD_OUT_SEED_OFFSET)
 
 
-def batch_loss(model: nn.Module, batch: Any, config: LabConfig, device: torch.device) -> float:
-    """Mean cross-entropy of ``model`` on ``batch`` (padding ignored), no label smoothing."""
+def _scored_batch(
+    model: nn.Module, batch: Any, config: LabConfig, device: torch.device
+) -> tuple[float, int, int]:
+    """(mean cross-entropy, right argmax predictions, scored tokens) of ``model`` on ``batch``.
+
+    One forward pass gives both the loss and the next-token accuracy; padding
+    and unscored positions (-100) are ignored, and there is no label smoothing.
+    """
     batch = to_device(batch, device)
     with autocast_context(device, config.train.precision):
         if config.model.arch == "decoder-only":
             logits = model(batch.tgt_in)  # (B, T, V)
         else:
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+    targets = batch.tgt_out
     # (B, T, V) -> (B*T, V) against (B*T,) targets
-    return float(F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(), ignore_index=-100))
-
-
-@torch.no_grad()
-def token_accuracy(model: nn.Module, batches: list[Any], device: torch.device) -> float:
-    """Share of the scored (not ignored) target tokens whose argmax prediction is right."""
-    right = total = 0
-    for batch in batches:
-        batch = to_device(batch, device)
-        predicted = model(batch.tgt_in).argmax(-1)  # (B, T)
-        scored = batch.tgt_out != -100
-        right += int((predicted == batch.tgt_out)[scored].sum())
-        total += int(scored.sum())
-    return right / max(1, total)
+    loss = float(F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100))
+    scored = targets != -100
+    right = int((logits.argmax(-1) == targets)[scored].sum())  # (B, T) predictions
+    return loss, right, int(scored.sum())
 
 
 @torch.no_grad()
@@ -79,14 +76,14 @@ def evaluate(
     try:
         if task.is_lm:
             batches = task.val_batches(train.batch_size, LM_VAL_BATCHES)
-            losses = [batch_loss(model, b, config, device) for b in batches]
-            val_loss = sum(losses) / max(1, len(losses))
+            results = [_scored_batch(model, b, config, device) for b in batches]
+            val_loss = sum(r[0] for r in results) / max(1, len(results))
             # induction: the share of scored tokens predicted right stands in for exact match;
             # char-lm: the same share is its next-character accuracy, beside bits per character.
             scores = getattr(task, "scores_tokens", False)
-            accuracy = token_accuracy(model, batches, device)
+            accuracy = sum(r[1] for r in results) / max(1, sum(r[2] for r in results))
             return EvalEvent(
-                step, val_loss, accuracy if scores else None, len(losses) * train.batch_size, None,
+                step, val_loss, accuracy if scores else None, len(results) * train.batch_size, None,
                 bits_per_char=val_loss / math.log(2), next_char_accuracy=None if scores else accuracy,
             )
         if pairs is None:
@@ -94,7 +91,7 @@ def evaluate(
         total = 0.0
         for i in range(0, len(pairs), EVAL_CHUNK):
             chunk = pairs[i : i + EVAL_CHUNK]
-            total += batch_loss(model, task.collate(chunk, config.model.arch), config, device) * len(chunk)
+            total += _scored_batch(model, task.collate(chunk, config.model.arch), config, device)[0] * len(chunk)
         max_new = config.sequence_length_needed()
         outs = batch_greedy(model, task, [p[0] for p in pairs], max_new_tokens=max_new)
         correct = sum(o == p[1] for o, p in zip(outs, pairs, strict=False))
