@@ -69,7 +69,24 @@ def _parser() -> argparse.ArgumentParser:
 
     _experiment_parsers(sub)
     inspect_cli.add_parsers(sub)
+    _tool_parsers(sub)
     return p
+
+
+def _tool_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``serve`` and ``export``: the lab and its runs for other tools (serve_cli, export_cli)."""
+    s = sub.add_parser("serve", help="serve the lab as a web page (anyone who reaches it can train here)")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    what = s.add_mutually_exclusive_group()
+    what.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
+    what.add_argument("--run", default=None, help="open the lab on an existing run folder")
+
+    s = sub.add_parser("export", help="write runs in formats other tools read")
+    s.add_argument("runs", nargs="+", metavar="RUN", help="run folders (a sweep folder: its runs)")
+    s.add_argument("--tensorboard", action="store_true", required=True,
+                   help="TensorBoard event files (needs: pip install 'tfx-lab[tensorboard]')")
+    s.add_argument("--out", help="where to write (default: <run>/tensorboard for each run)")
 
 
 def _experiment_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,6 +117,18 @@ def _experiment_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     s.add_argument("--json", action="store_true", help="no progress; print sweep.json's content")
 
 
+def _serve(args: argparse.Namespace) -> int | None:
+    from . import serve_cli
+
+    return serve_cli.serve(args)
+
+
+def _export(args: argparse.Namespace) -> int | None:
+    from . import export_cli
+
+    return export_cli.export(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .core.errors import LabError
@@ -120,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "compare": experiments_cli.compare,
             "sweep": sweep_cli.sweep,
             "ablate": inspect_cli.ablate,
+            "serve": _serve,
+            "export": _export,
         }[args.command]
         return handler(args) or 0
     except LabError as exc:
