@@ -86,7 +86,7 @@ def _tool_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     s.add_argument("runs", nargs="+", metavar="RUN", help="run folders (a sweep folder: its runs)")
     s.add_argument("--tensorboard", action="store_true", required=True,
                    help="TensorBoard event files (needs: pip install 'tfx-lab[tensorboard]')")
-    s.add_argument("--out", help="where to write (default: <run>/tensorboard for each run)")
+    s.add_argument("--out", help="one folder for all runs, a sub-folder per run (default: ./tensorboard)")
 
 
 def _experiment_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,0 +1,60 @@
+"""``tfx-lab export --tensorboard RUN... [--out DIR]``: runs as TensorBoard event files.
+
+Every run goes to its own folder under one ``--out`` (default ``./tensorboard``,
+next to the default ``./runs``), so ``tensorboard --logdir <out>`` shows them
+side by side. The writing is ``core.tensorboard_export``'s; parsing is in cli.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from .core.errors import LabError
+from .experiments_cli import _short_names, expand_runs
+
+DEFAULT_OUT = "tensorboard"
+
+
+def export(args: argparse.Namespace) -> int:
+    """Export each run (a sweep folder: its runs); one line per run, then how to look."""
+    if not args.tensorboard:
+        raise LabError("say what to export to: --tensorboard")
+    from .core.tensorboard_export import export_run, summary_writer_class
+
+    summary_writer_class()  # a missing extra is one error, before any run is read
+    folders = expand_runs(args.runs)
+    out = Path(args.out) if args.out else Path(DEFAULT_OUT)
+    failed = done = 0
+    for folder, name in zip(folders, unique_names(folders), strict=True):
+        try:
+            result = export_run(folder, out, name)
+        except LabError as exc:
+            print(f"tfx-lab: error: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        done += 1
+        again = "; replaced the earlier export" if result.replaced else ""
+        print(f"{name}: {result.points} points ({_count(result.steps, 'step')}, "
+              f"{_count(result.evals, 'evaluation')}) -> {result.folder}{again}")
+    if done:
+        print(f"view them: tensorboard --logdir {shlex.quote(str(out))}")
+    return 2 if failed else 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def unique_names(folders: list[Path]) -> list[str]:
+    """Each run's event folder name: its folder's name, ``parent/name`` where two share one
+    (two sweeps' ``s0``), with ``-2``, ``-3``... if even that repeats."""
+    names: list[str] = []
+    for name in _short_names(folders):
+        candidate, n = name, 2
+        while candidate in names:
+            candidate, n = f"{name}-{n}", n + 1
+        names.append(candidate)
+    return names
