@@ -96,6 +96,18 @@ def test_closing_lines_give_the_status(tmp_path: Path) -> None:
     assert summarize_run(tmp_path / "r3").detail.startswith("nan:")
 
 
+def test_the_end_recorded_in_state_json_gives_the_status(tmp_path: Path) -> None:
+    end = {"reason": "time", "message": "time limit of 5 s reached at step 30", "step": 30}
+    # No closing line in the log (it was lost, or never flushed): state.json tells.
+    s = summarize_run(write_run(tmp_path / "r", closing=None,
+                                state={"step": 30, "elapsed": 3.0, "preset": "tiny", "end": end}))
+    assert s.status == "time" and s.detail == end["message"]
+    nan = {"reason": "nan", "message": "loss became nan at step 13", "step": 13}
+    s = summarize_run(write_run(tmp_path / "n", closing=None,
+                                state={"step": 12, "elapsed": 1.0, "preset": "tiny", "end": nan}))
+    assert s.status == "failed" and s.detail == "nan: loss became nan at step 13"
+
+
 def test_running_and_killed_runs(tmp_path: Path) -> None:
     live = summarize_run(write_run(tmp_path / "live", closing=None, age_s=1.0,
                                    state={"step": 10, "elapsed": 1.0, "preset": "tiny"}))

@@ -139,3 +139,35 @@ def test_no_warmup_still_ends_at_the_floor(schedule: str) -> None:
     t = cfg(schedule=schedule, warmup_steps=0)
     assert lr_at(1000, t) == pytest.approx(1e-4)
     assert lr_at(1, t) == lr_at(1, cfg(schedule=schedule, warmup_steps=1))
+
+
+def test_decay_over_time_follows_the_clock_from_the_peak() -> None:
+    # 1000 steps would take far longer than the 100 s budget: the clock decides.
+    t = cfg(schedule="linear", min_lr_ratio=0.0, decay_over="time", max_seconds=100.0)
+    # Warmup is by steps, as before, whatever the clock says.
+    assert lr_at(50, t, elapsed=40.0) == pytest.approx(5e-4)
+    # Step 100 is the peak at 10 s: the warmup took a tenth of the steps so far, 1 s of 10.
+    assert lr_at(100, t, elapsed=10.0) == pytest.approx(1e-3)
+    # Step 200 at 20 s: the warmup took 10 s (half the steps), so the decay is
+    # (20 - 10) / (100 - 10) = 1/9 of the way down.
+    assert lr_at(200, t, elapsed=20.0) == pytest.approx(1e-3 * (1 - 1 / 9))
+    # At the budget the rate reaches the floor, and stays there.
+    assert lr_at(300, t, elapsed=100.0) == pytest.approx(0.0)
+    assert lr_at(310, t, elapsed=103.0) == pytest.approx(0.0)
+
+
+def test_decay_over_time_still_ends_at_the_steps_when_they_come_first() -> None:
+    t = cfg(schedule="cosine", decay_over="time", max_seconds=1e6)
+    assert lr_at(550, t, elapsed=1.0) == pytest.approx((1e-3 + 1e-4) / 2)
+    assert lr_at(1000, t, elapsed=2.0) == pytest.approx(1e-4)
+    # The default clock is the steps: elapsed time changes nothing.
+    assert lr_at(550, cfg(schedule="cosine", max_seconds=10.0), elapsed=9.0) == pytest.approx(5.5e-4)
+
+
+def test_decay_over_time_needs_a_time_budget() -> None:
+    from tui_lab.core.config import ConfigError
+
+    with pytest.raises(ConfigError, match="train.decay_over"):
+        cfg(decay_over="time")
+    with pytest.raises(ConfigError, match="train.decay_over"):
+        cfg(decay_over="seconds", max_seconds=5.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -78,6 +79,9 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, tiny):
     assert isinstance(done, DoneEvent) and done.reason == "nan"
     assert "step" in done.message and summary["reason"] == "nan"
     assert (out / "model.safetensors").read_bytes() == before
+    # No checkpoint was saved at the end, but state.json still says how the run ended.
+    end = json.loads((out / "state.json").read_text())["end"]
+    assert end["reason"] == "nan" and end["message"] == done.message and end["step"] == done.step
     reopened = open_run(out, device="cpu")
     assert reopened.step == 5
     assert all(torch.isfinite(p).all() for p in reopened.model.parameters())
@@ -95,9 +99,15 @@ def test_resume_continues_steps_and_curve(tmp_path, tiny):
     first.on_event = stop_at_20
     assert first.run()["reason"] == "stopped"
     assert ckpt.load_run(out).state["step"] == 20
+    assert ckpt.load_run(out).state["end"] == {"reason": "stopped", "message": "stopped at step 20", "step": 20}
     second = open_run(out, device="cpu")
     assert second.step == 20
+    seen_end: list = []
+    second.on_event = lambda e: seen_end.append(ckpt.load_run(out).state.get("end")) if (
+        isinstance(e, StepEvent) and e.step == 21) else None
     assert second.run()["step"] == 40
+    assert seen_end == [None]  # training again: the old end is gone while it runs
+    assert ckpt.load_run(out).state["end"]["reason"] == "finished"
     steps = [m["step"] for m in ckpt.read_metrics(out) if m["kind"] == "step"]
     assert steps == list(range(1, 41))
 

@@ -119,8 +119,20 @@ def run_dir(trained_master: Path, tmp_path: Path) -> Path:
 
 def snapshot(folder: Path, names: tuple[str, ...] = ("config.yaml", "model.safetensors",
                                                      "optimizer.pt", "state.json")) -> dict[str, bytes]:
-    """The bytes of a run folder's checkpoint files (what must never be damaged)."""
-    return {n: (folder / n).read_bytes() for n in names if (folder / n).exists()}
+    """The bytes of a run folder's checkpoint files (what must never be damaged).
+
+    state.json's ``"end"`` record is left out: it is added after the last save
+    to say how the run ended (a nan, a device fault), and describes no file.
+    """
+    files = {n: (folder / n).read_bytes() for n in names if (folder / n).exists()}
+    if "state.json" in files:
+        try:
+            state = json.loads(files["state.json"])
+        except ValueError:
+            return files
+        if isinstance(state, dict) and state.pop("end", None) is not None:
+            files["state.json"] = json.dumps(state, indent=2).encode() + b"\n"
+    return files
 
 
 def temps(folder: Path) -> list[str]:

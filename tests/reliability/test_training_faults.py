@@ -185,8 +185,8 @@ def test_weights_that_overflow_are_never_saved(
 
     real_set_lr = train_module.set_lr
 
-    def set_lr(optimizer: torch.optim.Optimizer, step: int, train: object) -> float:
-        rate = real_set_lr(optimizer, step, train)
+    def set_lr(optimizer: torch.optim.Optimizer, step: int, train: object, elapsed: float = 0.0) -> float:
+        rate = real_set_lr(optimizer, step, train, elapsed)
         if step == FAULT_STEP:  # this update overflows float32
             for group in optimizer.param_groups:
                 group["lr"] = 1e39

@@ -161,6 +161,27 @@ def save_checkpoint(
     return record
 
 
+def record_end(run_dir: RunDir, end: dict[str, Any] | None) -> None:
+    """Write how the run ended into ``state.json`` (``None``: it is training again).
+
+    Kept beside the checkpoint record rather than in it: a run that ends on a
+    nan loss or a device fault saves no checkpoint, and its end must still be
+    told. A folder with no ``state.json`` yet is left alone.
+    """
+    path = Path(run_dir) / STATE_FILE
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(state, dict) or state.get("end") == end:
+        return
+    if end is None:
+        state.pop("end", None)
+    else:
+        state["end"] = end
+    atomic_write_text(path, json.dumps(state, indent=2) + "\n")
+
+
 def _recorded(state: dict[str, Any], name: str) -> tuple[str | None, dict[str, Any] | None]:
     """(save id, file record) that ``state.json`` holds for file ``name``, if any."""
     checkpoint = state.get("checkpoint")

@@ -20,6 +20,8 @@ POSITIONALS = ("sinusoidal", "learned", "rope")
 ACTIVATIONS = ("relu", "gelu")
 TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction")
 SCHEDULES = ("noam", "cosine", "linear", "constant")
+# What a cosine or linear decay runs over: the steps, or the time budget (max_seconds).
+DECAY_CLOCKS = ("steps", "time")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 PRECISIONS = ("auto", "fp32", "bf16")
 
@@ -138,6 +140,8 @@ class TrainConfig:
     warmup_steps: int = 100
     schedule: str = "cosine"
     min_lr_ratio: float = 0.1
+    # "time": the decay ends when max_seconds does (or at train.steps, if that comes first).
+    decay_over: str = "steps"
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-9
@@ -159,6 +163,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _choice("train.schedule", self.schedule, SCHEDULES)
+        _choice("train.decay_over", self.decay_over, DECAY_CLOCKS)
         if not isinstance(self.history, bool):  # YAML reads on/off as booleans
             raise field_error("train.history", f"on or off, got {show(self.history)}")
         if self.history_every is not None:
@@ -199,3 +204,5 @@ class TrainConfig:
             )
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise field_error("train.max_seconds", f"must be > 0, got {self.max_seconds}")
+        if self.decay_over == "time" and self.max_seconds is None:
+            raise field_error("train.decay_over", "time needs train.max_seconds (the budget to decay over)")

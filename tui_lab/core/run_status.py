@@ -1,10 +1,11 @@
 """How a run ended (or that it has not), read from the folder without loading anything.
 
-``TrainingRun`` writes its closing message (the ``DoneEvent``'s) as the last
-line of ``log.txt``; ``state.json`` keeps no reason. So the reason comes from
-that line, and where it is missing (a folder written by something else, a
-process killed before it could say goodbye) from ``state.json``'s figures and
-how recently the folder was written.
+``TrainingRun`` records how it ended in ``state.json`` (``"end"``: reason,
+message, step) and writes the same message as the last line of ``log.txt``.
+The reason comes from ``state.json``, else from that line (folders written
+before ``"end"`` existed), and where both are missing (a process killed before
+it could say goodbye) from ``state.json``'s figures and how recently the
+folder was written.
 
 Statuses: ``running``, ``target``, ``finished``, ``time``, ``stopped``,
 ``failed`` (nan or error) and ``damaged`` (the folder cannot be read; the
@@ -104,7 +105,11 @@ def status_of(
     ``train`` is the run's TrainConfig (steps, target and time limit decide what
     a folder without a closing line had reached).
     """
-    reason = closing_reason(last_line)
+    end = state.get("end") if isinstance(state, dict) else None
+    if isinstance(end, dict) and isinstance(end.get("reason"), str) and isinstance(end.get("message"), str):
+        reason, last_line = end["reason"], end["message"]
+    else:
+        reason = closing_reason(last_line)
     now = time.time() if now is None else now
     recent = last_write is not None and now - last_write < RUNNING_WINDOW_S
     if reason in ("finished", "target", "time", "stopped"):

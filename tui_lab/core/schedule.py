@@ -13,6 +13,12 @@ then follows ``train.schedule``:
   ``train.steps``.
 - ``constant``: ``lr`` for the rest of the run.
 
+With ``train.decay_over: time`` the cosine or linear decay runs over the
+time budget instead: its progress is the larger of the steps' and the
+elapsed seconds' fraction of ``max_seconds``, so a run that a time limit
+ends still anneals to the floor (the steps alone would leave it at its
+peak). The rate then depends on the machine's speed, as the run's length does.
+
 Steps count optimizer updates from 1: ``lr_at(1, train)`` is the rate of the
 first update, ``lr_at(train.steps, train)`` the rate of the last; the training
 loop calls ``set_lr`` before every update. With
@@ -30,8 +36,11 @@ from torch import nn
 from tui_lab.core.config import TrainConfig
 
 
-def lr_multiplier(step: int, train: TrainConfig) -> float:
-    """Fraction of ``train.lr`` used for update number ``step`` (counted from 1)."""
+def lr_multiplier(step: int, train: TrainConfig, elapsed: float = 0.0) -> float:
+    """Fraction of ``train.lr`` used for update number ``step`` (counted from 1).
+
+    ``elapsed``: training seconds before this update (used by ``decay_over: time``).
+    """
     s = max(int(step), 0)
     warmup = train.warmup_steps
     if s < warmup:
@@ -47,6 +56,12 @@ def lr_multiplier(step: int, train: TrainConfig) -> float:
     # cosine and linear decay over the updates from the peak to train.steps.
     span = max(train.steps - peak, 1)
     progress = min(max((s - peak) / span, 0.0), 1.0)
+    if train.decay_over == "time" and train.max_seconds:
+        # The decay starts at the peak by time too: the warmup's share of the
+        # elapsed time is taken as its share of the steps (a steady speed).
+        warm = elapsed * peak / s
+        by_time = (elapsed - warm) / max(train.max_seconds - warm, 1e-9)
+        progress = max(progress, min(max(by_time, 0.0), 1.0))
     floor = train.min_lr_ratio
     if train.schedule == "cosine":
         return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
@@ -55,12 +70,12 @@ def lr_multiplier(step: int, train: TrainConfig) -> float:
     raise ValueError(f"train.schedule: unknown schedule {train.schedule!r}")
 
 
-def lr_at(step: int, train: TrainConfig) -> float:
+def lr_at(step: int, train: TrainConfig, elapsed: float = 0.0) -> float:
     """Learning rate of update number ``step`` (counted from 1)."""
-    return train.lr * lr_multiplier(step, train)
+    return train.lr * lr_multiplier(step, train, elapsed)
 
 
-def set_lr(optimizer: torch.optim.Optimizer, step: int, train: TrainConfig) -> float:
+def set_lr(optimizer: torch.optim.Optimizer, step: int, train: TrainConfig, elapsed: float = 0.0) -> float:
     """Set every param group's rate for update number ``step``; returns that rate.
 
     Called before each update (as nanoGPT's ``get_lr``): the rate is a pure
@@ -68,7 +83,7 @@ def set_lr(optimizer: torch.optim.Optimizer, step: int, train: TrainConfig) -> f
     up where it left off, and an edited ``train.lr`` or ``train.steps``
     applies from the next update.
     """
-    rate = lr_at(step, train)
+    rate = lr_at(step, train, elapsed)
     for group in optimizer.param_groups:
         group["lr"] = rate
     return rate

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from . import checkpoint, distributed
+from . import distributed
 from .config import LabConfig
 from .device import autocast_context, choose_device, describe, set_threads, to_device
 from .errors import one_line
@@ -32,8 +32,8 @@ from .events import CheckpointEvent, DoneEvent, EvalEvent, Event, LogEvent, Step
 from .history import History
 from .models import build_model, build_run_model
 from .run_folder import RunFolder
+from .run_keeping import NonFiniteWeights, RunKeeping
 from .run_layout import RunError
-from .run_log import append_metrics, log
 from .schedule import make_optimizer, set_lr
 from .tasks import make_task
 
@@ -41,7 +41,7 @@ __all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "Checkp
            "LogEvent", "DoneEvent"]
 
 
-class TrainingRun:
+class TrainingRun(RunKeeping):
     """One model, its optimizer and its run folder; `run()` trains it."""
 
     def __init__(
@@ -147,7 +147,7 @@ class TrainingRun:
                     self._running.wait(0.1)
                     continue
                 t0 = time.perf_counter()
-                lr = set_lr(self.optimizer, self.step + 1, cfg)  # the rate this update uses
+                lr = set_lr(self.optimizer, self.step + 1, cfg, self.elapsed)  # this update's rate
                 loss, grad_norm, tokens = self._train_step()
                 dt = time.perf_counter() - t0
                 # Gradients are averaged across ranks, so a non-finite norm is seen by all.
@@ -211,6 +211,7 @@ class TrainingRun:
             except RuntimeError as exc:
                 reason, message = "error", _failed(self.step, exc)
         self._log(message, "error" if reason in ("nan", "error") else "info")
+        self._record_end({"reason": reason, "message": message, "step": self.step})
         self._emit(DoneEvent(reason, message, self.step))
         distributed.shutdown(self.dist)
         return self.summary(reason, message)
@@ -294,73 +295,6 @@ class TrainingRun:
         self._metric({"kind": "eval", **asdict(event)})
         return event
 
-    # ---- the run folder ----------------------------------------------------------
-
-    def _prepare_folder(self) -> None:
-        if self.out_dir is None:
-            return
-        try:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RunError(f"{self.out_dir}: cannot create the run folder ({exc.strerror})") from None
-        self.history = History(self.out_dir, self.config, self.model, self._log)
-        if self.step == 0:
-            self.save()
-
-    def state(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "elapsed": self.elapsed,
-            "best_accuracy": self.best_accuracy,
-            "vocab": self.vocab.chars,
-            "world_size": self.dist.world_size,
-            "preset": self.config.name,
-            "device": self.device_name,
-            "torch": torch.__version__,
-        }
-
-    def save(self) -> None:
-        """Checkpoint atomically; no-op without a run folder.
-
-        Weights that are no longer finite are never saved (they would replace
-        the last good checkpoint): NonFiniteWeights ends the run as "nan".
-        """
-        if self.out_dir is None:
-            return
-        if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
-            raise NonFiniteWeights(
-                f"weights became inf/nan by step {self.step}; not saved (lower train.lr or "
-                f"raise warmup); the last good checkpoint is kept"
-            )
-        checkpoint.save_checkpoint(  # through the module: tests make it fail like a disk would
-            self.out_dir, self.model, self.optimizer, self.state(), self.config)
-        self._emit(CheckpointEvent(self.step, str(self.out_dir)))
-
-    def _restore(self, folder: RunFolder) -> None:
-        """Weights, optimizer moments and progress from the run's last checkpoint."""
-        notes = checkpoint.load_weights(folder, self.model)
-        notes += checkpoint.load_optimizer(folder, self.optimizer)
-        for note in notes:
-            self._log(note, "warning")
-        self.step = self._start_step = folder.step
-        self.elapsed = float(folder.state.get("elapsed", 0.0))
-        self.best_accuracy = folder.state.get("best_accuracy")
-
-    def _emit(self, event: Event) -> None:
-        self.on_event(event)
-
-    def _metric(self, record: dict[str, Any]) -> None:
-        if self.out_dir is not None:
-            append_metrics(self.out_dir, record)
-
-    def _log(self, message: str, level: str = "info") -> None:
-        if self.out_dir is not None:
-            try:
-                log(self.out_dir, message)
-            except RunError as exc:  # a failing disk must not hide what happened
-                self._emit(LogEvent(str(exc), "warning"))
-        self._emit(LogEvent(message, level))
-
     def summary(self, reason: str, message: str) -> dict[str, Any]:
         ev = self.last_eval
         st = self.last_step
@@ -378,9 +312,6 @@ class TrainingRun:
             "run": str(self.out_dir) if self.out_dir else None,
         }
 
-
-class NonFiniteWeights(RunError):
-    """The model's weights hold inf or nan: saving them would replace a good checkpoint."""
 
 
 def _failed(step: int, exc: BaseException) -> str:  # a run that a device fault ended
