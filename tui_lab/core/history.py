@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
 from safetensors.torch import load_model, save_model
 from torch import nn
 
 from . import safetensors_check
 from .atomic import atomic_write_text, commit, remove_stale_temps, sha256_file, stage
-from .config import LabConfig
+from .config import LabConfig, available_memory_bytes
 from .run_layout import RunError, reason
 
 HISTORY_DIR = "history"
@@ -104,7 +107,6 @@ def nearest(steps: list[int], step: int) -> list[int]:
     return ([below[-1]] if below else []) + ([above[0]] if above else [])
 
 
-
 def load_snapshot(run_dir: str | Path, step: int, model: nn.Module) -> None:
     """Load the snapshot of ``step`` into ``model``; RunError (one line) if it cannot.
 
@@ -129,6 +131,76 @@ def load_snapshot(run_dir: str | Path, step: int, model: nn.Module) -> None:
         load_model(model, str(path), strict=True)
     except Exception as exc:  # safetensors raises its own error types as well
         raise RunError(f"{path}: cannot load the snapshot ({reason(exc)})") from exc
+
+
+class SnapshotCache:
+    """Snapshots loaded once, checked once, kept in memory: stepping back and forth is cheap.
+
+    ``load(run_dir, step, model)`` does what ``load_snapshot`` does the first
+    time (index, size, SHA-256, header, names and shapes) and keeps a copy of
+    the weights; later loads of the same file (same index record) copy them
+    straight into ``model``. Least recently used first out, once the copies
+    pass ``max_bytes`` (default: 64 MB, at most 2% of this machine's memory).
+    Thread-safe.
+    """
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self.max_bytes = (
+            max_bytes if max_bytes is not None else min(64 * 2**20, available_memory_bytes() // 50)
+        )
+        self._entries: OrderedDict[tuple[str, int, str], tuple[dict[str, torch.Tensor], int]] = (
+            OrderedDict()
+        )
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def load(self, run_dir: str | Path, step: int, model: nn.Module) -> None:
+        """Load ``step``'s snapshot into ``model`` (from memory when it was loaded before)."""
+        record = next((r for r in read_index(run_dir) if r["step"] == step), None)
+        key = (str(Path(run_dir).resolve()), step, str(record.get("sha256")) if record else "")
+        with self._lock:
+            entry = self._entries.get(key) if record is not None else None
+            if entry is not None:
+                self._entries.move_to_end(key)
+        if entry is not None:
+            try:
+                model.load_state_dict(entry[0], strict=True)
+                self.hits += 1
+                return
+            except (RuntimeError, KeyError):  # another architecture: load the file as usual
+                pass
+        self.misses += 1
+        load_snapshot(run_dir, step, model)
+        if record is not None:
+            self._keep(key, model)
+
+    def _keep(self, key: tuple[str, int, str], model: nn.Module) -> None:
+        clones: dict[tuple[Any, ...], torch.Tensor] = {}  # tied weights: one copy, every name
+        weights = {}
+        for name, t in model.state_dict().items():
+            same = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype)
+            if same not in clones:
+                clones[same] = t.detach().clone()
+            weights[name] = clones[same]
+        size = sum(t.numel() * t.element_size() for t in clones.values())
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self._bytes -= old[1] if old else 0
+            self._entries[key] = (weights, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._entries:
+                _, (_, freed) = self._entries.popitem(last=False)
+                self._bytes -= freed
 
 
 class History:

@@ -2,9 +2,11 @@
 
 Textual-free. ``TimeTravel`` is the snapshot list and where the lab stands in
 it (``index`` None: the live model, "latest"); ``Travel`` adds what the panes'
-workers share: one model copy per run folder that snapshots are loaded into
-(never the Train pane's live model), a lock around it, the run's loss and
-exact-match curves, and the atlas's score curves (computed once per folder).
+workers share: a template copy of the model per run folder (never the Train
+pane's live model) that each snapshot's own copy is made from, the snapshots
+already loaded (``core.history.SnapshotCache``: each file read and checked
+once), the run's loss and exact-match curves, and the atlas's score curves
+(computed once per folder).
 """
 
 from __future__ import annotations
@@ -113,24 +115,28 @@ class Travel:
 
     def __init__(self) -> None:
         self.state = TimeTravel()
-        self.lock = threading.Lock()  # around the snapshot model: one load at a time
-        self._model: Any = None
+        self.lock = threading.Lock()  # around the template model
+        self._model: Any = None  # a copy of the live model: what each snapshot's copy starts from
         self._model_for: Path | None = None
+        self.snapshots: Any = None  # a SnapshotCache (made in the first worker: torch is loaded)
         self.curves: dict[Path, Any] = {}  # run folder -> RunCurves (loss, exact match)
         self.score_curves: dict[Path, Any] = {}  # run folder -> ScoreCurves (complete)
         self.shown_result: Any = None  # the decode time travel put on show
+        self.painted: tuple[Any, float] | None = None  # (shown_result, perf_counter) once painted
 
     def snapshot_model(self, run_dir: Path, step: int, live_model: Any) -> Any:
-        """A model with ``step``'s weights: loaded into this lab's own copy, then copied out (thread)."""
-        from tui_lab.core.history import load_snapshot
+        """A model of its own with ``step``'s weights (thread): a later step never changes it."""
+        from tui_lab.core.history import SnapshotCache
 
         with self.lock:
+            if self.snapshots is None:  # each snapshot read and checked once, then from memory
+                self.snapshots = SnapshotCache()
             if self._model is None or self._model_for != run_dir:
                 self._model = copy.deepcopy(live_model)
                 self._model_for = run_dir
-            load_snapshot(run_dir, step, self._model)
-            # The copy handed out is the decode's own: a later step never changes it under a pane.
-            return copy.deepcopy(self._model)
+            model = copy.deepcopy(self._model)
+        self.snapshots.load(run_dir, step, model)
+        return model
 
     def read_curves(self, run_dir: Path) -> Any:
         """The run's loss and exact-match curves (read again when metrics.jsonl changed)."""

@@ -135,6 +135,9 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         options: dict[str, Any] | None = None,
     ) -> None:
         """Show the attention of a new decode (keeps kind/layer/head where they still exist)."""
+        same = result is self.result and model is self.model and task is self.lab_task
+        if same and result is not None and options == self.options:
+            return  # on show already (time travel shows it before the app passes it on)
         self.result, self.model, self.lab_task, self.options = result, model, task, options
         self.projections = None
         self._projections_for = None
@@ -195,7 +198,7 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         text.append(f"   {self.capture_name}", style="dim italic")
         self.ablation_header(text)  # before the input: the line is cut at the pane's width
         text.append(f"   input {self.result.input!r} → {self.result.output!r}", style="dim")
-        header.update(text)
+        header.update(text, layout=False)  # one line high (attention.tcss): no layout pass
 
     def _redraw_map(self) -> None:
         self._update_header()
@@ -243,7 +246,7 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         text.append(f"{k!r}", style="bold")
         text.append(f" (col {event.col + 1}): weight ", style="dim")
         text.append(f"{event.value:.4f}", style="bold yellow")
-        self.query_one("#attn-cursor", Static).update(text)
+        self.query_one("#attn-cursor", Static).update(text, layout=False)  # height 1: no layout
         if self.walkthrough:
             self._show_walkthrough()
 

@@ -170,10 +170,15 @@ class TimeTravelKeys:
         decoded = Decoded(
             message.result, model=message.model, task=message.task, options=message.options
         )
-        # Through the Decode pane's handlers (output, top-k), then the app's (Attention's heatmap).
+        # Attention first, here, so the next frame holds the new heatmap; the message then goes
+        # through the Decode pane's handlers (output, top-k) and the app's (last decode; the
+        # heatmap again, which Attention skips: it is on show already).
+        attention = app.pane("attention")
+        if attention is not None:
+            attention.set_result(message.result, message.model, message.task, message.options)
         (app.pane("decode") or self).post_message(decoded)
         self.show_strips(message.curves)
-        self.call_after_refresh(self._repainted, message.started)  # type: ignore[attr-defined]
+        self.call_after_refresh(self._repainted, message.started, message.result)  # type: ignore[attr-defined]
         if travel.state.playing:
             nxt = travel.state.play_next()
             if nxt is None:
@@ -185,8 +190,10 @@ class TimeTravelKeys:
         if travel_for(self.app).state.playing:  # type: ignore[attr-defined]
             self._go(index)
 
-    def _repainted(self, started: float) -> None:
-        TimeTravelKeys.last_repaint_ms = (perf_counter() - started) * 1000
+    def _repainted(self, started: float, result: Any) -> None:
+        now = perf_counter()
+        TimeTravelKeys.last_repaint_ms = (now - started) * 1000
+        travel_for(self.app).painted = (result, now)  # type: ignore[attr-defined]
 
     def on_key(self, event: events.Key) -> None:
         """Any key but p stops playing (and then does what it does)."""

@@ -41,13 +41,25 @@ class SnapshotStrip(Static):
         line = Text("loss ", style="dim")
         width = max(10, (self.size.width or 100) - 8)
         if loss is not None and loss.values:
-            spark = sparkline(loss.values, width)
+            spark = self._spark(loss.values, width)
             marker = self._column(loss.steps, step, len(spark))
-            for i, ch in enumerate(spark):
-                line.append(ch, style="bold reverse yellow" if i == marker else "blue")
+            if marker is None:
+                line.append(spark, style="blue")
+            else:  # the curve in three runs: before the marker, the marker, after it
+                line.append(spark[:marker], style="blue")
+                line.append(spark[marker], style="bold reverse yellow")
+                line.append(spark[marker + 1 :], style="blue")
         else:
             line.append("(no loss recorded yet)", style="dim italic")
         self.update(Text("\n").join([head, line]))
+
+    def _spark(self, values: list[float], width: int) -> str:
+        """The loss curve's sparkline, worked out again only when the curve or width changed."""
+        # The list itself is kept (not its id): a new curve is never taken for the old one.
+        cached = getattr(self, "_spark_cache", None)
+        if cached is None or cached[0] is not values or cached[1:3] != (len(values), width):
+            cached = self._spark_cache = (values, len(values), width, sparkline(values, width))
+        return cached[3]
 
     @staticmethod
     def _column(steps: list[int], step: int | None, width: int) -> int | None:
