@@ -106,6 +106,23 @@ def test_shipped_sweeps_resolve_by_name(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("name", ["ln-warmup", "positions", "char-lm-tune"])
+def test_every_shipped_sweep_plans_valid_runs(tmp_path: Path, name: str) -> None:
+    from tui_lab.core.sweep_spec import SWEEPS_DIR, load_sweep_spec, plan_sweep
+
+    assert sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml")) == ["char-lm-tune", "ln-warmup", "positions"]
+    spec = load_sweep_spec(name)
+    plan = plan_sweep(spec, tmp_path / name)  # every arm's config is validated here
+    arms = 1
+    for values in spec.vary.values():
+        arms *= len(values)
+    assert len(plan.arms) == arms and len(plan.runs) == arms * (spec.seeds or 1)
+    for run in plan.runs:
+        for key, value in run.arm.values.items():
+            section, setting = key.split(".")
+            assert getattr(getattr(run.config, section), setting) == value
+
+
 def _tiny_preset(path: Path, steps: int) -> Path:
     cfg = tiny_config(train={"steps": steps, "eval_every": 100, "target_accuracy": None,
                              "checkpoint_seconds": 0.5})
