@@ -35,3 +35,7 @@ async def test_follow_updates_live_while_another_process_trains(trained_run: Pat
         await pilot.pause(1.2)  # the next read of the folder
         assert isinstance(pane.last_step, StepEvent) and pane.last_step.step == 40
         assert isinstance(pane.last_eval, EvalEvent) and pane.last_eval.step == 40
+        # The writer finished the run: state.json says so, and the lab shows it.
+        await wait_until(pilot, lambda: pane.train_state.reason == "finished", 10, "the run's end")
+        assert pane.state == "following"
+        assert "the followed run ended: finished" in str(app.query_one("#train-status").render())

@@ -9,6 +9,7 @@ live one. Nothing here imports Textual: the pane asks, then draws.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -85,3 +86,16 @@ class RunFollower:
             return None  # nothing new: the charts need no rebuild
         self._seen = mark
         return events
+
+    def ended(self) -> str | None:
+        """The followed run's end (``state.json``'s ``"end"`` reason), None while it trains.
+
+        A run another process resumes loses its end again, so this is asked on
+        every poll rather than once.
+        """
+        try:
+            end = json.loads((self.path / "state.json").read_text(encoding="utf-8")).get("end")
+        except (OSError, ValueError, AttributeError):
+            return None  # not there yet, or caught mid-replace: the next poll tries again
+        reason = end.get("reason") if isinstance(end, dict) else None
+        return reason if isinstance(reason, str) else None

@@ -76,6 +76,8 @@ class TrainState:
     @property
     def hint(self) -> str:
         """What the keys do now, for the pane's title line."""
+        if self.phase is Phase.FOLLOWING and self.reason:
+            return f"the followed run ended: {self.reason}"
         return HINTS[self.phase]
 
     @property
@@ -186,7 +188,8 @@ class TrainState:
         return True
 
     def follow(self) -> bool:
-        """Watch a run another process writes (for the rest of the session)."""
+        """Watch a run another process writes (for the rest of the session; ``reason`` is
+        set when that run ends, and cleared if another process takes it up again)."""
         if self.active:
             return False
         self.phase = Phase.FOLLOWING

@@ -79,6 +79,10 @@ class RunFolders:
         """Timer: show what the other process has written since the last tick (if anything)."""
         if self.app.core is None or self._follower is None:
             return
+        ended = self._follower.ended() or ""
+        if ended != self.train_state.reason:  # the other process finished (or resumed) the run
+            self.train_state.reason = ended
+            self._changed()
         events = self._follower.poll()
         if events is None:
             return  # nothing new (or a half-written file: next tick)

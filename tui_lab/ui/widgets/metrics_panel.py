@@ -56,6 +56,8 @@ class MetricsPanel(Static):
         label, style = STATE_STYLES[state.phase]
         if state.phase is Phase.DONE and state.reason:
             label = f"■ {state.reason}"  # finished, stopped, nan, ...: more telling than "done"
+        elif state.phase is Phase.FOLLOWING and state.reason:
+            label = f"◉ followed: {state.reason}"  # the other process's run has ended
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style="dim", no_wrap=True)
         grid.add_column(no_wrap=True)
