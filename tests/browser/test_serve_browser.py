@@ -122,10 +122,12 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path) -> Iterator[Served]:
-    """``tfx-lab serve`` on a free local port, a tiny preset, runs in a temporary folder."""
-    preset = tmp_path / "tiny.yaml"
-    preset.write_text(TINY_PRESET)
+def serving(tmp_path: Path, preset: str | None = None) -> Iterator[Served]:
+    """``tfx-lab serve`` on a free local port, a tiny preset (or ``preset``), runs in
+    a temporary folder (named relative to it, as the lab shows it: ``runs/...``)."""
+    if preset is None:
+        preset = str(tmp_path / "tiny.yaml")
+        Path(preset).write_text(TINY_PRESET)
     runs = tmp_path / "runs"
     log = tmp_path / "serve.log"
     env = dict(os.environ, TFX_LAB_RUNS=str(runs), TFX_LAB_PRESETS=str(tmp_path / "presets"))
@@ -133,8 +135,8 @@ def serving(tmp_path: Path) -> Iterator[Served]:
         port = _free_port()
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "tui_lab.cli", "--runs-dir", str(runs),
-                 "serve", "--port", str(port), "--preset", str(preset)],
+                [sys.executable, "-m", "tui_lab.cli", "--runs-dir", "runs",
+                 "serve", "--port", str(port), "--preset", preset],
                 cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )
@@ -159,6 +161,10 @@ def _listening(process: subprocess.Popen[bytes], url: str, log: Path) -> bool:
     return process.poll() is None
 
 
+def _shooting() -> bool:
+    return os.environ.get("TFX_LAB_SCREENSHOTS") == "1"
+
+
 def _steps(screen: str) -> int | None:
     match = STEP.search(screen)
     return int(match.group(1).replace(",", "")) if match else None
@@ -178,7 +184,8 @@ def test_lab_trains_in_a_browser(tmp_path: Path) -> None:
     except ImportError as exc:  # a test extra: pip install -e '.[test]'
         pytest.fail(f"playwright is not installed ({exc}): pip install -e '.[test]'")
 
-    with serving(tmp_path) as served:
+    # For the README's screenshot: the default preset, trained to its target.
+    with serving(tmp_path, "copy" if _shooting() else None) as served:
         _train_in_browser(served, sync_playwright, tmp_path)
 
 
@@ -236,9 +243,10 @@ def _train_in_browser(served: Served, sync_playwright: Any, tmp_path: Path) -> N
             _wait_for("metrics.jsonl to grow", lambda: _metrics_lines(served.runs) > metrics,
                       explain=explain)
 
-            if os.environ.get("TFX_LAB_SCREENSHOTS") == "1":
-                # For the README: let the loss curve take shape first.
-                _wait_for("step 600", lambda: (_steps(screen()) or 0) >= 600, explain=explain)
+            if _shooting():
+                _wait_for("the target", lambda: "■ target" in screen(),
+                          explain=explain)
+                page.wait_for_timeout(7000)  # the target's notifications fade first
                 page.screenshot(path=str(tmp_path / "browser.png"))
                 SCREENSHOT.parent.mkdir(exist_ok=True)
                 shutil.copyfile(tmp_path / "browser.png", SCREENSHOT)
