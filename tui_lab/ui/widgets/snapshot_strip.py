@@ -10,13 +10,21 @@ from textual.widgets import Static
 from tui_lab.ui.time_travel import TimeTravel, sparkline, value_at
 
 KEYS_HINT = "[ ] step · { } first/last · p play"
+SHORT_HINT = "[ ] { } p"  # when the full hint does not fit on the line
 
 
 class SnapshotStrip(Static):
-    """Two lines over a pane: the step on show and its exact match; the loss curve, marked."""
+    """Two lines over a pane: the step on show and its exact match; the loss curve, marked.
+
+    Always two lines (the first cut short with an ellipsis rather than wrapped), so
+    stepping never moves the heatmap below it and a redraw needs no layout pass.
+    """
 
     DEFAULT_CSS = """
-    SnapshotStrip { height: auto; display: none; padding: 0 1; }
+    SnapshotStrip {
+        height: 2; display: none; padding: 0 1;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
     """
 
     def show(self, state: TimeTravel, curves: Any, total_steps: int | None) -> None:
@@ -37,9 +45,13 @@ class SnapshotStrip(Static):
             at = value_at(loss.steps, loss.values, step) if loss is not None else None
             if at is not None:
                 head.append(f" · loss {at[1]:.3f}", style="yellow")
-        head.append(f"   {KEYS_HINT}", style="dim")
+        # Not laid out yet (just shown, or its pane hidden): about the screen's width, less padding.
+        avail = self.size.width or max(20, self.app.size.width - 4)
+        room = avail - head.cell_len
+        hint = next((h for h in (KEYS_HINT, SHORT_HINT) if len(h) + 3 <= room), KEYS_HINT)
+        head.append(f"   {hint}", style="dim")
         line = Text("loss ", style="dim")
-        width = max(10, (self.size.width or 100) - 8)
+        width = max(10, avail - 8)
         if loss is not None and loss.values:
             spark = self._spark(loss.values, width)
             marker = self._column(loss.steps, step, len(spark))
@@ -51,7 +63,7 @@ class SnapshotStrip(Static):
                 line.append(spark[marker + 1 :], style="blue")
         else:
             line.append("(no loss recorded yet)", style="dim italic")
-        self.update(Text("\n").join([head, line]))
+        self.update(Text("\n").join([head, line]), layout=False)  # two lines, always
 
     def _spark(self, values: list[float], width: int) -> str:
         """The loss curve's sparkline, worked out again only when the curve or width changed."""
