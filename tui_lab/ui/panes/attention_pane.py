@@ -117,7 +117,9 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         self.query_one(Heatmap).display = True
         self.query_one("#head-grid").display = False
         self.show_atlas()
-        self.query_one("#attn-cursor", Static).update("")
+        cursor_line = self.query_one("#attn-cursor", Static)
+        cursor_line.update("")
+        cursor_line._shown_plain = ""  # type: ignore[attr-defined]
         self._update_header()
         self._show_walkthrough()
 
@@ -228,6 +230,7 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
             grid.display = False
             heatmap.display = True
             heatmap.set_matrix(weights[self.head_index].tolist(), rows, cols)
+            self._show_cursor(heatmap, *heatmap.cursor, heatmap.value)  # now, not a frame later
         self.show_atlas()
         self._show_walkthrough()
 
@@ -236,19 +239,27 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
     def on_heatmap_cursor_moved(self, event: Heatmap.CursorMoved) -> None:
         """Say which query/key pair is under the cursor, and its weight."""
         event.stop()
-        heatmap = event.heatmap
-        q = heatmap.rows[event.row] if event.row < len(heatmap.rows) else "?"
-        k = heatmap.cols[event.col] if event.col < len(heatmap.cols) else "?"
+        self._show_cursor(event.heatmap, event.row, event.col, event.value)
+        if self.walkthrough:
+            self._show_walkthrough()
+
+    def _show_cursor(self, heatmap: Heatmap, row: int, col: int, value: float | None) -> None:
+        """The cursor line (unchanged text: no repaint, so a new matrix paints in one frame)."""
+        if value is None:
+            return
+        q = heatmap.rows[row] if row < len(heatmap.rows) else "?"
+        k = heatmap.cols[col] if col < len(heatmap.cols) else "?"
         text = Text()
         text.append("query ", style="dim")
         text.append(f"{q!r}", style="bold")
-        text.append(f" (row {event.row + 1}) → key ", style="dim")
+        text.append(f" (row {row + 1}) → key ", style="dim")
         text.append(f"{k!r}", style="bold")
-        text.append(f" (col {event.col + 1}): weight ", style="dim")
-        text.append(f"{event.value:.4f}", style="bold yellow")
-        self.query_one("#attn-cursor", Static).update(text, layout=False)  # height 1: no layout
-        if self.walkthrough:
-            self._show_walkthrough()
+        text.append(f" (col {col + 1}): weight ", style="dim")
+        text.append(f"{value:.4f}", style="bold yellow")
+        line = self.query_one("#attn-cursor", Static)
+        if getattr(line, "_shown_plain", None) != text.plain:
+            line._shown_plain = text.plain  # type: ignore[attr-defined]
+            line.update(text, layout=False)  # height 1 (attention.tcss): no layout pass
 
     def _show_walkthrough(self) -> None:
         if not self.walkthrough:
