@@ -17,26 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from textual.pilot import Pilot
+from shot_tools import SIZE, print_with_png, wait_for
 from textual.widgets import Input
 
-SIZE = (120, 40)
 PROMPT = "qwertyuiopqwer"  # "qwertyuiop" then its start again: an induction head continues "tyuiop"
 
-
-async def _wait(pilot: Pilot, predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"atlas_screenshot: timed out waiting for {what}")
-        await pilot.pause(0.1)
 
 
 async def make(run: Path, out: Path, prompt: str) -> Path:
@@ -48,17 +38,17 @@ async def make(run: Path, out: Path, prompt: str) -> Path:
     app = LabApp(preset="induction", run_dir=str(run))
     app.animation_level = "none"
     async with app.run_test(size=SIZE) as pilot:
-        await _wait(pilot, lambda: app.core is not None and app.current_run is not None, 180, "the run")
+        await wait_for(pilot, lambda: app.core is not None and app.current_run is not None, 180, "the run")
         await pilot.press("3")
         app.query_one("#decode-input", Input).value = prompt
         await pilot.press("enter")
-        await _wait(pilot, lambda: app.last_decode is not None, 60, "the decode")
+        await wait_for(pilot, lambda: app.last_decode is not None, 60, "the decode")
         await pilot.press("4")
         pane = app.query_one(AttentionPane)
-        await _wait(pilot, lambda: pane.result is not None, 30, "the attention")
+        await wait_for(pilot, lambda: pane.result is not None, 30, "the attention")
         await pilot.press("l", "a")  # layer 2, where the induction heads are, all heads at once
         atlas = pane.query_one(HeadAtlas)
-        await _wait(
+        await wait_for(
             pilot,
             lambda: atlas.heads is not None and atlas.curves is not None and atlas.progress is None,
             600,
@@ -96,11 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tfx-lab-atlas-") as scratch:
         run = args.run.resolve() if args.run else train(Path(scratch) / "induction")
         svg = asyncio.run(make(run, args.out.resolve(), args.input))
-    print(svg)
-    if shutil.which("rsvg-convert"):
-        png = svg.with_suffix(".png")
-        subprocess.run(["rsvg-convert", "-o", str(png), str(svg)], check=True)
-        print(png)
+    print_with_png(svg)
     return 0
 
 

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-SIZE = (120, 40)
+from shot_tools import SIZE, print_with_png
 
 
 async def make(sweep: Path, out: Path, metric: str, log: bool) -> Path:
@@ -68,11 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = args.out or Path("screenshots") / f"runs-{args.sweep.resolve().name}.svg"
     svg = asyncio.run(make(args.sweep.resolve(), out.resolve(), args.metric, args.log))
-    print(svg)
-    if shutil.which("rsvg-convert"):
-        png = svg.with_suffix(".png")
-        subprocess.run(["rsvg-convert", "-o", str(png), str(svg)], check=True)
-        print(png)
+    print_with_png(svg)
     return 0
 
 

@@ -18,18 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shot_tools import SIZE, wait_for
 from textual.pilot import Pilot
 from textual.widgets import Input
-
-SIZE = (120, 40)
-
-
-async def _wait(pilot: Pilot, predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"screenshots: timed out waiting for {what}")
-        await pilot.pause(0.1)
 
 
 async def _settle(pilot: Pilot) -> None:
@@ -74,18 +65,18 @@ async def _drive(app: Any, out: Path, max_seconds: float, decode_input: str) -> 
         print(f"wrote {path}", file=sys.stderr)
 
     async with app.run_test(size=SIZE) as pilot:
-        await _wait(pilot, lambda: app.core is not None, 120, "torch")
+        await wait_for(pilot, lambda: app.core is not None, 120, "torch")
         await _settle(pilot)
         save("build")
         await pilot.press("2", "space")
         train = app.query_one(TrainPane)
         started = time.monotonic()
-        await _wait(pilot, lambda: train.state in ("running", "done"), 120, "training to start")
+        await wait_for(pilot, lambda: train.state in ("running", "done"), 120, "training to start")
         while train.state != "done" and time.monotonic() - started < max_seconds:
             await pilot.pause(0.5)
         if train.state != "done":
             await pilot.press("s")
-            await _wait(pilot, lambda: train.state == "done", 60, "training to stop")
+            await wait_for(pilot, lambda: train.state == "done", 60, "training to stop")
         await pilot.pause(0.6)
         await _settle(pilot)
         save("train")
@@ -97,7 +88,7 @@ async def _drive(app: Any, out: Path, max_seconds: float, decode_input: str) -> 
         save("decode")
         await pilot.press("4", "k", "k", "down", "down", "w")
         attention = app.query_one(AttentionPane)
-        await _wait(pilot, lambda: attention.projections is not None, 60, "the walkthrough")
+        await wait_for(pilot, lambda: attention.projections is not None, 60, "the walkthrough")
         await _settle(pilot)
         save("attention")
         await pilot.press("5")
