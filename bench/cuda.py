@@ -57,7 +57,7 @@ PEAK_BF16_TFLOPS = {
     "A100": 312.0, "A800": 312.0, "A10G": 70.0, "A10": 125.0, "L40S": 362.0, "L40": 181.0,
     "L4": 121.0, "RTX 4090": 165.0, "RTX 3090": 71.0, "V100": 125.0, "T4": 65.0,
 }
-SPEEDUP_GOAL = 2.0  # bf16 + fused at least this many times fp32 explicit (issue 17)
+SPEEDUP_GOAL = 2.0  # bf16 + fused at least this many times fp32 explicit
 
 LARGE = {
     "model.d_model": 768, "model.n_heads": 12, "model.n_decoder_layers": 12, "model.d_ff": 3072,

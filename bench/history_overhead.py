@@ -1,4 +1,4 @@
-"""``history_overhead``: copy-preset training with history snapshots on vs off (issue 15: <= 3%).
+"""``history_overhead``: copy-preset training with history snapshots on vs off (goal: <= 3%).
 
 Both arms train the shipped copy preset for the same fixed number of steps
 (no early stop at the target, so both do the same work), alternating on vs
