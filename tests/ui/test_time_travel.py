@@ -187,6 +187,9 @@ async def test_atlas_labels_every_head_with_a_pattern(history_run: Path) -> None
         curves = atlas.curves
         assert len(curves.steps) >= 4
         assert len(curves.curve(heads[0].label, heads[0].best)) == len(curves.steps)
+        # The curves' x axis is said: how many snapshots, from which step to which.
+        caption = f"at the run's {len(curves.steps)} snapshots, step {curves.steps[0]:,} to {curves.steps[-1]:,}"
+        assert any(caption in line for line in lines), lines
 
 
 async def test_a_run_without_history_says_so(trained_run: Path) -> None:

@@ -196,4 +196,12 @@ class HeadAtlas(Static):
             table.add_row(*row)
         from rich.console import Group
 
-        self.update(Group(title, table))
+        parts: list[Any] = [title, table]
+        if self.curves is not None and self.curves.steps:
+            steps = self.curves.steps  # snapshots are denser early (1, 2, 4, ...): say what x is
+            parts.append(Text(
+                f"curves: each head's score (0 to 1) at the run's {len(steps)} snapshots, "
+                f"step {steps[0]:,} to {steps[-1]:,}",
+                style="dim",
+            ))
+        self.update(Group(*parts))
