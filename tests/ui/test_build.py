@@ -107,6 +107,29 @@ async def test_relation_errors_go_to_the_right_field() -> None:
         assert "decoder-only" in error_text(app, "task.name")
 
 
+async def test_a_time_limit_and_a_decay_over_it_from_the_form() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert app.config.train.max_seconds is None and app.config.train.decay_over == "steps"
+        await edit_field(pilot, "train.decay_over")
+        await pilot.press("right")  # steps -> time
+        await pilot.pause(0.1)
+        assert "time" in field_line(app, "train.decay_over")
+        assert "needs a time limit" in error_text(app, "train.decay_over")
+        assert app.config.train.decay_over == "steps"  # nothing changes while it is wrong
+        await set_field(pilot, "train.max_seconds", "90")
+        assert error_text(app, "train.decay_over") == ""
+        assert app.config.train.max_seconds == 90.0 and app.config.train.decay_over == "time"
+        # An empty time limit is no limit; then the decay over time is refused again.
+        await edit_field(pilot, "train.decay_over")
+        await pilot.press("left")  # time -> steps
+        await set_field(pilot, "train.max_seconds", "")
+        assert app.config.train.max_seconds is None and not app.query_one(ConfigForm).has_errors
+        await set_field(pilot, "train.max_seconds", "0")
+        assert "> 0" in error_text(app, "train.max_seconds")
+
+
 async def test_params_follow_edits_live() -> None:
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -40,6 +40,8 @@ ODD = {
     "train.lr": 0.002,
     "train.warmup_steps": 2,
     "train.schedule": "linear",
+    "train.max_seconds": 50.0,
+    "train.decay_over": "time",
     "train.clip": 0.5,
     "train.label_smoothing": 0.05,
     "train.seed": 7,

@@ -26,6 +26,7 @@ from .config_error import ConfigError, field_error, show, show_key, suggest, wit
 from .config_sections import (
     ACTIVATIONS,
     ARCHS,
+    DECAY_CLOCKS,
     DEVICES,
     NORMS,
     POSITIONALS,
@@ -46,6 +47,7 @@ __all__ = [
     "POSITIONALS",
     "PRECISIONS",
     "SCHEDULES",
+    "DECAY_CLOCKS",
     "SECTIONS",
     "TASKS",
     "TRAIN_BYTES_PER_PARAM",

@@ -205,4 +205,4 @@ class TrainConfig:
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise field_error("train.max_seconds", f"must be > 0, got {self.max_seconds}")
         if self.decay_over == "time" and self.max_seconds is None:
-            raise field_error("train.decay_over", "time needs train.max_seconds (the budget to decay over)")
+            raise field_error("train.decay_over", "time needs a time limit (train.max_seconds) to decay over")

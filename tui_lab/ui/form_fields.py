@@ -18,7 +18,7 @@ class FieldSpec:
 
     key: str
     label: str
-    kind: str  # int | float | choice | bool | path
+    kind: str  # int | float | seconds (a float, empty for none) | choice | bool | path
     choices: tuple[str, ...] = ()
     hint: str = ""
 
@@ -76,6 +76,19 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             FieldSpec("train.lr", "learning rate", "float", hint="peak learning rate after warmup"),
             FieldSpec("train.warmup_steps", "warmup steps", "int"),
             FieldSpec("train.schedule", "schedule", "choice", cfg.SCHEDULES),
+            FieldSpec(
+                "train.max_seconds",
+                "time limit (s)",
+                "seconds",
+                hint="training seconds before the run stops (empty: no limit)",
+            ),
+            FieldSpec(
+                "train.decay_over",
+                "decay over",
+                "choice",
+                cfg.DECAY_CLOCKS,
+                hint="time: the schedule's decay ends with the time limit",
+            ),
             FieldSpec("train.clip", "grad clip", "float", hint="0 turns clipping off"),
             FieldSpec("train.label_smoothing", "label smoothing", "float"),
             FieldSpec("train.seed", "seed", "int"),
@@ -106,6 +119,8 @@ def parse_value(spec: FieldSpec, text: str) -> object:
     text = text.strip()
     if spec.kind == "path":
         return check_text_file(text) if text else None
+    if spec.kind == "seconds" and not text:
+        return None
     if not text:
         raise ValueError("needs a value")
     if spec.kind == "int":
@@ -163,7 +178,7 @@ class FormField:
     @property
     def typed(self) -> bool:
         """True for a number or a path, whose text is typed (not a choice or a switch)."""
-        return self.spec.kind in ("int", "float", "path")
+        return self.spec.kind in ("int", "float", "seconds", "path")
 
     @property
     def text(self) -> str:
