@@ -105,7 +105,7 @@ def _experiment_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     s.add_argument("--plot", action="store_true", help="overlay train/val loss in the terminal")
 
     s = sub.add_parser("sweep", help="a grid of runs over seeds; writes sweep.json")
-    s.add_argument("spec", nargs="?", help="sweep YAML, or a shipped sweep's name (ln-warmup)")
+    s.add_argument("spec", nargs="?", help="sweep YAML, or a shipped sweep's name: ln-warmup, positions, char-lm-tune")
     s.add_argument("--preset", help="preset name or YAML path to vary")
     s.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2",
                    help="a setting and its values (repeat for a grid)")
