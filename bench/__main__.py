@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tui_lab.core.device import default_threads, set_threads
+    from tui_lab.core.model.device import default_threads, set_threads
 
     err = Console(stderr=True)
     start = time.perf_counter()
@@ -185,8 +185,8 @@ def _largest_bench_model() -> int:
     """Parameters of the largest model the in-process items train (char-lm), counted on meta."""
     import torch
 
-    from tui_lab.core.models import build_model
-    from tui_lab.core.presets import load_preset
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.model.models import build_model
 
     with torch.device("meta"):
         model = build_model(load_preset("char-lm").model, vocab_size=128)

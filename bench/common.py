@@ -192,8 +192,8 @@ def thread_probe(threads: int, rounds: int = 3, steps: int = 4) -> dict[str, Any
     import random
 
     from bench.throughput import make_train_step
-    from tui_lab.core.models import build_model
-    from tui_lab.core.presets import load_preset
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.model.models import build_model
     from tui_lab.core.tasks import make_task
 
     before = torch.get_num_threads()

@@ -45,11 +45,11 @@ from typing import Any
 import torch
 
 from bench.common import Row, Section
-from tui_lab.core.attention import MultiHeadAttention
-from tui_lab.core.device import autocast_context
-from tui_lab.core.models import build_model
-from tui_lab.core.presets import load_preset
-from tui_lab.core.schedule import make_optimizer
+from tui_lab.core.config.presets import load_preset
+from tui_lab.core.model.attention import MultiHeadAttention
+from tui_lab.core.model.device import autocast_context
+from tui_lab.core.model.models import build_model
+from tui_lab.core.training.schedule import make_optimizer
 
 # Dense bf16 peak (TFLOP/s, no sparsity) by a substring of the device name; first match wins.
 PEAK_BF16_TFLOPS = {
@@ -250,7 +250,7 @@ def _sync(dev: torch.device) -> None:
 
 def _load_run(run_dir: str, device: str) -> Any:
     """A run's model and task on ``device``: config and weights only (as ``tfx-lab decode``)."""
-    from tui_lab.core.inference import load_for_inference
+    from tui_lab.core.decoding.inference import load_for_inference
 
     return load_for_inference(run_dir, device)
 
@@ -262,7 +262,7 @@ def decode_compare(run_dir: str, device: str = "cuda", n: int = 20, seed: int = 
     smallest top-1/top-2 probability gap on the CPU is reported: a mismatch at
     a near tie is rounding, a mismatch at a wide gap is a bug.
     """
-    from tui_lab.core.decode import generate
+    from tui_lab.core.decoding.decode import generate
 
     cpu = _load_run(run_dir, "cpu")
     dev = _load_run(run_dir, device)
@@ -303,8 +303,8 @@ def ddp_check(out_dir: str, device: str = "cuda", steps: int = 60, preset: str =
     """The lab's data-parallel path under torchrun, forced on at world size 1 (see the module docstring)."""
     import torch.distributed as dist
 
-    from tui_lab.core import distributed
-    from tui_lab.core.train import TrainingRun
+    from tui_lab.core.training import distributed
+    from tui_lab.core.training.train import TrainingRun
 
     class _Forced(distributed.DistInfo):
         @property

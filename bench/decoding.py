@@ -1,6 +1,6 @@
 """The ``kv_cache_speedup`` and ``capture_overhead`` items: the KV cache's gain, capture's cost.
 
-Both use ``tui_lab.core.decode.generate``, the function the Decode pane calls,
+Both use ``tui_lab.core.decoding.decode.generate``, the function the Decode pane calls,
 on freshly initialised models (decoding speed does not depend on the weights;
 char-lm never stops at EOS, so every run produces exactly ``NEW_TOKENS``).
 
@@ -24,12 +24,12 @@ from typing import Any
 import torch
 
 from bench.common import Row, Section, fmt_pct, fmt_ratio
-from tui_lab.core.config import LabConfig
-from tui_lab.core.decode import generate
-from tui_lab.core.models import build_model
-from tui_lab.core.presets import load_preset
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.config.presets import load_preset
+from tui_lab.core.decoding.decode import generate
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import PAD
+from tui_lab.core.tasks.vocab import PAD
 
 NEW_TOKENS = 256
 PROMPT = "The for statement is used "  # 26 characters of the kind char-lm trains on

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 from bench.common import Row, Section
-from tui_lab.core import history
-from tui_lab.core.presets import load_preset
-from tui_lab.core.train import TrainingRun
+from tui_lab.core.config.presets import load_preset
+from tui_lab.core.runs import snapshots as history
+from tui_lab.core.training.train import TrainingRun
 
 GOAL = 0.03
 

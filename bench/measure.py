@@ -109,7 +109,7 @@ class Terminal:
 def no_stop_preset(folder: str, name: str) -> str:
     """Preset ``name`` as a YAML file in ``folder``, without its early stop and with many
     steps, so that training lasts as long as a measurement does."""
-    from tui_lab.core.presets import load_preset
+    from tui_lab.core.config.presets import load_preset
 
     config = load_preset(name).with_values({"train.target_accuracy": None, "train.steps": 100_000})
     path = Path(folder) / f"{config.name}.yaml"

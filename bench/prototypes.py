@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tui_lab.core.attention import KVCache, MultiHeadAttention
-from tui_lab.core.models import DecoderCache
+from tui_lab.core.model.attention import KVCache, MultiHeadAttention
+from tui_lab.core.model.models import DecoderCache
 
 
 class BufferKVCache(KVCache):
@@ -101,7 +101,7 @@ def _packed_training_forward(
 def kv_buffer_comparison(reps: int = 9) -> None:
     """Cached 256-token char-lm decode: the shipped KVCache vs BufferKVCache (CPU time, alternating)."""
     from bench.decoding import NEW_TOKENS, PROMPT, _model, lm_config
-    from tui_lab.core.decode import generate
+    from tui_lab.core.decoding.decode import generate
     from tui_lab.core.tasks import make_task
 
     config, _ = lm_config()
@@ -136,8 +136,8 @@ def training_comparison(budget_s: float = 40.0) -> None:
 
     from bench.common import interleaved
     from bench.throughput import _contender, _models
-    from tui_lab.core.models import build_model
-    from tui_lab.core.presets import load_preset
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.model.models import build_model
     from tui_lab.core.tasks import make_task
 
     for preset in ("copy", "char-lm"):

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from tui_lab.core.config import ModelConfig
-from tui_lab.core.models import TokenEmbedding
-from tui_lab.core.positions import LearnedPositions, SinusoidalPositions
+from tui_lab.core.config.lab_config import ModelConfig
+from tui_lab.core.model.models import TokenEmbedding
+from tui_lab.core.model.positions import LearnedPositions, SinusoidalPositions
 
 
 @dataclass
@@ -60,7 +60,7 @@ def _positions(config: ModelConfig) -> nn.Module:
 
 
 class _RefBase(nn.Module):
-    """Embedding, positions and tied head exactly as in ``tui_lab.core.models._Base``."""
+    """Embedding, positions and tied head exactly as in ``tui_lab.core.model.models._Base``."""
 
     def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int) -> None:
         super().__init__()

@@ -29,7 +29,7 @@ FOLDERS = 200
 
 def write_runs(root: Path, count: int = FOLDERS, steps: int = 300) -> Path:
     """``count`` run folders of the copy preset (two norms, two warmups), no training."""
-    from tui_lab.core.presets import load_preset
+    from tui_lab.core.config.presets import load_preset
 
     base = load_preset("copy")
     variants = [

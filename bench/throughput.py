@@ -25,12 +25,12 @@ import torch.nn.functional as F
 
 from bench.common import Contender, Row, Section, fmt_ratio, interleaved
 from bench.reference import build_reference
-from tui_lab.core.config import LabConfig
-from tui_lab.core.models import build_model
-from tui_lab.core.presets import load_preset
-from tui_lab.core.schedule import make_optimizer
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.config.presets import load_preset
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import PAD
+from tui_lab.core.tasks.vocab import PAD
+from tui_lab.core.training.schedule import make_optimizer
 
 GOAL = 1.1
 N_BATCHES = 16

@@ -33,8 +33,8 @@ import torch
 
 from bench.common import Row, Section
 from bench.reference import build_reference
-from tui_lab.core.presets import load_preset
-from tui_lab.core.train import EvalEvent, StepEvent, TrainingRun
+from tui_lab.core.config.presets import load_preset
+from tui_lab.core.training.train import EvalEvent, StepEvent, TrainingRun
 
 GOALS = {"copy": 30.0, "reverse": 60.0, "sort": 60.0, "addition": 180.0}
 QUICK_CAP = 1.5

@@ -29,8 +29,8 @@ GOAL_MS = 150.0
 
 def train_run(out: Path, steps: int) -> Path:
     """A copy run with history snapshots (the preset's model and task, ``steps`` steps)."""
-    from tui_lab.core.presets import load_preset
-    from tui_lab.core.train import TrainingRun
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.training.train import TrainingRun
 
     config = load_preset("copy").with_values({"train.steps": steps})
     TrainingRun(config, out).run()
@@ -100,7 +100,7 @@ def time_travel_step(quick: bool) -> Section:
     sec = Section("time_travel_step", "Time travel: a history step, key to repainted heatmap")
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = train_run(Path(tmp) / "copy-history", 150 if quick else 400)
-        from tui_lab.core.history import list_snapshots
+        from tui_lab.core.runs.snapshots import list_snapshots
 
         n_snapshots = len(list_snapshots(run_dir))
         times, piloted = asyncio.run(_measure(run_dir, 20 if quick else 60))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui_lab.core.config import LabConfig, from_dict
+from tui_lab.core.config.lab_config import LabConfig, from_dict
 
 
 def tiny_config(**sections: dict) -> LabConfig:

@@ -131,7 +131,7 @@ def _export(args: argparse.Namespace) -> int | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from .core.errors import LabError
+    from tui_lab.core.errors import LabError
 
     try:
         from . import commands, experiments_cli, heads_cli, sweep_cli

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .core.errors import LabError
+from tui_lab.core.errors import LabError
 
 
 def _emit_json(obj: object) -> None:
@@ -25,7 +25,7 @@ def _console() -> Any:
 
 def lab(args: argparse.Namespace) -> int:
     """Open the lab (the default command)."""
-    from .core.presets import load_preset
+    from tui_lab.core.config.presets import load_preset
 
     if args.run:
         _require_run_folder(args.run)
@@ -54,8 +54,8 @@ def _require_run_folder(path: str) -> None:
 
 def presets(args: argparse.Namespace) -> int:
     """List shipped and user presets."""
-    from .core.config import ConfigError, load_file
-    from .core.presets import list_presets
+    from tui_lab.core.config.lab_config import ConfigError, load_file
+    from tui_lab.core.config.presets import list_presets
 
     rows = []
     for info in list_presets():
@@ -91,9 +91,9 @@ def presets(args: argparse.Namespace) -> int:
 
 def params(args: argparse.Namespace) -> int:
     """Parameter breakdown of a preset."""
-    from .core.params import parameter_report
-    from .core.presets import load_preset
-    from .core.tasks import make_task
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.model.params import parameter_report
+    from tui_lab.core.tasks import make_task
 
     cfg = load_preset(args.preset)
     report = parameter_report(cfg.model, len(make_task(cfg.task).vocab))
@@ -132,8 +132,8 @@ def params(args: argparse.Namespace) -> int:
 
 def train(args: argparse.Namespace) -> int:
     """Train headless with a progress display; ctrl+c stops cleanly and saves."""
-    from .core.distributed import from_environment
-    from .core.presets import load_preset
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.training.distributed import from_environment
 
     main_rank = from_environment().is_main  # under torchrun, rank 0 alone talks and writes
     overrides: dict[str, Any] = {}
@@ -146,7 +146,8 @@ def train(args: argparse.Namespace) -> int:
     if args.device is not None:
         overrides["train.device"] = args.device
 
-    from .core.train import TrainingRun, open_run
+    from tui_lab.core.training.train import TrainingRun, open_run
+
     from .progress import make_reporter
 
     reporter = make_reporter(json_mode=args.json or not main_rank)
@@ -189,8 +190,8 @@ def train(args: argparse.Namespace) -> int:
 
 def _new_run_folder(out: str | None, name: str) -> Path:
     """``--out`` (refused if it already holds a run), else a fresh folder under the runs root."""
-    from .core.run_folder import new_run_dir
-    from .core.run_layout import STATE_FILE
+    from tui_lab.core.runs.folder import new_run_dir
+    from tui_lab.core.runs.layout import STATE_FILE
 
     if not out:
         return new_run_dir(None, name)
@@ -201,7 +202,7 @@ def _new_run_folder(out: str | None, name: str) -> Path:
 
 def _load_for_inference(run_dir: str, device: str = "cpu", at_step: int | None = None) -> Any:
     """A run's config, task and model for eval/decode (config and weights only)."""
-    from .core.inference import load_for_inference
+    from tui_lab.core.decoding.inference import load_for_inference
 
     loaded = load_for_inference(run_dir, device, at_step)
     for note in loaded.notes:
@@ -213,9 +214,9 @@ def evaluate(args: argparse.Namespace) -> int:
     """Exact match and validation loss of a run on held-out examples."""
     if args.n <= 0:
         raise LabError(f"--n: must be > 0, got {args.n}")
-    from .core.evaluate import evaluate as evaluate_model
-    from .core.evaluate import held_out_pairs
-    from .core.run_log import read_metrics
+    from tui_lab.core.runs.log import read_metrics
+    from tui_lab.core.training.evaluate import evaluate as evaluate_model
+    from tui_lab.core.training.evaluate import held_out_pairs
 
     run = _load_for_inference(args.run, args.device, args.at_step)
     pairs = None if run.task.is_lm else held_out_pairs(run.task, run.config.train, args.n)
@@ -245,8 +246,8 @@ def evaluate(args: argparse.Namespace) -> int:
 
 def decode(args: argparse.Namespace) -> int:
     """Decode one input with a trained run."""
-    from .core.decode import generate
-    from .core.heatmap import render_text
+    from tui_lab.core.decoding.attention_text import render_text
+    from tui_lab.core.decoding.decode import generate
 
     run = _load_for_inference(args.run, "cpu", args.at_step)
     result = generate(

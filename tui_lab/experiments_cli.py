@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .core.config_diff import difference_label
-from .core.errors import LabError
-from .core.run_summary import (
+from tui_lab.core.config.diff import difference_label
+from tui_lab.core.errors import LabError
+from tui_lab.core.runs.summary import (
     CSV_COLUMNS,
     RunSummary,
     csv_row,
@@ -36,7 +36,7 @@ STATUS_STYLE = {"running": "cyan", "target": "green", "finished": "green", "time
 
 def runs(args: argparse.Namespace) -> int:
     """Every run folder under DIR (default: the runs root) with its summary."""
-    from .core.run_folder import runs_root
+    from tui_lab.core.runs.folder import runs_root
 
     root = runs_root(args.dir)
     if not root.is_dir():
@@ -175,7 +175,7 @@ def plot(rows: list[RunSummary], width: int | None = None, height: int | None = 
     that does not fit inside one)."""
     import plotext as plt
 
-    from .core.run_curves import read_curves
+    from tui_lab.core.runs.curves import read_curves
 
     size = shutil.get_terminal_size((120, 30))
     plt.clear_figure()

@@ -12,7 +12,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from .core.errors import LabError
+from tui_lab.core.errors import LabError
+
 from .experiments_cli import _short_names, expand_runs
 
 DEFAULT_OUT = "tensorboard"
@@ -22,7 +23,7 @@ def export(args: argparse.Namespace) -> int:
     """Export each run (a sweep folder: its runs); one line per run, then how to look."""
     if not args.tensorboard:
         raise LabError("say what to export to: --tensorboard")
-    from .core.tensorboard_export import export_run, summary_writer_class
+    from tui_lab.core.runs.tensorboard_export import export_run, summary_writer_class
 
     summary_writer_class()  # a missing extra is one error, before any run is read
     folders = expand_runs(args.runs)

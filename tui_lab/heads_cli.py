@@ -9,8 +9,8 @@ import sys
 
 def heads(args: argparse.Namespace) -> int:
     """Score every attention head of a run on its task's probe batch; best first."""
-    from .core.head_scores import score_heads
-    from .core.inference import load_for_inference
+    from tui_lab.core.analysis.head_scores import score_heads
+    from tui_lab.core.decoding.inference import load_for_inference
 
     run = load_for_inference(args.run, "cpu", args.at_step)
     for note in run.notes:

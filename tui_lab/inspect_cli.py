@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from .core.errors import LabError
+from tui_lab.core.errors import LabError
 
 
 def _fmt_pct(x: float) -> str:
@@ -21,16 +21,17 @@ def ablate(args: argparse.Namespace) -> int:
     """Exact match with heads switched off; without --head, one row per head sorted by drop."""
     if args.n <= 0:
         raise LabError(f"--n: must be > 0, got {args.n}")
-    from .commands import _load_for_inference
-    from .core.ablation import check_mode, parse_head
-    from .core.evaluate import held_out_pairs
-    from .core.head_importance import (
+    from tui_lab.core.analysis.ablation import check_mode, parse_head
+    from tui_lab.core.analysis.head_importance import (
         ablated_accuracy,
         cached_importance,
         importance,
         probe_means,
         weights_key,
     )
+    from tui_lab.core.training.evaluate import held_out_pairs
+
+    from .commands import _load_for_inference
 
     mode = check_mode(args.mode)
     run = _load_for_inference(args.run, args.device, args.at_step)
@@ -90,8 +91,8 @@ def parse_explain(text: str) -> tuple[str, int]:
 
 def explain(run: Any, result: Any, spec: str, options: dict[str, Any]) -> dict[str, Any]:
     """The walkthrough of one attention row (the lab's numbers), as a dict."""
-    from .core.ablation import parse_head
-    from .core.walkthrough import collect_projections, walk
+    from tui_lab.core.analysis.ablation import parse_head
+    from tui_lab.core.analysis.walkthrough import collect_projections, walk
 
     head_text, row = parse_explain(spec)
     ref = parse_head(head_text, run.model)
@@ -136,7 +137,7 @@ def _print_steps(result: Any) -> None:
 
 def decode_extras(args: argparse.Namespace, run: Any, result: Any, out: dict[str, Any] | None) -> None:
     """Add --lens/--explain to the JSON ``out`` (when given), else print them and the steps."""
-    from .core.logit_lens import logit_lens
+    from tui_lab.core.analysis.logit_lens import logit_lens
 
     lens = logit_lens(run.model, run.task, result) if args.lens else None
     options = {"max_new_tokens": args.max_new, "temperature": args.temperature, "top_k": args.top_k,

@@ -35,7 +35,7 @@ class PlainReporter:
             print(text, flush=True)
 
     def on_event(self, event: Any) -> None:
-        from .core.train import DoneEvent, EvalEvent, LogEvent, StepEvent
+        from tui_lab.core.training.train import DoneEvent, EvalEvent, LogEvent, StepEvent
 
         if isinstance(event, StepEvent):
             now = time.monotonic()
@@ -82,7 +82,7 @@ class RichReporter(PlainReporter):
         self.acc: float | None = None
 
     def on_event(self, event: Any) -> None:
-        from .core.train import DoneEvent, EvalEvent, LogEvent, StepEvent
+        from tui_lab.core.training.train import DoneEvent, EvalEvent, LogEvent, StepEvent
 
         if isinstance(event, StepEvent):
             now = time.monotonic()

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .core.errors import LabError
+from tui_lab.core.errors import LabError
 
 
 def lab_command(args: argparse.Namespace) -> str:
@@ -38,11 +38,11 @@ def _check(args: argparse.Namespace) -> None:
     if not 1 <= args.port <= 65535:
         raise LabError(f"--port {args.port}: a port is 1 to 65535")
     if args.run:
-        from .core.run_folder import existing_run
+        from tui_lab.core.runs.folder import existing_run
 
         existing_run(args.run)
     else:
-        from .core.presets import load_preset
+        from tui_lab.core.config.presets import load_preset
 
         load_preset(args.preset)
 

@@ -16,13 +16,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .core.atomic import atomic_write_text
-from .core.errors import LabError
-from .core.run_summary import SWEEP_BASE
-from .core.sweep_record import SWEEP_FILE, read_sweep, sweep_document, write_sweep
-from .core.sweep_runner import SweepRunner, cpu_slots
-from .core.sweep_spec import SweepSpec, load_sweep_spec, parse_vary, plan_sweep, spec_from_dict
-from .core.sweep_stats import format_spread
+from tui_lab.core.errors import LabError
+from tui_lab.core.runs.atomic import atomic_write_text
+from tui_lab.core.runs.summary import SWEEP_BASE
+from tui_lab.core.sweeps.record import SWEEP_FILE, read_sweep, sweep_document, write_sweep
+from tui_lab.core.sweeps.runner import SweepRunner, cpu_slots
+from tui_lab.core.sweeps.spec import (
+    SweepSpec,
+    load_sweep_spec,
+    parse_vary,
+    plan_sweep,
+    spec_from_dict,
+)
+from tui_lab.core.sweeps.stats import format_spread
 
 # Fields that may change between a sweep and its resumption (they do not change what is trained).
 _RESUMABLE_CHANGES = ("parallel", "out", "description")
@@ -31,7 +37,7 @@ _RESUMABLE_CHANGES = ("parallel", "out", "description")
 def build_spec(args: argparse.Namespace) -> tuple[SweepSpec, Path]:
     """The spec from SPEC (a file or shipped name), from --preset/--vary, or from --out's
     ``sweep.json`` (resuming); command-line fields win over the file's."""
-    from .core.run_folder import runs_root
+    from tui_lab.core.runs.folder import runs_root
 
     fields: dict[str, Any] = {}
     default_out: Path | None = None

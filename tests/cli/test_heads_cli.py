@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import tiny_config
 from tui_lab.cli import main
-from tui_lab.core.head_scores import PATTERNS
-from tui_lab.core.train import TrainingRun
+from tui_lab.core.analysis.head_scores import PATTERNS
+from tui_lab.core.training.train import TrainingRun
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ import pytest
 from tests.cli.test_cli import assert_one_line_error, tfx
 from tests.conftest import tiny_config
 from tests.core.test_run_summary import write_run
-from tui_lab.core.run_summary import CSV_COLUMNS
-from tui_lab.core.sweep_spec import plan_sweep, spec_from_dict
+from tui_lab.core.runs.summary import CSV_COLUMNS
+from tui_lab.core.sweeps.spec import plan_sweep, spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,7 +109,7 @@ def test_shipped_sweeps_resolve_by_name(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["ln-warmup", "positions", "char-lm-tune"])
 def test_every_shipped_sweep_plans_valid_runs(tmp_path: Path, name: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from tui_lab.core.sweep_spec import SWEEPS_DIR, load_sweep_spec, plan_sweep
+    from tui_lab.core.sweeps.spec import SWEEPS_DIR, load_sweep_spec, plan_sweep
 
     assert sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml")) == ["char-lm-tune", "ln-warmup", "positions"]
     monkeypatch.setenv("COLUMNS", "200")  # argparse would wrap a name at its hyphens

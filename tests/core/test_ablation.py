@@ -9,13 +9,25 @@ import torch
 from torch import nn
 
 from tests.conftest import tiny_config
-from tui_lab.core.ablation import AblationError, HeadRef, ablate, all_heads, head_means, parse_head
-from tui_lab.core.attention import MultiHeadAttention
-from tui_lab.core.decode import generate
-from tui_lab.core.head_importance import HeadRow, ImportanceTable, cached_importance, importance
-from tui_lab.core.models import build_model
+from tui_lab.core.analysis.ablation import (
+    AblationError,
+    HeadRef,
+    ablate,
+    all_heads,
+    head_means,
+    parse_head,
+)
+from tui_lab.core.analysis.head_importance import (
+    HeadRow,
+    ImportanceTable,
+    cached_importance,
+    importance,
+)
+from tui_lab.core.decoding.decode import generate
+from tui_lab.core.model.attention import MultiHeadAttention
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import PAD
+from tui_lab.core.tasks.vocab import PAD
 
 
 class OneHeadPath(nn.Module):
@@ -140,7 +152,7 @@ def test_importance_lists_every_head_sorted_and_is_cached_by_weights(tmp_path):
 
 
 def test_weights_key_from_state_and_from_a_history_snapshot(tmp_path):
-    from tui_lab.core.head_importance import weights_key
+    from tui_lab.core.analysis.head_importance import weights_key
 
     assert weights_key(tmp_path) is None  # nothing recorded: no caching
     (tmp_path / "state.json").write_text(

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from tui_lab.core.attention import (
+from tui_lab.core.model.attention import (
     KVCache,
     MultiHeadAttention,
     causal_mask,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tui_lab.core.attention import MultiHeadAttention
-from tui_lab.core.capture import AttentionStore, capture_attention
-from tui_lab.core.config import ModelConfig
-from tui_lab.core.models import EncoderDecoder, build_model
+from tui_lab.core.config.lab_config import ModelConfig
+from tui_lab.core.model.attention import MultiHeadAttention
+from tui_lab.core.model.capture import AttentionStore, capture_attention
+from tui_lab.core.model.models import EncoderDecoder, build_model
 
 VOCAB = 11
 

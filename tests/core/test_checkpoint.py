@@ -23,7 +23,9 @@ import pytest
 import torch
 from torch import nn
 
-from tui_lab.core.checkpoint import (
+from tui_lab.core.config.lab_config import from_dict
+from tui_lab.core.errors import LabError
+from tui_lab.core.runs.checkpoint import (
     RunError,
     append_metrics,
     atomic_write_bytes,
@@ -37,9 +39,7 @@ from tui_lab.core.checkpoint import (
     read_metrics,
     save_checkpoint,
 )
-from tui_lab.core.config import from_dict
-from tui_lab.core.errors import LabError
-from tui_lab.core.schedule import make_optimizer, set_lr
+from tui_lab.core.training.schedule import make_optimizer, set_lr
 
 CONFIG = from_dict(
     {"description": "checkpoint test", "train": {"steps": 50, "warmup_steps": 5}},
@@ -456,8 +456,8 @@ CHILD = textwrap.dedent(
     spec = importlib.util.spec_from_file_location("ckpt_tests", sys.argv[1])
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    from tui_lab.core.checkpoint import load_optimizer, load_weights, save_checkpoint
-    from tui_lab.core.schedule import make_optimizer
+    from tui_lab.core.runs.checkpoint import load_optimizer, load_weights, save_checkpoint
+    from tui_lab.core.training.schedule import make_optimizer
     run = sys.argv[2]
     # Resume the test's checkpoint (optimizer state included) without taking an
     # optimizer step here: the first step imports torch._dynamo, seconds of startup.

@@ -7,7 +7,7 @@ import time
 import pytest
 import yaml
 
-from tui_lab.core.config import (
+from tui_lab.core.config.lab_config import (
     ConfigError,
     LabConfig,
     ModelConfig,
@@ -227,7 +227,7 @@ def test_absurd_sizes_load_but_do_not_fit_in_memory(tmp_path, line):
 
 
 def test_memory_check_uses_this_machine(monkeypatch):
-    import tui_lab.core.config as config
+    import tui_lab.core.config.lab_config as config
 
     model = ModelConfig()
     need = model.estimated_params(11) * config.TRAIN_BYTES_PER_PARAM

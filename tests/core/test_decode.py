@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core.decode import DecodeInputError, batch_greedy, generate
-from tui_lab.core.models import build_model
-from tui_lab.core.presets import load_preset
+from tui_lab.core.config.presets import load_preset
+from tui_lab.core.decoding.decode import DecodeInputError, batch_greedy, generate
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import PAD
+from tui_lab.core.tasks.vocab import PAD
 
 
 def _untrained(cfg, seed=0):

@@ -17,10 +17,10 @@ import torch
 from torch import Tensor
 
 from tests.conftest import tiny_config
-from tui_lab.core.decode import generate
-from tui_lab.core.models import build_model
+from tui_lab.core.decoding.decode import generate
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import BOS, PAD, SEP
+from tui_lab.core.tasks.vocab import BOS, PAD, SEP
 
 D = torch.float64
 

@@ -8,8 +8,9 @@ import os
 import pytest
 import torch
 
-from tui_lab.core import device as dev
-from tui_lab.core.device import (
+from tui_lab.core.errors import LabError
+from tui_lab.core.model import device as dev
+from tui_lab.core.model.device import (
     DeviceError,
     autocast_context,
     choose_device,
@@ -19,7 +20,6 @@ from tui_lab.core.device import (
     set_threads,
     threads_set_to,
 )
-from tui_lab.core.errors import LabError
 
 needs_no_gpu = pytest.mark.skipif(
     torch.cuda.is_available() or dev._mps_available(), reason="machine has a GPU"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tiny_config
-from tui_lab.core import checkpoint as ckpt
-from tui_lab.core import distributed
-from tui_lab.core.distributed import split_batch
 from tui_lab.core.errors import LabError
-from tui_lab.core.train import TrainingRun, open_run
+from tui_lab.core.runs import checkpoint as ckpt
+from tui_lab.core.training import distributed
+from tui_lab.core.training.distributed import split_batch
+from tui_lab.core.training.train import TrainingRun, open_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

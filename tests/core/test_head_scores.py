@@ -7,9 +7,8 @@ import math
 import pytest
 import torch
 
-from tui_lab.core.config import TaskConfig
-from tui_lab.core.head_probes import alignment_sets, make_probe
-from tui_lab.core.head_scores import (
+from tui_lab.core.analysis.head_probes import alignment_sets, make_probe
+from tui_lab.core.analysis.head_scores import (
     entropy,
     first_targets,
     induction_targets,
@@ -17,6 +16,7 @@ from tui_lab.core.head_scores import (
     offset_targets,
     scores_for,
 )
+from tui_lab.core.config.lab_config import TaskConfig
 from tui_lab.core.tasks import make_task
 
 T = 4

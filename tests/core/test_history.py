@@ -11,7 +11,10 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core.history import (
+from tui_lab.core.config.presets import list_presets, load_preset
+from tui_lab.core.model.models import build_model
+from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.snapshots import (
     HISTORY_DIR,
     INDEX_FILE,
     MAX_BYTES,
@@ -22,11 +25,8 @@ from tui_lab.core.history import (
     snapshot_bytes,
     thin,
 )
-from tui_lab.core.models import build_model
-from tui_lab.core.presets import list_presets, load_preset
-from tui_lab.core.run_layout import RunError
 from tui_lab.core.tasks import make_task
-from tui_lab.core.train import TrainingRun
+from tui_lab.core.training.train import TrainingRun
 
 
 def test_default_plan_is_powers_of_two_and_evaluations():
@@ -67,7 +67,7 @@ def _history(tmp_path: Path, **train: object) -> tuple[History, torch.nn.Module,
 
 
 def test_a_big_model_keeps_fewer_snapshots_and_says_so(tmp_path, monkeypatch):
-    import tui_lab.core.history as history
+    import tui_lab.core.runs.snapshots as history
 
     _, model, _ = _history(tmp_path)
     monkeypatch.setattr(history, "MAX_BYTES", 2 * snapshot_bytes(model) + 1)

@@ -10,15 +10,15 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core.history import (
+from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.snapshots import (
     HISTORY_DIR,
     INDEX_FILE,
     SnapshotCache,
     list_snapshots,
     load_snapshot,
 )
-from tui_lab.core.run_layout import RunError
-from tui_lab.core.train import TrainingRun
+from tui_lab.core.training.train import TrainingRun
 
 
 @pytest.fixture(scope="module")

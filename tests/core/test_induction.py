@@ -7,10 +7,10 @@ import random
 import pytest
 import torch
 
-from tui_lab.core.config import ConfigError, ModelConfig, TaskConfig
-from tui_lab.core.models import build_model
-from tui_lab.core.params import parameter_report
-from tui_lab.core.presets import load_preset
+from tui_lab.core.config.lab_config import ConfigError, ModelConfig, TaskConfig
+from tui_lab.core.config.presets import load_preset
+from tui_lab.core.model.models import build_model
+from tui_lab.core.model.params import parameter_report
 from tui_lab.core.tasks import IGNORE, InductionTask, make_task
 
 

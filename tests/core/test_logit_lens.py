@@ -7,11 +7,11 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import tiny_config
-from tui_lab.core.decode import generate
-from tui_lab.core.logit_lens import lens_probs, logit_lens
-from tui_lab.core.models import build_model
+from tui_lab.core.analysis.logit_lens import lens_probs, logit_lens
+from tui_lab.core.decoding.decode import generate
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import BOS, PAD, SEP
+from tui_lab.core.tasks.vocab import BOS, PAD, SEP
 
 
 def _model(arch: str, norm: str):

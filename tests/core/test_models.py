@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from tui_lab.core.attention import MultiHeadAttention
-from tui_lab.core.config import ModelConfig
-from tui_lab.core.models import DecoderCache, DecoderOnly, EncoderDecoder, build_model
+from tui_lab.core.config.lab_config import ModelConfig
+from tui_lab.core.model.attention import MultiHeadAttention
+from tui_lab.core.model.models import DecoderCache, DecoderOnly, EncoderDecoder, build_model
 
 VOCAB = 13
 PAD = 0

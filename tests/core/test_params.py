@@ -7,9 +7,9 @@ import time
 
 import torch
 
-from tui_lab.core.config import ModelConfig
-from tui_lab.core.models import build_model
-from tui_lab.core.params import parameter_report, report_for_model
+from tui_lab.core.config.lab_config import ModelConfig
+from tui_lab.core.model.models import build_model
+from tui_lab.core.model.params import parameter_report, report_for_model
 
 D, H, FF, N, V = 512, 8, 2048, 6, 37000
 

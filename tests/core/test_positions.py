@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from tui_lab.core.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
+from tui_lab.core.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
 
 
 def _pe(pos: int, j: int, d: int) -> float:

@@ -8,8 +8,8 @@ import random
 import pytest
 import yaml
 
-from tui_lab.core.config import SECTIONS, ConfigError, default_config, from_yaml
-from tui_lab.core.presets import SHIPPED_DIR, list_presets, load_preset, resolve_preset
+from tui_lab.core.config.lab_config import SECTIONS, ConfigError, default_config, from_yaml
+from tui_lab.core.config.presets import SHIPPED_DIR, list_presets, load_preset, resolve_preset
 from tui_lab.core.tasks import make_task
 
 SHIPPED = ("copy", "reverse", "sort", "addition", "char-lm", "seed-mini", "paper-base", "induction",

@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core import checkpoint as ckpt
-from tui_lab.core import run_process
-from tui_lab.core.events import DoneEvent, EvalEvent, StepEvent
-from tui_lab.core.models import build_model
+from tui_lab.core.model.models import build_model
+from tui_lab.core.runs import checkpoint as ckpt
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import PAD
+from tui_lab.core.tasks.vocab import PAD
+from tui_lab.core.training import remote as run_process
+from tui_lab.core.training.events import DoneEvent, EvalEvent, StepEvent
 
 
 def wait_for(predicate, seconds: float, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -139,7 +139,7 @@ def test_the_process_saves_and_ends_when_the_lab_is_killed(tmp_path: Path) -> No
         import sys, time, threading
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from tests.conftest import tiny_config
-        from tui_lab.core import run_process
+        from tui_lab.core.training import remote as run_process
         run = run_process.RemoteRun(lambda e: None, config=tiny_config(train={{"steps": 100_000}}),
                                     out_dir={str(out)!r})
         print(run._process.pid, flush=True)

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import tiny_config
-from tui_lab.core.config import ConfigError, LabConfig
-from tui_lab.core.presets import load_preset
-from tui_lab.core.run_curves import mean_curve, read_curves
-from tui_lab.core.run_summary import list_run_folders, summarize_run, summarize_runs
-from tui_lab.core.sweep_spec import parse_vary, plan_sweep, spec_from_dict
+from tui_lab.core.config.lab_config import ConfigError, LabConfig
+from tui_lab.core.config.presets import load_preset
+from tui_lab.core.runs.curves import mean_curve, read_curves
+from tui_lab.core.runs.summary import list_run_folders, summarize_run, summarize_runs
+from tui_lab.core.sweeps.spec import parse_vary, plan_sweep, spec_from_dict
 
 
 def write_run(

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core.decode import DecodeInputError, generate
-from tui_lab.core.models import build_model
-from tui_lab.core.sampling import cut_mask, pick
+from tui_lab.core.decoding.decode import DecodeInputError, generate
+from tui_lab.core.decoding.sampling import cut_mask, pick
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import PAD
+from tui_lab.core.tasks.vocab import PAD
 
 # Probabilities 0.5, 0.3, 0.15, 0.05, shuffled so the cut must sort.
 PROBS = torch.tensor([0.15, 0.5, 0.05, 0.3])

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from tui_lab.core.config import TrainConfig
-from tui_lab.core.schedule import lr_at, make_optimizer, parameter_groups, set_lr
+from tui_lab.core.config.lab_config import TrainConfig
+from tui_lab.core.training.schedule import lr_at, make_optimizer, parameter_groups, set_lr
 
 
 def cfg(**kw: object) -> TrainConfig:
@@ -165,7 +165,7 @@ def test_decay_over_time_still_ends_at_the_steps_when_they_come_first() -> None:
 
 
 def test_decay_over_time_needs_a_time_budget() -> None:
-    from tui_lab.core.config import ConfigError
+    from tui_lab.core.config.lab_config import ConfigError
 
     with pytest.raises(ConfigError, match="train.decay_over"):
         cfg(decay_over="time")

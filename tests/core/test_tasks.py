@@ -8,9 +8,9 @@ import time
 import pytest
 import torch
 
-from tui_lab.core.config import ConfigError, TaskConfig
+from tui_lab.core.config.lab_config import ConfigError, TaskConfig
 from tui_lab.core.tasks import IGNORE, Batch, default_text, make_task
-from tui_lab.core.vocab import BOS, DIGITS_VOCAB, EOS, PAD, SEP, TEXT_VOCAB, UNK
+from tui_lab.core.tasks.vocab import BOS, DIGITS_VOCAB, EOS, PAD, SEP, TEXT_VOCAB, UNK
 
 ARCHS = ("encoder-decoder", "decoder-only")
 ALGORITHMIC = ("copy", "reverse", "sort", "addition")

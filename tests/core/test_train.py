@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core import checkpoint as ckpt
-from tui_lab.core.train import DoneEvent, EvalEvent, StepEvent, TrainingRun, open_run
+from tui_lab.core.runs import checkpoint as ckpt
+from tui_lab.core.training.train import DoneEvent, EvalEvent, StepEvent, TrainingRun, open_run
 
 
 def _losses(events: list) -> list[float]:
@@ -163,7 +163,7 @@ def test_explicit_attention_switch_trains_the_same(tiny):
     TrainingRun(tiny.with_values({"train.steps": 10}), None, on_event=fused.append).run()
     run = TrainingRun(tiny.with_values({"train.steps": 10, "train.fused_attention": False}), None,
                       on_event=explicit.append)
-    from tui_lab.core.attention import MultiHeadAttention
+    from tui_lab.core.model.attention import MultiHeadAttention
 
     assert all(not m.fused for m in run.model.modules() if isinstance(m, MultiHeadAttention))
     run.run()

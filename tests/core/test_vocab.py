@@ -7,7 +7,7 @@ import string
 import pytest
 import torch
 
-from tui_lab.core.vocab import (
+from tui_lab.core.tasks.vocab import (
     BOS,
     DIGITS_VOCAB,
     EOS,

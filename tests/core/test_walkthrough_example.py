@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tui_lab.core.walkthrough import Projections, walk
+from tui_lab.core.analysis.walkthrough import Projections, walk
 
 Q = [[0.8, 0.2], [0.5, 0.6], [0.1, 0.9]]
 K = [[0.9, 0.1], [0.4, 0.7], [0.2, 0.8]]

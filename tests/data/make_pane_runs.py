@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tui_lab.core.presets import load_preset
+from tui_lab.core.config.presets import load_preset
 
 HERE = Path(__file__).resolve().parent
 PANE_RUNS = HERE / "runs-pane"

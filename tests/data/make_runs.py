@@ -28,8 +28,8 @@ TINY = HERE.parent / "ui" / "data" / "tiny.yaml"
 def train_tiny_run(out: Path, stop_at: int = 30) -> Path:
     """Train the tiny UI preset into ``out`` and stop after ``stop_at`` steps."""
     warnings.filterwarnings("ignore")
-    from tui_lab.core.config import load_file
-    from tui_lab.core.train import StepEvent, TrainingRun
+    from tui_lab.core.config.lab_config import load_file
+    from tui_lab.core.training.train import StepEvent, TrainingRun
 
     holder: dict[str, TrainingRun] = {}
 

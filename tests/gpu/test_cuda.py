@@ -18,13 +18,13 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core import checkpoint as ckpt
-from tui_lab.core.attention import MultiHeadAttention, padding_mask
-from tui_lab.core.decode import generate
-from tui_lab.core.device import autocast_context, choose_device, resolve_precision
-from tui_lab.core.events import DoneEvent, StepEvent
-from tui_lab.core.models import build_model
-from tui_lab.core.train import TrainingRun
+from tui_lab.core.decoding.decode import generate
+from tui_lab.core.model.attention import MultiHeadAttention, padding_mask
+from tui_lab.core.model.device import autocast_context, choose_device, resolve_precision
+from tui_lab.core.model.models import build_model
+from tui_lab.core.runs import checkpoint as ckpt
+from tui_lab.core.training.events import DoneEvent, StepEvent
+from tui_lab.core.training.train import TrainingRun
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

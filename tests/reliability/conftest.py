@@ -88,7 +88,7 @@ def tiny(**sections: dict) -> object:
 
 def train_run(out: Path, config: object, stop_at: int | None = None) -> Path:
     """Train ``config`` into ``out`` in this process (seconds)."""
-    from tui_lab.core.train import StepEvent, TrainingRun
+    from tui_lab.core.training.train import StepEvent, TrainingRun
 
     holder: dict[str, TrainingRun] = {}
 

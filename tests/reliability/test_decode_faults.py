@@ -16,10 +16,10 @@ import torch
 
 from tests.conftest import tiny_config
 from tests.reliability.conftest import assert_one_line_error, assert_printable, cli
-from tui_lab.core.decode import DecodeInputError, generate
-from tui_lab.core.models import build_model
+from tui_lab.core.decoding.decode import DecodeInputError, generate
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.vocab import PAD
+from tui_lab.core.tasks.vocab import PAD
 
 COPY = tiny_config()  # copy, 1 to 5 digits, encoder-decoder, max_len 64
 ADDITION = tiny_config(task={"name": "addition", "max_digits": 2}, model={"max_len": 16})

@@ -88,15 +88,15 @@ def bad_files(tmp_path: Path) -> dict[str, Path]:
 @pytest.fixture
 def nothing_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail loudly if a refused preset got as far as building a model or counting one."""
-    import tui_lab.core.params
-    import tui_lab.core.train
+    import tui_lab.core.model.params
+    import tui_lab.core.training.train
     import tui_lab.ui.app
 
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("a refused preset reached model building or the lab")
 
-    monkeypatch.setattr(tui_lab.core.train.TrainingRun, "__init__", forbidden)
-    monkeypatch.setattr(tui_lab.core.params, "parameter_report", forbidden)
+    monkeypatch.setattr(tui_lab.core.training.train.TrainingRun, "__init__", forbidden)
+    monkeypatch.setattr(tui_lab.core.model.params, "parameter_report", forbidden)
     monkeypatch.setattr(tui_lab.ui.app, "run_lab", forbidden)
 
 
@@ -261,7 +261,7 @@ async def test_lab_shows_a_bad_preset_inline_on_the_build_pane(in_tmp: Path) -> 
 async def test_lab_opened_on_a_bad_preset_uses_the_default_and_says_why(in_tmp: Path) -> None:
     """``LabApp(preset=bad)`` (the CLI refuses earlier, but the app must cope): default config, an error."""
     from tests.ui.helpers import SIZE, ready, tiny_app
-    from tui_lab.core.config import default_config
+    from tui_lab.core.config.lab_config import default_config
 
     bad = in_tmp / "bad.yaml"
     bad.write_text(BAD_PRESETS["misspelt-key"][0])

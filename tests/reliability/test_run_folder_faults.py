@@ -32,8 +32,8 @@ from tests.reliability.conftest import (
     tiny,
     train_run,
 )
-from tui_lab.core import checkpoint as ck
-from tui_lab.core import safetensors_check
+from tui_lab.core.runs import checkpoint as ck
+from tui_lab.core.runs import safetensors_check
 
 LOADERS = ("eval", "decode", "resume")
 
@@ -270,7 +270,7 @@ def test_disk_failing_mid_run_stops_with_a_message_and_keeps_the_last_save(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     how: str, reason_text: str,
 ) -> None:
-    from tui_lab.core.train import DoneEvent, LogEvent, TrainingRun
+    from tui_lab.core.training.train import DoneEvent, LogEvent, TrainingRun
 
     out = tmp_path / "run"
     seen = fail_saves_after(monkeypatch, good_saves=4, how=how)

@@ -25,9 +25,9 @@ from tests.reliability.conftest import (
     temps,
     tiny,
 )
-from tui_lab.core.checkpoint import load_run
-from tui_lab.core.models import EncoderDecoder
-from tui_lab.core.train import (
+from tui_lab.core.model.models import EncoderDecoder
+from tui_lab.core.runs.checkpoint import load_run
+from tui_lab.core.training.train import (
     CheckpointEvent,
     DoneEvent,
     EvalEvent,
@@ -161,7 +161,7 @@ def test_steep_gradients_are_clipped_and_training_continues(
     norms = [e.grad_norm for e in events if isinstance(e, StepEvent)]
     assert max(norms[FAULT_STEP - 1:]) > 1e4 * max(norms[: FAULT_STEP - 1])  # visible to the user
     assert all(math.isfinite(e.loss) for e in events if isinstance(e, StepEvent))
-    from tui_lab.core.train import open_run
+    from tui_lab.core.training.train import open_run
 
     reopened = open_run(out, device="cpu")
     assert all(torch.isfinite(p).all() for p in reopened.model.parameters())
@@ -181,7 +181,7 @@ def test_weights_that_overflow_are_never_saved(
     config = tiny(train={"steps": 40, "checkpoint_seconds": 1e-9, "clip": 0.0, "warmup_steps": 0,
                          "schedule": "constant", "lr": 1e-3})
     run = TrainingRun(config, out, on_event=events.append)
-    from tui_lab.core import train as train_module
+    from tui_lab.core.training import train as train_module
 
     real_set_lr = train_module.set_lr
 
@@ -205,7 +205,7 @@ def test_weights_that_overflow_are_never_saved(
     assert "weights became inf/nan by step" in done.message and "not saved" in done.message, done.message
     last = max(saved)
     assert snapshot(out) == saved[last]
-    from tui_lab.core.train import open_run
+    from tui_lab.core.training.train import open_run
 
     reopened = open_run(out, device="cpu")
     assert all(torch.isfinite(p).all() for p in reopened.model.parameters())

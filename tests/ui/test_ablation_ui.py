@@ -46,8 +46,8 @@ async def test_x_ablates_the_head_on_show_and_x_again_restores_it(trained_run: P
         assert attention.result is ablated  # Attention shows the ablated decode
 
         # The rerun is the core's decode with that head zeroed (same machine: same tokens).
-        from tui_lab.core.ablation import ablate, parse_head
-        from tui_lab.core.decode import generate
+        from tui_lab.core.analysis.ablation import ablate, parse_head
+        from tui_lab.core.decoding.decode import generate
 
         model = pane.run.model
         with ablate(model, [parse_head("decoder.0.cross:0", model)], "zero"):

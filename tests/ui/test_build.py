@@ -17,7 +17,7 @@ from tests.ui.helpers import (
     type_text,
     wait_until,
 )
-from tui_lab.core.config import ConfigError, LabConfig, load_file
+from tui_lab.core.config.lab_config import ConfigError, LabConfig, load_file
 from tui_lab.ui.panes.build_pane import BuildPane
 from tui_lab.ui.panes.params_pane import ParamsPane
 from tui_lab.ui.screens.save_preset import SavePresetScreen
@@ -139,7 +139,7 @@ async def test_params_follow_edits_live() -> None:
         first = params.report.total
         await set_field(pilot, "model.d_model", "32")
         await wait_until(pilot, lambda: params.report.total != first, 10, "recount")
-        from tui_lab.core.params import parameter_report
+        from tui_lab.core.model.params import parameter_report
 
         expected = parameter_report(app.config.model, len(app.counter.task_for(app.config.task).vocab)).total
         assert params.report.total == expected

@@ -129,7 +129,7 @@ async def test_attention_cycles_kind_layer_head_and_walkthrough(trained_run: Pat
         await pilot.pause()
         text = plain(pane.query_one("#walkthrough", Static))
         assert "softmax" in text and "matches the captured weights" in text
-        from tui_lab.core.walkthrough import walk
+        from tui_lab.core.analysis.walkthrough import walk
 
         for name in pane.result.attention:
             for head in range(2):
@@ -173,7 +173,7 @@ async def test_decoder_only_model_decodes_and_walks_through() -> None:
         assert attention.capture_name == "decoder.1.self"
         await pilot.press("w")
         await wait_until(pilot, lambda: attention.projections is not None, 30, "q/k/v")
-        from tui_lab.core.walkthrough import walk
+        from tui_lab.core.analysis.walkthrough import walk
 
         result = attention.result
         for name in result.attention:
@@ -194,8 +194,8 @@ async def test_follow_mode_shows_another_process_run(trained_run: Path) -> None:
 
 async def test_a_model_that_cannot_be_fetched_is_an_inline_message() -> None:
     """A training process gone before its first checkpoint: Decode says so, the lab goes on."""
-    from tui_lab.core.run_process import RunProcessError
     from tui_lab.core.tasks import make_task
+    from tui_lab.core.training.remote import RunProcessError
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.data.make_pane_runs import write_pane_runs
 from tests.ui.helpers import SIZE, tiny_app, wait_until
-from tui_lab.core.run_summary import CSV_COLUMNS, RunSummary
+from tui_lab.core.runs.summary import CSV_COLUMNS, RunSummary
 from tui_lab.ui.export import SCREENSHOTS, write_runs_table
 from tui_lab.ui.keymap import bindings_of
 from tui_lab.ui.screens.help import lab_sections

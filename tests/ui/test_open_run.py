@@ -15,7 +15,7 @@ import pytest
 from textual.widgets import Static
 
 from tests.ui.helpers import SIZE, plain, ready, wait_until
-from tui_lab.core.config import LabConfig, default_config
+from tui_lab.core.config.lab_config import LabConfig, default_config
 from tui_lab.ui.app import LabApp
 from tui_lab.ui.form_fields import FIELDS, format_value
 from tui_lab.ui.widgets.config_form import ConfigForm
@@ -58,7 +58,7 @@ def value(config: LabConfig, key: str) -> object:
 def odd_run_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A decoder-only reverse run of 3 steps, trained once for this module."""
     warnings.filterwarnings("ignore")
-    from tui_lab.core.train import TrainingRun
+    from tui_lab.core.training.train import TrainingRun
 
     config = default_config().with_values(
         {**ODD, "train.eval_examples": 8, "train.threads": 1, "task.max_len": 5}
@@ -95,7 +95,7 @@ def lab(**kwargs: object) -> LabApp:
 
 async def shows_everywhere(pilot, config: LabConfig) -> None:  # type: ignore[no-untyped-def]
     """Every pane shows ``config`` (the opened run's), none the default."""
-    from tui_lab.core.params import parameter_report
+    from tui_lab.core.model.params import parameter_report
     from tui_lab.ui.panes.attention_pane import AttentionPane
     from tui_lab.ui.panes.decode_pane import DecodePane
     from tui_lab.ui.panes.params_pane import ParamsPane

@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.data.make_pane_runs import write_pane_runs, write_run
 from tests.ui.conftest import TINY_RUN
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
-from tui_lab.core.run_summary import RunSummary
+from tui_lab.core.runs.summary import RunSummary
 from tui_lab.ui.run_rows import RunRow, cell, filter_rows, sort_rows
 from tui_lab.ui.widgets.overlay_chart import OverlayChart
 from tui_lab.ui.widgets.run_table import GAP, RunTable

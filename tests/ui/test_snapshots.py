@@ -226,10 +226,10 @@ def test_committed_run_shows_no_digit_that_hangs_on_rounding() -> None:
     import copy
 
     from tests.ui.conftest import TINY_RUN
-    from tui_lab.core.decode import generate
-    from tui_lab.core.heatmap import shade
-    from tui_lab.core.inference import load_for_inference
-    from tui_lab.core.walkthrough import collect_projections, walk
+    from tui_lab.core.analysis.walkthrough import collect_projections, walk
+    from tui_lab.core.decoding.attention_text import shade
+    from tui_lab.core.decoding.decode import generate
+    from tui_lab.core.decoding.inference import load_for_inference
     from tui_lab.ui.panes.decode_pane import percent
 
     loaded = load_for_inference(TINY_RUN)

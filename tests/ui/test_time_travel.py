@@ -73,8 +73,8 @@ def test_sparkline_bar_and_value_at() -> None:
 @pytest.fixture(scope="module")
 def history_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny copy run trained here (a few seconds) with its history snapshots."""
-    from tui_lab.core.history import list_snapshots
-    from tui_lab.core.train import TrainingRun
+    from tui_lab.core.runs.snapshots import list_snapshots
+    from tui_lab.core.training.train import TrainingRun
 
     out = tmp_path_factory.mktemp("history") / "hist-run"
     TrainingRun(tiny_config(), out).run()
@@ -104,7 +104,7 @@ async def _decode(pilot, text: str = "3141") -> None:  # type: ignore[no-untyped
 
 
 async def test_keys_step_through_the_history_and_play_to_the_end(history_run: Path) -> None:
-    from tui_lab.core.history import list_snapshots
+    from tui_lab.core.runs.snapshots import list_snapshots
 
     steps = list_snapshots(history_run)
     app = tiny_app(run_dir=str(history_run))

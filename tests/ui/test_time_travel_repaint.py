@@ -12,7 +12,7 @@ from textual.widgets import Input
 
 from tests.conftest import tiny_config
 from tests.ui.helpers import ready, tiny_app, type_text, wait_until
-from tui_lab.core.run_curves import Curve, RunCurves
+from tui_lab.core.runs.curves import Curve, RunCurves
 from tui_lab.ui.panes.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode_pane import DecodePane
 from tui_lab.ui.panes.train_pane import TrainPane
@@ -54,7 +54,7 @@ async def test_the_strip_is_two_lines_whatever_it_says(width: int) -> None:
 
 @pytest.fixture(scope="module")
 def history_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tui_lab.core.train import TrainingRun
+    from tui_lab.core.training.train import TrainingRun
 
     out = tmp_path_factory.mktemp("repaint") / "hist-run"
     TrainingRun(tiny_config(), out).run()

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.widgets import ProgressBar
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
-from tui_lab.core.events import EvalEvent, StepEvent
+from tui_lab.core.training.events import EvalEvent, StepEvent
 from tui_lab.ui.messages import TrainDone
 from tui_lab.ui.panes.decode_pane import DecodePane
 from tui_lab.ui.panes.train_pane import TrainPane
@@ -88,7 +88,7 @@ async def test_quit_during_training_stops_the_worker_within_a_second() -> None:
     assert (
         time.monotonic() - started < 5
     )  # generous on a loaded CI machine; typically well under 1 s
-    from tui_lab.core.checkpoint import load_run
+    from tui_lab.core.runs.checkpoint import load_run
 
     loaded = load_run(run.out_dir)
     assert loaded.state["step"] >= 3

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tui_lab.core.events import DoneEvent, EvalEvent, StepEvent
+from tui_lab.core.training.events import DoneEvent, EvalEvent, StepEvent
 from tui_lab.ui.run_follow import RunFollower, events_of, latest, resting_step
 from tui_lab.ui.train_state import Phase, TrainState
 

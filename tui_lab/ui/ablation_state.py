@@ -67,7 +67,7 @@ class AblationState:
         heads, mode = list(self.heads), self.mode
         if not heads:
             return model, ""
-        from tui_lab.core.ablation import AblationError, ablate, parse_head
+        from tui_lab.core.analysis.ablation import AblationError, ablate, parse_head
 
         refs = []
         for name in heads:
@@ -92,8 +92,8 @@ class AblationState:
         with self._lock:
             if self._means is not None and self._means[0] == key:
                 return self._means[1]
-        from tui_lab.core.evaluate import held_out_pairs
-        from tui_lab.core.head_importance import probe_means
+        from tui_lab.core.analysis.head_importance import probe_means
+        from tui_lab.core.training.evaluate import held_out_pairs
 
         config = run.config
         pairs = held_out_pairs(run.task, config.train, PROBE_PAIRS)

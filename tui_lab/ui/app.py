@@ -21,9 +21,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input
 
-from tui_lab.core.config import LabConfig
+from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
-from tui_lab.core.run_folder import runs_root
+from tui_lab.core.runs.folder import runs_root
 from tui_lab.ui import compat, hangup
 from tui_lab.ui.export import SAVE_SVG, ScreenshotMixin
 from tui_lab.ui.keymap import PANE_TITLES, PANES
@@ -382,6 +382,6 @@ def run_lab(
     finally:
         # The screen is back to the shell; wait (briefly) for a stopped run's last save.
         # (Imported here: nothing may delay the first frame.)
-        from tui_lab.core import run_process
+        from tui_lab.core.training import remote as run_process
 
         run_process.shutdown_all()

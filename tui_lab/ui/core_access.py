@@ -4,7 +4,7 @@ Nothing under ``tui_lab.ui`` imports torch when it is imported, so the first
 frame never waits for it. ``load_core()`` runs in a thread: it imports torch
 and the core modules the lab calls, and returns a ``Core``. From then on a
 pane imports what it calls by name, inside the function that calls it
-(``from tui_lab.core.decode import generate``): the module is loaded already,
+(``from tui_lab.core.decoding.decode import generate``): the module is loaded already,
 so that costs nothing, and readers and tools can follow the call.
 """
 
@@ -24,7 +24,12 @@ class Core:
         warnings.filterwarnings("ignore", message=".*NumPy.*")
         import torch
 
-        from tui_lab.core import checkpoint, decode, params, run_process, tasks, train
+        from tui_lab.core import tasks
+        from tui_lab.core.decoding import decode
+        from tui_lab.core.model import params
+        from tui_lab.core.runs import checkpoint
+        from tui_lab.core.training import remote as run_process
+        from tui_lab.core.training import train
 
         # The first optimizer pulls in more of torch (seconds on a slow machine):
         # do it now, in the background, so pressing space starts training promptly.

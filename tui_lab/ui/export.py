@@ -17,7 +17,7 @@ from pathlib import Path
 
 from textual.binding import Binding
 
-from tui_lab.core.run_summary import CSV_COLUMNS, RunSummary, csv_row
+from tui_lab.core.runs.summary import CSV_COLUMNS, RunSummary, csv_row
 
 SCREENSHOTS = "screenshots"
 # The app's key for ScreenshotMixin.action_save_svg (ctrl+s is Build's Save as;

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from tui_lab.core import config as cfg
+from tui_lab.core.config import lab_config as cfg
 from tui_lab.ui.line_edit import LineEdit
 
 
@@ -142,7 +142,7 @@ MIN_TEXT_CHARS = math.ceil((64 + 1) / 0.1)
 
 def check_text_file(path: str) -> str:
     """``path`` if it is a usable char-lm text; ValueError with the reason if not."""
-    from tui_lab.core.config_error import ConfigError
+    from tui_lab.core.config.error import ConfigError
     from tui_lab.core.tasks.text import read_text_file
 
     try:

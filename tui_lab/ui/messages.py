@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from tui_lab.core.config import LabConfig
-from tui_lab.core.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.training.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent
 
 if TYPE_CHECKING:  # torch-backed: imported by the panes once torch is loaded
-    from tui_lab.core.decode import DecodeResult
-    from tui_lab.core.params import ParamReport
-    from tui_lab.core.run_curves import Curve
-    from tui_lab.core.run_process import RemoteRun
+    from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.model.params import ParamReport
+    from tui_lab.core.runs.curves import Curve
     from tui_lab.core.tasks import Task
+    from tui_lab.core.training.remote import RemoteRun
     from tui_lab.ui.core_access import Core
     from tui_lab.ui.run_rows import RunRow
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tui_lab.core.config import LabConfig, TaskConfig
+from tui_lab.core.config.lab_config import LabConfig, TaskConfig
 from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import ReportReady
 
@@ -33,7 +33,7 @@ class ParamCounter:
 
     def count(self, config: LabConfig, edited: bool) -> ReportReady:
         """The message with ``config``'s parameter report, or with why it cannot be counted."""
-        from tui_lab.core.params import parameter_report
+        from tui_lab.core.model.params import parameter_report
 
         try:
             task = self.task_for(config.task)

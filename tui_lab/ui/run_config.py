@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui_lab.core.config import ConfigError, LabConfig, default_config
+from tui_lab.core.config.lab_config import ConfigError, LabConfig, default_config
+from tui_lab.core.config.presets import load_preset
 from tui_lab.core.errors import LabError
-from tui_lab.core.presets import load_preset
-from tui_lab.core.run_folder import RunFolder
+from tui_lab.core.runs.folder import RunFolder
 
 
 def read_run_config(run_dir: Path) -> LabConfig | None:

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tui_lab.core.config import LabConfig
+from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
-from tui_lab.core.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent, StepEvent
+from tui_lab.core.training.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent, StepEvent
 from tui_lab.ui.history import RunHistory
 from tui_lab.ui.messages import (
     CheckpointSaved,
@@ -128,8 +128,8 @@ class RunDriver:
     def _build(self, generation: int, config: LabConfig | None, resume_dir: Path | None) -> Any:
         """A new RemoteRun, or None when it failed (said with RunFailed) or is no longer wanted."""
         # torch-backed: loaded already (the lab trains only once the core is in)
-        from tui_lab.core.checkpoint import new_run_dir
-        from tui_lab.core.run_process import RemoteRun
+        from tui_lab.core.runs.checkpoint import new_run_dir
+        from tui_lab.core.training.remote import RemoteRun
 
         callback = self.on_event_for(generation)
         try:

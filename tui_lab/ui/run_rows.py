@@ -16,9 +16,9 @@ from typing import Any
 
 from rich.text import Text
 
-from tui_lab.core.run_curves import METRICS, Curve, RunCurves, mean_curve, read_curves
-from tui_lab.core.run_summary import RunSummary, summarize_run
-from tui_lab.core.sweep_record import SWEEP_FILE, arm_groups
+from tui_lab.core.runs.curves import METRICS, Curve, RunCurves, mean_curve, read_curves
+from tui_lab.core.runs.summary import RunSummary, summarize_run
+from tui_lab.core.sweeps.record import SWEEP_FILE, arm_groups
 
 
 @dataclass
@@ -228,7 +228,7 @@ class RowReader:
 
     def read(self, roots: list[Path]) -> list[RunRow]:
         """Every run folder under ``roots`` (two levels deep) as rows; never raises."""
-        from tui_lab.core.run_summary import list_run_folders
+        from tui_lab.core.runs.summary import list_run_folders
 
         rows: list[RunRow] = []
         seen: set[str] = set()

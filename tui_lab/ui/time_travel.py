@@ -126,7 +126,7 @@ class Travel:
 
     def snapshot_model(self, run_dir: Path, step: int, live_model: Any) -> Any:
         """A model of its own with ``step``'s weights (thread): a later step never changes it."""
-        from tui_lab.core.history import SnapshotCache
+        from tui_lab.core.runs.snapshots import SnapshotCache
 
         with self.lock:
             if self.snapshots is None:  # each snapshot read and checked once, then from memory
@@ -140,7 +140,7 @@ class Travel:
 
     def read_curves(self, run_dir: Path) -> Any:
         """The run's loss and exact-match curves (read again when metrics.jsonl changed)."""
-        from tui_lab.core.run_curves import read_curves
+        from tui_lab.core.runs.curves import read_curves
 
         metrics = run_dir / "metrics.jsonl"
         try:

@@ -8,13 +8,13 @@ that ``text`` reads and cleans.
 
 from __future__ import annotations
 
-from ..config import TaskConfig
-from ..config_error import field_error
-from .base import IGNORE, Batch, Task
-from .char_lm import CharLMTask
-from .digits import AdditionTask, DigitTask
-from .induction import InductionTask
-from .text import default_text
+from tui_lab.core.config.error import field_error
+from tui_lab.core.config.lab_config import TaskConfig
+from tui_lab.core.tasks.base import IGNORE, Batch, Task
+from tui_lab.core.tasks.char_lm import CharLMTask
+from tui_lab.core.tasks.digits import AdditionTask, DigitTask
+from tui_lab.core.tasks.induction import InductionTask
+from tui_lab.core.tasks.text import default_text
 
 __all__ = [
     "IGNORE",

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import ARCHS, TaskConfig
-from ..vocab import BOS, EOS, PAD, SEP, Vocab
+from tui_lab.core.config.lab_config import ARCHS, TaskConfig
+from tui_lab.core.tasks.vocab import BOS, EOS, PAD, SEP, Vocab
 
 IGNORE = -100
 

@@ -7,11 +7,18 @@ import random
 
 import torch
 
-from ..config import TaskConfig
-from ..config_error import field_error
-from ..vocab import PAD, TEXT_VOCAB, Vocab
-from .base import IGNORE, PAD_CHAR, Batch, Task, check_sequence_input, id_rows_to_tensor
-from .text import default_text, read_text_file
+from tui_lab.core.config.error import field_error
+from tui_lab.core.config.lab_config import TaskConfig
+from tui_lab.core.tasks.base import (
+    IGNORE,
+    PAD_CHAR,
+    Batch,
+    Task,
+    check_sequence_input,
+    id_rows_to_tensor,
+)
+from tui_lab.core.tasks.text import default_text, read_text_file
+from tui_lab.core.tasks.vocab import PAD, TEXT_VOCAB, Vocab
 
 # Held-out pairs: the model continues a prompt by this many characters.
 LM_CONTINUATION = 8

@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import random
 
-from ..config import TaskConfig
-from ..vocab import DIGITS_VOCAB
-from .base import Task, outside, quoted
+from tui_lab.core.config.lab_config import TaskConfig
+from tui_lab.core.tasks.base import Task, outside, quoted
+from tui_lab.core.tasks.vocab import DIGITS_VOCAB
 
 DIGITS = "0123456789"
 

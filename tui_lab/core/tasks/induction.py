@@ -22,9 +22,9 @@ import random
 
 import torch
 
-from ..config import TaskConfig
-from ..vocab import N_SPECIALS, Vocab
-from .base import IGNORE, Batch, Task, check_sequence_input
+from tui_lab.core.config.lab_config import TaskConfig
+from tui_lab.core.tasks.base import IGNORE, Batch, Task, check_sequence_input
+from tui_lab.core.tasks.vocab import N_SPECIALS, Vocab
 
 INDUCTION_VOCAB = Vocab("abcdefghijklmnopqrstuvwxyzABCDEF")
 VAL_SEED = 9_999_991  # validation sequences never share the training stream

@@ -11,8 +11,8 @@ import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
-from ..config_error import field_error
-from ..vocab import TEXT_VOCAB
+from tui_lab.core.config.error import field_error
+from tui_lab.core.tasks.vocab import TEXT_VOCAB
 
 # A user text file larger than this is refused (the whole text is held in memory).
 MAX_TEXT_BYTES = 64 * 2**20

@@ -148,13 +148,13 @@ class AttentionAblationMixin:
     def _importance(
         self, run: Any, mode: str, n: int, training: bool, at_step: int | None
     ) -> tuple[Any, bool, str]:
-        from tui_lab.core.evaluate import held_out_pairs
-        from tui_lab.core.head_importance import (
+        from tui_lab.core.analysis.head_importance import (
             cached_importance,
             importance,
             probe_means,
             weights_key,
         )
+        from tui_lab.core.training.evaluate import held_out_pairs
 
         run_dir = Path(run.out_dir) if run.out_dir is not None else None
         if at_step is not None and run_dir is not None:

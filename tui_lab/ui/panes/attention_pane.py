@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from tui_lab.core.config import LabConfig
+from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.ui.panes.attention_ablation import AttentionAblationMixin
 from tui_lab.ui.panes.time_travel_keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
@@ -276,7 +276,7 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         if proj is None:
             view.show_message(f"no projections recorded for {self.capture_name}")
             return
-        from tui_lab.core.walkthrough import walk
+        from tui_lab.core.analysis.walkthrough import walk
 
         row = self.query_one(Heatmap).cursor[0]
         view.show_row(walk(proj, self.result, self.capture_name, self.head_index, row))
@@ -292,7 +292,7 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         self, model: Any, task: Any, result: Any, options: dict[str, Any] | None
     ) -> None:
         """Replay the decode with hooks to get every module's q, k and v (thread)."""
-        from tui_lab.core.walkthrough import collect_projections
+        from tui_lab.core.analysis.walkthrough import collect_projections
 
         try:
             projections = collect_projections(model, task, result, options)

@@ -73,7 +73,7 @@ class DecodeLensMixin:
     @work(thread=True, exclusive=True, exit_on_error=False, group="lens")
     def _lens_worker(self, model: Any, task: Any, result: Any) -> None:
         """Read each layer's stream through the final norm and output head (thread)."""
-        from tui_lab.core.logit_lens import logit_lens
+        from tui_lab.core.analysis.logit_lens import logit_lens
 
         try:
             lens = logit_lens(model, task, result)

@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from tui_lab.core.run_curves import METRICS, Curve
+from tui_lab.core.runs.curves import METRICS, Curve
 from tui_lab.ui.export import write_runs_table
 from tui_lab.ui.messages import CurvesRead, RunsRead
 from tui_lab.ui.run_rows import (

@@ -88,7 +88,7 @@ class TimeTravelKeys:
         if app.core is None or app.current_run is None or run_dir is None:
             app.notify("train or open a run first (2)", severity="warning", timeout=3)
             return False
-        from tui_lab.core.history import list_snapshots
+        from tui_lab.core.runs.snapshots import list_snapshots
 
         travel = travel_for(app)
         travel.state.set_run(run_dir, list_snapshots(run_dir))
@@ -131,7 +131,7 @@ class TimeTravelKeys:
         """Load ``step``'s weights into the lab's copy and decode ``text`` again (thread)."""
         import copy
 
-        from tui_lab.core.decode import generate
+        from tui_lab.core.decoding.decode import generate
 
         travel = travel_for(self.app)  # type: ignore[attr-defined]
         try:
@@ -235,7 +235,7 @@ class TimeTravelKeys:
         arch = "encoder-decoder" if any(n.startswith("encoder.") for n in names) else "decoder-only"
         state = travel_for(pane.app).state
         run_dir = self._run_dir()
-        from tui_lab.core.history import list_snapshots
+        from tui_lab.core.runs.snapshots import list_snapshots
 
         history = run_dir if run_dir is not None and list_snapshots(run_dir) else None
         step = state.step if pane.result is travel_for(pane.app).shown_result else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui_lab.core.errors import one_line
-from tui_lab.core.events import EvalEvent, StepEvent
+from tui_lab.core.training.events import EvalEvent, StepEvent
 from tui_lab.ui.run_follow import RunFollower, events_of, latest, read_metrics
 
 FOLLOW_SECONDS = 1.0  # a followed run folder is read again every second
@@ -46,7 +46,7 @@ class RunFolders:
             return
         if not self.train_state.can_open:
             return  # a run is live, or another process's run is followed
-        from tui_lab.core.run_folder import load_run
+        from tui_lab.core.runs.folder import load_run
 
         try:
             loaded = load_run(path)

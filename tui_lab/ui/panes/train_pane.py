@@ -22,8 +22,8 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import ProgressBar, Static
 
-from tui_lab.core.config import LabConfig
-from tui_lab.core.events import EvalEvent, StepEvent
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.training.events import EvalEvent, StepEvent
 from tui_lab.ui.history import RunHistory
 from tui_lab.ui.messages import ModelChanged
 from tui_lab.ui.panes.train_folders import RunFolders
@@ -215,7 +215,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
     def _prewarm(self) -> None:
         """Someone looking at this pane may press space: have a training process ready."""
         if self.app.core is not None and self._follower is None and self.state is not Phase.RUNNING:
-            from tui_lab.core.run_process import prewarm  # torch-backed: loaded by now
+            from tui_lab.core.training.remote import prewarm  # torch-backed: loaded by now
 
             prewarm()
 

@@ -13,8 +13,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from tui_lab.core.config import LabConfig
-from tui_lab.core.presets import user_preset_dir
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.config.presets import user_preset_dir
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 

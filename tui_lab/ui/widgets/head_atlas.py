@@ -99,7 +99,7 @@ class HeadAtlas(Static):
     @work(thread=True, exclusive=True, exit_on_error=False, group="atlas")
     def _score_worker(self, model: Any, task: Any, arch: str) -> None:
         """Score every head of a copy of ``model`` on the task's probe (thread)."""
-        from tui_lab.core.head_scores import score_heads
+        from tui_lab.core.analysis.head_scores import score_heads
 
         try:
             heads = score_heads(copy.deepcopy(model), task, arch)
@@ -115,8 +115,8 @@ class HeadAtlas(Static):
     @work(thread=True, exclusive=True, exit_on_error=False, group="atlas-curves")
     def _curves_worker(self, run_dir: Path) -> None:
         """Score every history snapshot of ``run_dir``, posting progress after each (thread)."""
-        from tui_lab.core.head_curves import ScoreCurves, score_curves
-        from tui_lab.core.history import list_snapshots
+        from tui_lab.core.analysis.head_curves import ScoreCurves, score_curves
+        from tui_lab.core.runs.snapshots import list_snapshots
 
         total = len(list_snapshots(run_dir))
         if not total:

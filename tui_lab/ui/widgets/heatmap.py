@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from tui_lab.core.heatmap import shade
+from tui_lab.core.decoding.attention_text import shade
 
 LOW = (40, 60, 110)  # dark blue for weights near 0
 HIGH = (255, 210, 80)  # warm yellow for weights near 1

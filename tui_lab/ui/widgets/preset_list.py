@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui_lab.core.presets import PresetInfo, list_presets
+from tui_lab.core.config.presets import PresetInfo, list_presets
 from tui_lab.ui.widgets.pick_list import Item, PickList
 
 

@@ -1,0 +1,169 @@
+"""Switching attention heads off: by name, zeroed or replaced by their mean output.
+
+A head's contribution to a layer is its slice of the concatenated heads that
+``w_o`` mixes back into d_model: ``concat(head_0, ..., head_H-1) @ w_o^T``.
+Editing that slice in a forward pre-hook on ``w_o`` removes exactly one head
+and nothing else, on the explicit and the fused attention path alike (both
+hand ``w_o`` the same (B, T, d_model) tensor), with or without a KV cache.
+
+Modes:
+
+- ``zero``: the slice becomes 0 (the head says nothing; ``w_o``'s bias stays);
+- ``mean``: the slice becomes the head's mean output over a probe batch
+  (``head_means``), so the layer still sees a typical value from it but no
+  information about this input (zeroing can push a layer off its usual range).
+
+Head names are ``capture.py``'s module names plus ``:head``:
+``encoder.0.self:1``, ``decoder.1.self:0``, ``decoder.0.cross:2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from tui_lab.core.errors import LabError
+from tui_lab.core.model.attention import MultiHeadAttention
+from tui_lab.core.tasks.vocab import PAD
+
+MODES = ("zero", "mean")
+
+
+class AblationError(LabError):
+    """A head name or mode the model does not have; one line saying what exists."""
+
+
+@dataclass(frozen=True, order=True)
+class HeadRef:
+    """One attention head: a module's capture name and a head index."""
+
+    name: str
+    head: int
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.head}"
+
+
+def attention_modules(model: nn.Module) -> dict[str, MultiHeadAttention]:
+    """Every attention module of ``model`` by capture name, in model order."""
+    return {m.capture_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}
+
+
+def all_heads(model: nn.Module) -> list[HeadRef]:
+    """Every head of every attention module, in model order."""
+    return [HeadRef(name, h) for name, m in attention_modules(model).items() for h in range(m.n_heads)]
+
+
+def parse_head(text: str, model: nn.Module) -> HeadRef:
+    """``"decoder.0.cross:2"`` -> HeadRef; AblationError (one line) if the model has no such head."""
+    modules = attention_modules(model)
+    known = ", ".join(modules) or "none"
+    name, sep, index = text.strip().rpartition(":")
+    if not sep or not name:
+        raise AblationError(f"head {text!r}: expected NAME:HEAD, e.g. {next(iter(modules), 'decoder.0.self')}:0")
+    if name not in modules:
+        raise AblationError(f"head {text!r}: no attention module {name!r} (this model has: {known})")
+    try:
+        head = int(index)
+    except ValueError:
+        raise AblationError(f"head {text!r}: {index!r} is not a head number") from None
+    n = modules[name].n_heads
+    if not 0 <= head < n:
+        raise AblationError(f"head {text!r}: {name} has heads 0..{n - 1}")
+    return HeadRef(name, head)
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise AblationError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+    return mode
+
+
+def _slice_hook(module: MultiHeadAttention, heads: list[int], values: Tensor | None) -> Any:
+    """A pre-hook on ``module.w_o`` replacing the given heads' slices (zeros or ``values``)."""
+
+    def hook(_: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        x = args[0]
+        shape = x.shape
+        x = x.reshape(*shape[:-1], module.n_heads, module.d_head).clone()  # (..., H, d_head)
+        for h in heads:
+            if values is None:
+                x[..., h, :] = 0.0
+            else:
+                x[..., h, :] = values[h].to(x.dtype)
+        return (x.reshape(shape), *args[1:])
+
+    return hook
+
+
+@contextmanager
+def ablate(
+    model: nn.Module,
+    heads: Sequence[HeadRef],
+    mode: str = "zero",
+    means: dict[str, Tensor] | None = None,
+) -> Iterator[None]:
+    """Inside the block, ``heads`` of ``model`` are switched off; restored on exit.
+
+    ``mode="mean"`` needs ``means`` (``head_means``'s result). An empty
+    ``heads`` changes nothing, so callers need no special case for "none".
+    """
+    check_mode(mode)
+    if mode == "mean" and means is None:
+        raise ValueError("mode='mean' needs the heads' means (head_means)")
+    modules = attention_modules(model)
+    by_module: dict[str, list[int]] = {}
+    for ref in heads:
+        if ref.name not in modules or not 0 <= ref.head < modules[ref.name].n_heads:
+            raise AblationError(f"head {ref}: not in this model")
+        by_module.setdefault(ref.name, []).append(ref.head)
+    handles = []
+    try:
+        for name, hs in by_module.items():
+            values = None if mode == "zero" else means[name]  # type: ignore[index]
+            handles.append(modules[name].w_o.register_forward_pre_hook(_slice_hook(modules[name], hs, values)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@torch.no_grad()
+def head_means(model: nn.Module, batch: Any, device: torch.device | str = "cpu") -> dict[str, Tensor]:
+    """Each module's mean per-head output (H, d_head) over ``batch``'s real tokens.
+
+    One teacher-forced forward over the probe batch; positions holding padding
+    are left out (encoder modules see the source, decoder modules the target
+    input), so the mean is that of outputs the model actually produces.
+    """
+    modules = attention_modules(model)
+    sums: dict[str, Tensor] = {}
+    counts: dict[str, Tensor] = {}
+    src = None if batch.src is None else batch.src.to(device)
+    tgt = batch.tgt_in.to(device)
+
+    def recorder(name: str, module: MultiHeadAttention) -> Any:
+        def hook(_: nn.Module, args: tuple[Tensor, ...]) -> None:
+            x = args[0].float()  # (B, T, d_model)
+            tokens = src if name.startswith("encoder") else tgt
+            keep = (tokens != PAD).float()[..., None]  # (B, T, 1)
+            sums[name] = (x * keep).sum(dim=(0, 1)).view(module.n_heads, module.d_head)
+            counts[name] = keep.sum()
+
+        return hook
+
+    handles = [m.w_o.register_forward_pre_hook(recorder(n, m)) for n, m in modules.items()]
+    was_training = model.training
+    model.eval()
+    try:
+        model(tgt) if src is None else model(src, tgt)
+    finally:
+        model.train(was_training)
+        for handle in handles:
+            handle.remove()
+    return {name: sums[name] / counts[name].clamp(min=1.0) for name in sums}

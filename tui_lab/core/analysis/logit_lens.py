@@ -1,0 +1,125 @@
+"""The logit lens: what each decoder layer would say if the model stopped there.
+
+For every decoding step and every decoder layer, the residual stream leaving
+that layer is sent straight through the final norm and the output head
+(``lm_head``); the most likely token and its probability are reported.
+
+Normalisation: each layer's stream is normalised with its *own* mean and
+variance, computed afresh from that layer's vector (``F.layer_norm`` with the
+final norm's learned scale and shift). Statistics cached from the last
+layer's pass are never reused: they belong to a different vector, and reusing
+them is a known way to get a wrong lens.
+
+Post-LN models (``model.norm: post``) have no final norm: every layer already
+ends in its own LayerNorm (``norm2``/``norm3``), so its output is a normalised
+stream in the same form the head reads. The lens then applies ``lm_head``
+directly to each layer's output, adding no norm of its own.
+
+Either way the last layer's row is, by construction, the model's own output
+distribution (tests check it to 1e-5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tui_lab.core.decoding.decode import DecodeResult, is_decoder_only
+from tui_lab.core.tasks.vocab import BOS, SEP
+
+
+@dataclass
+class LensCell:
+    token: str
+    prob: float
+
+
+@dataclass
+class LensTable:
+    """``rows[layer][step]``: the top token of layer ``layer`` at decoding step ``step``."""
+
+    layers: list[str]  # "decoder.0", ...
+    steps: list[str]  # the token actually emitted at each step
+    rows: list[list[LensCell]] = field(default_factory=list)
+    probs: Tensor | None = None  # (L, steps, V) full distributions, for tests and the lab
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layers": self.layers,
+            "steps": self.steps,
+            "rows": [[{"token": c.token, "prob": round(c.prob, 6)} for c in row] for row in self.rows],
+        }
+
+
+def _stack(model: nn.Module) -> nn.Module:
+    return model.decoder
+
+
+def layer_streams(model: nn.Module, run_forward: Any) -> list[Tensor]:
+    """The output of every decoder layer during ``run_forward()``, (B, T, d_model) each."""
+    outputs: list[Tensor] = []
+    hooks = [
+        layer.register_forward_hook(lambda _m, _a, out: outputs.append(out.detach()))
+        for layer in _stack(model).layers
+    ]
+    try:
+        run_forward()
+    finally:
+        for h in hooks:
+            h.remove()
+    return outputs
+
+
+def lens_probs(model: nn.Module, stream: Tensor) -> Tensor:
+    """Next-token probabilities (..., V) read from one layer's residual ``stream`` (..., d_model)."""
+    norm = _stack(model).norm
+    x = stream.float()
+    if norm is not None:
+        # This vector's own statistics; the norm module contributes only its scale and shift.
+        x = F.layer_norm(x, norm.normalized_shape, norm.weight.float(), norm.bias.float(), norm.eps)
+    return model.lm_head(x.to(model.lm_head.weight.dtype)).float().softmax(dim=-1)
+
+
+@torch.no_grad()
+def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
+    """The lens over ``result``'s decode: one teacher-forced pass over what it fed the model.
+
+    Step s's row reads the position whose output chose step s's token: the
+    decoder input (BOS + emitted tokens) at s for an encoder-decoder, the
+    prompt's last position + s for a decoder-only model.
+    """
+    vocab = task.vocab
+    device = next(model.parameters()).device
+    ids = vocab.encode(result.input)
+    fed_out = result.tokens[:-1]  # the last token is never fed back
+    was_training = model.training
+    model.eval()
+    try:
+        if is_decoder_only(model):
+            prompt = ids if task.is_lm else [*ids, SEP]
+            limit = int(model.config.max_len)
+            if task.is_lm and len(prompt) >= limit:
+                prompt = prompt[-(limit // 2) :]  # as generate truncates
+            tokens = torch.tensor([[*prompt, *fed_out]], device=device)
+            streams = layer_streams(model, lambda: model(tokens))
+            first = len(prompt) - 1
+        else:
+            src = torch.tensor([ids], device=device)
+            tgt = torch.tensor([[BOS, *fed_out]], device=device)
+            streams = layer_streams(model, lambda: model(src, tgt))
+            first = 0
+    finally:
+        model.train(was_training)
+    n = len(result.tokens)
+    probs = torch.stack([lens_probs(model, s[0, first : first + n]) for s in streams])  # (L, n, V)
+    best_p, best_i = probs.max(dim=-1)  # (L, n)
+    rows = [
+        [LensCell(vocab.label(int(i)), float(p)) for p, i in zip(best_p[layer], best_i[layer], strict=False)]
+        for layer in range(probs.size(0))
+    ]
+    layers = [f"decoder.{i}" for i in range(probs.size(0))]
+    return LensTable(layers, [s.token for s in result.steps], rows, probs)

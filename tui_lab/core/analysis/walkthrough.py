@@ -1,0 +1,156 @@
+"""The numbers behind one attention row, taken from the real model.
+
+``collect_projections`` replays the decode that produced a ``DecodeResult``
+with a forward pre-hook on every attention module, then projects the inputs it
+saw with the module's own ``w_q``, ``w_k`` and ``w_v`` (with the KV cache each
+step brings only the new tokens: the projections are concatenated). ``walk`` then writes the formula out for one head and one
+query row: raw scores ``q·k``, scaled by ``1/sqrt(d_head)``, the softmax, and
+the weighted sum of the value rows; the weights are compared with those the
+decode captured. Torch is imported only when these run (after the lab loaded it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Projections:
+    """Full-sequence projections of one attention module, split into heads."""
+
+    q: Any  # (H, Tq, d_head), after RoPE if the module uses it
+    k: Any  # (H, Tk, d_head)
+    v: Any  # (H, Tk, d_head)
+    causal: bool
+
+
+@dataclass
+class WalkRow:
+    """One query row written out."""
+
+    name: str
+    head: int
+    row: int
+    d_head: int
+    query: str
+    keys: list[str]
+    raw: list[float]
+    scaled: list[float]
+    weights: list[float]
+    masked: list[bool]
+    output: list[float]
+    captured: list[float]
+
+    @property
+    def max_diff(self) -> float:
+        """Largest difference from the weights the decode captured."""
+        return max(
+            (abs(a - b) for a, b in zip(self.weights, self.captured, strict=False)), default=0.0
+        )
+
+
+def collect_projections(
+    model: Any, task: Any, result: Any, options: dict[str, Any] | None
+) -> dict[str, Projections]:
+    """Replay ``result``'s decode; q/k/v of every attention module, by capture name.
+
+    A forward pre-hook on each ``MultiHeadAttention`` records the inputs of
+    every call (with a KV cache: the new tokens of each step). The module's
+    own ``w_q``, ``w_k``, ``w_v`` then project them; a cross-attention call
+    whose static cache is already filled adds queries only.
+    """
+    import inspect
+
+    import torch
+
+    from tui_lab.core.decoding.decode import generate
+    from tui_lab.core.model.attention import MultiHeadAttention
+
+    modules = {m.capture_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}
+    calls: dict[str, list[tuple[Any, Any, Any, bool]]] = {}
+    handles = []
+    for name, module in modules.items():
+        signature = inspect.signature(module.forward)
+
+        def hook(
+            mod: Any, args: Any, kwargs: Any, name: str = name, signature: Any = signature
+        ) -> None:
+            bound = signature.bind(*args, **kwargs)
+            cache = bound.arguments.get("cache")
+            reused = cache is not None and cache.static and cache.filled
+            a = bound.arguments
+            calls.setdefault(name, []).append(
+                (a["query"].detach(), a["key"].detach(), a["value"].detach(), reused)
+            )
+
+        handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+    try:
+        generate(model, task, result.input, capture=False, **dict(options or {}))
+    finally:
+        for h in handles:
+            h.remove()
+    found: dict[str, Projections] = {}
+    with torch.no_grad():
+        for name, module in modules.items():
+            recorded = calls.get(name)
+            if not recorded:
+                continue
+
+            def heads(x: Any, module: Any = module) -> Any:
+                x = x[0].float()  # (T, d_model)
+                return x.view(x.size(0), module.n_heads, module.d_head).transpose(
+                    0, 1
+                )  # (H, T, d_head)
+
+            q = torch.cat([heads(module.w_q(query)) for query, _, _, _ in recorded], dim=1)
+            fresh = [(key, value) for _, key, value, reused in recorded if not reused]
+            k = torch.cat([heads(module.w_k(key)) for key, _ in fresh], dim=1)
+            v = torch.cat([heads(module.w_v(value)) for _, value in fresh], dim=1)
+            if module.rope is not None:
+                q, k = module.rope(q, 0), module.rope(k, 0)
+            found[name] = Projections(
+                q, k, v, causal=name.startswith("decoder") and name.endswith(".self")
+            )
+    return found
+
+
+def walk(proj: Projections, result: Any, name: str, head: int, row: int) -> WalkRow:
+    """softmax(q k^T / sqrt(d)) v for one head and one query row, every intermediate kept."""
+    import torch
+
+    q = proj.q[head, row]  # (d_head,)
+    k = proj.k[head]  # (Tk, d_head)
+    v = proj.v[head]
+    d_head = q.numel()
+    n_keys = k.size(0)
+    if proj.causal:
+        # Query ``row`` sits at position row (the prompt and every fed token).
+        masked = [j > row for j in range(n_keys)]
+    else:
+        masked = [False] * n_keys
+    raw = k @ q  # (Tk,)
+    scaled = raw / math.sqrt(d_head)
+    allowed = torch.tensor([not m for m in masked])
+    weights = torch.softmax(scaled.masked_fill(~allowed, float("-inf")), dim=-1)
+    output = weights @ v  # (d_head,)
+    captured_matrix = result.attention[name][head]
+    captured = (
+        [float(x) for x in captured_matrix[row, :n_keys]] if row < captured_matrix.size(0) else []
+    )
+    q_labels, k_labels = result.labels.get(name, ([], []))
+    return WalkRow(
+        name=name,
+        head=head,
+        row=row,
+        d_head=d_head,
+        query=q_labels[row] if row < len(q_labels) else str(row),
+        keys=list(k_labels[:n_keys]),
+        raw=[float(x) for x in raw],
+        scaled=[float(x) for x in scaled],
+        weights=[float(x) for x in weights],
+        masked=masked,
+        output=[float(x) for x in output],
+        captured=captured,
+    )

@@ -1,0 +1,208 @@
+"""The three sections of a preset (``model``, ``task``, ``train``) as frozen, validated dataclasses.
+
+Each section checks its own values and their relations when it is made; a
+relation across sections (char-lm needs a decoder-only model) is
+``LabConfig``'s. Nothing here depends on the machine, so a config that is
+valid on one computer is valid on every other (whether a model fits in this
+machine's memory is asked where it is built: ``config.check_fits_in_memory``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tui_lab.core.config.error import field_error, show, suggest
+
+ARCHS = ("encoder-decoder", "decoder-only")
+NORMS = ("pre", "post")
+POSITIONALS = ("sinusoidal", "learned", "rope")
+ACTIVATIONS = ("relu", "gelu")
+TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction")
+SCHEDULES = ("noam", "cosine", "linear", "constant")
+# What a cosine or linear decay runs over: the steps, or the time budget (max_seconds).
+DECAY_CLOCKS = ("steps", "time")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+PRECISIONS = ("auto", "fp32", "bf16")
+
+# Assumed vocabulary size for size estimates when the task decides it later.
+VOCAB_GUESS = 256
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        hint = suggest(value, allowed)
+        raise field_error(name, f"{show(value)} is not one of {', '.join(allowed)}{hint}")
+
+
+def _positive(name: str, value: int | float) -> None:
+    if value <= 0:
+        raise field_error(name, f"must be > 0, got {value}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture hyperparameters (names follow the tutorials)."""
+
+    arch: str = "encoder-decoder"
+    d_model: int = 64
+    n_heads: int = 4
+    n_encoder_layers: int = 2
+    n_decoder_layers: int = 2
+    d_ff: int = 256
+    dropout: float = 0.0
+    activation: str = "relu"
+    norm: str = "pre"
+    positional: str = "sinusoidal"
+    max_len: int = 64
+    tie_embeddings: bool = True
+    share_embeddings: bool = True
+    vocab_size: int | None = None
+
+    def __post_init__(self) -> None:
+        _choice("model.arch", self.arch, ARCHS)
+        _choice("model.norm", self.norm, NORMS)
+        _choice("model.positional", self.positional, POSITIONALS)
+        _choice("model.activation", self.activation, ACTIVATIONS)
+        for name in ("d_model", "n_heads", "max_len", "n_decoder_layers"):
+            _positive(f"model.{name}", getattr(self, name))
+        if self.d_ff < 0:  # 0 is allowed: attention-only blocks, no feed-forward
+            raise field_error("model.d_ff", f"must be >= 0 (0: no feed-forward), got {self.d_ff}")
+        if self.arch == "encoder-decoder":
+            _positive("model.n_encoder_layers", self.n_encoder_layers)
+        elif self.n_encoder_layers < 0:
+            raise field_error("model.n_encoder_layers", f"must be >= 0, got {self.n_encoder_layers}")
+        if self.vocab_size is not None:
+            _positive("model.vocab_size", self.vocab_size)
+        if not 0.0 <= self.dropout < 1.0:
+            raise field_error("model.dropout", f"must be in [0, 1), got {self.dropout}")
+        if self.d_model % self.n_heads:
+            raise field_error(
+                "model.d_model", f"{self.d_model} is not divisible by n_heads={self.n_heads}"
+            )
+        if self.positional == "rope" and self.d_head % 2:
+            raise field_error(
+                "model.positional", f"rope needs an even head size, d_model/n_heads = {self.d_head}"
+            )
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def estimated_params(self, vocab_size: int | None = None) -> int:
+        """Rough upper bound on parameters, computed without building anything."""
+        d, f = self.d_model, self.d_ff
+        v = self.vocab_size or vocab_size or VOCAB_GUESS
+        attn = 4 * d * d + 4 * d
+        ff = 2 * d * f + d + f if f else 0  # d_ff 0: attention-only (an upper bound still)
+        enc = self.n_encoder_layers if self.arch == "encoder-decoder" else 0
+        layers = enc * (attn + ff + 4 * d) + self.n_decoder_layers * (2 * attn + ff + 6 * d)
+        return layers + 3 * v * d + self.max_len * d * 2 + v
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """What the model learns: an algorithmic task on digit strings, or char-lm."""
+
+    name: str = "copy"
+    min_len: int = 1
+    max_len: int = 10
+    max_digits: int = 3
+    text: str | None = None
+    block_size: int = 64
+    val_fraction: float = 0.1
+
+    def __post_init__(self) -> None:
+        _choice("task.name", self.name, TASKS)
+        for name in ("min_len", "max_len", "max_digits", "block_size"):
+            _positive(f"task.{name}", getattr(self, name))
+        if self.min_len > self.max_len:
+            raise field_error(
+                "task.min_len", f"{self.min_len} is greater than max_len={self.max_len}"
+            )
+        if not 0.0 < self.val_fraction < 1.0:
+            raise field_error("task.val_fraction", f"must be in (0, 1), got {self.val_fraction}")
+        if self.name == "induction" and 2 * self.max_len > self.block_size:
+            # induction: a prefix of min_len..max_len tokens and its repeat fill block_size
+            raise field_error(
+                "task.max_len", f"2 x {self.max_len} does not fit block_size={self.block_size}"
+            )
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation, evaluation and run-keeping settings."""
+
+    steps: int = 2000
+    batch_size: int = 64
+    micro_batch: int | None = None
+    lr: float = 1e-3
+    warmup_steps: int = 100
+    schedule: str = "cosine"
+    min_lr_ratio: float = 0.1
+    # "time": the decay ends when max_seconds does (or at train.steps, if that comes first).
+    decay_over: str = "steps"
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-9
+    clip: float = 1.0
+    label_smoothing: float = 0.0
+    seed: int = 0
+    device: str = "auto"
+    precision: str = "auto"
+    fused_attention: bool = True
+    compile: bool = False
+    threads: int = 0
+    eval_every: int = 100
+    eval_examples: int = 500
+    target_accuracy: float | None = None
+    checkpoint_seconds: float = 10.0
+    max_seconds: float | None = None
+    history: bool = True  # weight snapshots at steps 1, 2, 4, ... and every evaluation (history.py)
+    history_every: int | None = None  # instead: a snapshot every N steps
+
+    def __post_init__(self) -> None:
+        _choice("train.schedule", self.schedule, SCHEDULES)
+        _choice("train.decay_over", self.decay_over, DECAY_CLOCKS)
+        if not isinstance(self.history, bool):  # YAML reads on/off as booleans
+            raise field_error("train.history", f"on or off, got {show(self.history)}")
+        if self.history_every is not None:
+            _positive("train.history_every", self.history_every)
+        _choice("train.device", self.device, DEVICES)
+        _choice("train.precision", self.precision, PRECISIONS)
+        for name in ("steps", "batch_size", "eval_every", "eval_examples"):
+            _positive(f"train.{name}", getattr(self, name))
+        if self.micro_batch is not None:
+            _positive("train.micro_batch", self.micro_batch)
+            if self.batch_size % self.micro_batch:
+                raise field_error(
+                    "train.micro_batch",
+                    f"{self.micro_batch} does not divide batch_size={self.batch_size}",
+                )
+        for name in ("warmup_steps", "weight_decay", "clip", "threads"):
+            if getattr(self, name) < 0:
+                raise field_error(f"train.{name}", f"must be >= 0, got {getattr(self, name)}")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise field_error("train.lr", f"must be a positive number, got {self.lr}")
+        if not 0.0 <= self.min_lr_ratio <= 1.0:
+            raise field_error("train.min_lr_ratio", f"must be in [0, 1], got {self.min_lr_ratio}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise field_error(
+                "train.label_smoothing", f"must be in [0, 1), got {self.label_smoothing}"
+            )
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            raise field_error("train.betas", f"two numbers in [0, 1), got {list(self.betas)}")
+        if self.eps <= 0:
+            raise field_error("train.eps", f"must be > 0, got {self.eps}")
+        if self.target_accuracy is not None and not 0.0 < self.target_accuracy <= 1.0:
+            raise field_error(
+                "train.target_accuracy", f"must be in (0, 1], got {self.target_accuracy}"
+            )
+        if self.checkpoint_seconds <= 0:
+            raise field_error(
+                "train.checkpoint_seconds", f"must be > 0, got {self.checkpoint_seconds}"
+            )
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise field_error("train.max_seconds", f"must be > 0, got {self.max_seconds}")
+        if self.decay_over == "time" and self.max_seconds is None:
+            raise field_error("train.decay_over", "time needs a time limit (train.max_seconds) to decay over")

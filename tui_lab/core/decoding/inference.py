@@ -1,0 +1,54 @@
+"""A saved run's model, ready to evaluate or decode: config and weights, nothing else.
+
+``eval`` and ``decode`` need neither the optimizer nor data-parallel set-up
+nor a training loop, so they do not build a ``TrainingRun``; and a missing or
+damaged ``optimizer.pt`` stops ``train --resume`` but not them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.model.device import choose_device, set_threads
+from tui_lab.core.model.models import build_run_model
+from tui_lab.core.runs.checkpoint import load_weights
+from tui_lab.core.runs.folder import RunDir, RunFolder
+from tui_lab.core.runs.snapshots import load_snapshot
+from tui_lab.core.tasks import make_task
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A run's config (named after its preset), task, model (in eval mode) and step."""
+
+    config: LabConfig
+    task: Any
+    model: nn.Module
+    step: int
+    device: torch.device
+    notes: list[str]  # what loading the weights noticed (a save cut off midway)
+
+
+def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: int | None = None) -> LoadedModel:
+    """Build the run's model on ``device`` and load its weights; RunError if it cannot.
+
+    ``at_step``: the weights of the run's history snapshot at that step instead
+    of its last checkpoint (a step without one: RunError naming the nearest).
+    """
+    folder = run if isinstance(run, RunFolder) else RunFolder.read(run)
+    config = folder.preset_config
+    task = make_task(config.task)
+    where = choose_device(device)
+    model = build_run_model(config, len(task.vocab), where)
+    if where.type == "cpu":
+        set_threads(config.train.threads, sum(p.numel() for p in model.parameters()))
+    if at_step is not None:
+        load_snapshot(folder.path, at_step, model)
+        return LoadedModel(config, task, model.eval(), at_step, where, [])
+    notes = load_weights(folder, model)
+    return LoadedModel(config, task, model.eval(), folder.step, where, notes)

@@ -1,0 +1,1 @@
+"""The Transformer itself: attention, positions, layers, models, capture, parameter counts, device."""

@@ -1,0 +1,341 @@
+"""The two model kinds: an encoder-decoder (the paper's translation model) and a
+decoder-only language model (GPT-style), both built from ``layers.py``.
+
+Shared pieces, in the seed tutorials' order:
+
+1. token embedding, multiplied by sqrt(d_model) so it is not drowned by the
+   positional signal (embeddings start with std d_model^-0.5, so the product
+   has unit scale);
+2. positions: sinusoidal or learned vectors added here, or RoPE applied to
+   queries and keys inside every self-attention;
+3. dropout, the layer stack, a final LayerNorm (pre-LN only: post-LN layers
+   already end in a norm);
+4. ``lm_head``, a bias-free linear to vocabulary logits, tied to
+   ``tgt_embed.weight`` when ``tie_embeddings``.
+
+Masks: padding in ``src`` is hidden from encoder self-attention and from cross
+attention; decoder self-attention is causal. Target padding needs no mask:
+targets are padded at the end, and a causal query never sees later positions,
+so real tokens never attend to padding (the loss ignores the pad positions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from tui_lab.core.config.lab_config import LabConfig, ModelConfig, check_fits_in_memory
+from tui_lab.core.model.attention import KVCache, MultiHeadAttention, padding_mask
+from tui_lab.core.model.layers import DecoderLayer, EncoderLayer, RopeAngles, maybe_dropout
+from tui_lab.core.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
+from tui_lab.core.tasks.vocab import PAD
+
+
+@dataclass
+class DecoderCache:
+    """Per-layer KV caches for incremental decoding.
+
+    ``self_attn[i]`` grows by the new tokens each step; ``cross_attn[i]`` (empty
+    for decoder-only models) holds the projected encoder memory, computed on
+    the first step. ``length`` is how many target positions have been
+    processed, so the next tokens' positions continue from there.
+    """
+
+    self_attn: list[KVCache] = field(default_factory=list)
+    cross_attn: list[KVCache] = field(default_factory=list)
+
+    @property
+    def length(self) -> int:
+        return self.self_attn[0].length if self.self_attn else 0
+
+    def reset(self) -> None:
+        for c in (*self.self_attn, *self.cross_attn):
+            c.reset()
+
+
+def _positions(config: ModelConfig) -> nn.Module | None:
+    """The additive position module, or None for RoPE (applied inside attention)."""
+    if config.positional == "sinusoidal":
+        return SinusoidalPositions(config.d_model, config.max_len)
+    if config.positional == "learned":
+        return LearnedPositions(config.max_len, config.d_model)
+    return None
+
+
+def _rope(config: ModelConfig) -> RotaryEmbedding | None:
+    if config.positional != "rope":
+        return None
+    return RotaryEmbedding(config.d_head, max_len=config.max_len)
+
+
+class TokenEmbedding(nn.Embedding):
+    """``nn.Embedding`` initialised N(0, d_model^-0.5): after the sqrt(d_model)
+    scale the inputs have unit variance, and tied output logits start near unit
+    scale. On the meta device initialisation is skipped (there is no data, and
+    ``normal_`` on meta imports torch._dynamo: seconds on a first call)."""
+
+    def reset_parameters(self) -> None:
+        if not self.weight.is_meta:
+            nn.init.normal_(self.weight, mean=0.0, std=self.embedding_dim**-0.5)
+
+
+def _init_weights(model: nn.Module) -> None:
+    """Xavier-uniform linears with zero biases, as ``nn.Transformer`` does
+    (PyTorch's default Linear init is scaled for ReLU stacks, not attention)."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear) and not module.weight.is_meta:
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+
+def _stack(
+    layer: type[EncoderLayer] | type[DecoderLayer],
+    count: int,
+    config: ModelConfig,
+    rope: RotaryEmbedding | None,
+) -> tuple[nn.ModuleList, nn.LayerNorm | None]:
+    """``count`` layers of one kind, and the final LayerNorm that pre-LN stacks need."""
+    c = config
+    pre = c.norm == "pre"
+    layers = nn.ModuleList(
+        layer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, pre, rope)
+        for _ in range(count)
+    )
+    return layers, nn.LayerNorm(c.d_model) if pre else None
+
+
+def _angles(rope: RotaryEmbedding | None, offset: int, length: int) -> RopeAngles | None:
+    """RoPE's cos/sin rows for this forward, taken once and shared by every layer."""
+    return None if rope is None else rope.angles(offset, length)
+
+
+class Encoder(nn.Module):
+    """A stack of ``EncoderLayer`` (``layers``) plus ``norm`` for pre-LN."""
+
+    def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.layers, self.norm = _stack(EncoderLayer, config.n_encoder_layers, config, rope)
+        self.rope = rope  # shared with every self-attention; no parameters or saved state
+        for i, layer in enumerate(self.layers):
+            layer.self_attn.capture_name = f"encoder.{i}.self"
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        angles = _angles(self.rope, 0, x.size(1))
+        for layer in self.layers:
+            x = layer(x, mask, rope_angles=angles)
+        return x if self.norm is None else self.norm(x)
+
+
+class Decoder(nn.Module):
+    """A stack of ``DecoderLayer`` (with cross attention) plus ``norm`` for pre-LN."""
+
+    def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.layers, self.norm = _stack(DecoderLayer, config.n_decoder_layers, config, rope)
+        self.rope = rope
+        for i, layer in enumerate(self.layers):
+            layer.self_attn.capture_name = f"decoder.{i}.self"
+            layer.cross_attn.capture_name = f"decoder.{i}.cross"
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        memory_mask: torch.Tensor | None = None,
+        cache: DecoderCache | None = None,
+    ) -> torch.Tensor:
+        angles = _angles(self.rope, 0 if cache is None else cache.length, x.size(1))
+        for i, layer in enumerate(self.layers):
+            self_cache = cross_cache = None
+            if cache is not None:
+                self_cache, cross_cache = cache.self_attn[i], cache.cross_attn[i]
+            x = layer(x, memory, memory_mask, self_cache, cross_cache, rope_angles=angles)
+        return x if self.norm is None else self.norm(x)
+
+
+class CausalDecoder(nn.Module):
+    """GPT-style stack: ``EncoderLayer`` blocks with causal self-attention only."""
+
+    def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.layers, self.norm = _stack(EncoderLayer, config.n_decoder_layers, config, rope)
+        self.rope = rope
+        for i, layer in enumerate(self.layers):
+            layer.self_attn.capture_name = f"decoder.{i}.self"
+
+    def forward(self, x: torch.Tensor, cache: DecoderCache | None = None) -> torch.Tensor:
+        angles = _angles(self.rope, 0 if cache is None else cache.length, x.size(1))
+        for i, layer in enumerate(self.layers):
+            layer_cache = None if cache is None else cache.self_attn[i]
+            x = layer(x, is_causal=True, cache=layer_cache, rope_angles=angles)
+        return x if self.norm is None else self.norm(x)
+
+
+class _Base(nn.Module):
+    """Embedding, positions and output head shared by both model kinds."""
+
+    tgt_embed: nn.Embedding
+    lm_head: nn.Linear
+    pos: nn.Module | None
+
+    def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int) -> None:
+        super().__init__()
+        self.config = config
+        self.vocab_size = vocab_size
+        self.pad_id = pad_id
+        self.embed_scale = math.sqrt(config.d_model)
+        self.drop = nn.Dropout(config.dropout)
+
+    def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d_model): scaled embedding + positions, then dropout."""
+        x = embedding(tokens) * self.embed_scale  # (B, T, d_model)
+        if self.pos is not None:
+            x = self.pos(x, offset)
+        return maybe_dropout(self.drop, x)
+
+    def _head(self) -> nn.Linear:
+        head = nn.Linear(self.config.d_model, self.vocab_size, bias=False)
+        if self.config.tie_embeddings:
+            head.weight = self.tgt_embed.weight
+        elif not head.weight.is_meta:
+            nn.init.xavier_uniform_(head.weight)
+        return head
+
+
+class EncoderDecoder(_Base):
+    """The paper's model: ``forward(src (B,S), tgt (B,T)) -> logits (B,T,V)``."""
+
+    def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int = 0) -> None:
+        super().__init__(config, vocab_size, pad_id)
+        self.src_embed = TokenEmbedding(vocab_size, config.d_model)
+        self.tgt_embed = (
+            self.src_embed
+            if config.share_embeddings
+            else TokenEmbedding(vocab_size, config.d_model)
+        )
+        self.pos = _positions(config)
+        rope = _rope(config)
+        self.encoder = Encoder(config, rope)
+        self.decoder = Decoder(config, rope)
+        _init_weights(self)
+        self.lm_head = self._head()
+
+    def src_mask(self, src: torch.Tensor) -> torch.Tensor | None:
+        """(B, 1, 1, S) True at real source tokens, or None when nothing is padded.
+
+        None lets the fused kernel run without a mask (its fastest form); the
+        check is skipped under ``torch.compile`` to avoid a graph break.
+        """
+        mask = padding_mask(src, self.pad_id)
+        if not torch.compiler.is_compiling() and bool(mask.all()):
+            return None
+        return mask
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        """(B, S) ids -> memory (B, S, d_model)."""
+        return self._encode(src, self.src_mask(src))
+
+    def decode(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        src: torch.Tensor,
+        cache: DecoderCache | None = None,
+    ) -> torch.Tensor:
+        """Target ids (B, T) -> logits (B, T, V); with ``cache``, ``tgt`` holds only new tokens.
+
+        ``src`` is only read for its padding, which cross attention must ignore.
+        """
+        return self._decode(tgt, memory, self.src_mask(src), cache)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        src_mask = self.src_mask(src)  # computed once for the encoder and cross attention
+        return self._decode(tgt, self._encode(src, src_mask), src_mask, None)
+
+    def _encode(self, src: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
+        return self.encoder(self._embed(self.src_embed, src, 0), src_mask)  # (B, S, d_model)
+
+    def _decode(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None,
+        cache: DecoderCache | None,
+    ) -> torch.Tensor:
+        offset = 0 if cache is None else cache.length  # positions continue after the cache
+        x = self._embed(self.tgt_embed, tgt, offset)
+        x = self.decoder(x, memory, src_mask, cache)
+        return self.lm_head(x)  # (B, T, V)
+
+    def new_cache(self) -> DecoderCache:
+        n = len(self.decoder.layers)
+        return DecoderCache(
+            self_attn=[KVCache() for _ in range(n)],
+            cross_attn=[KVCache(static=True) for _ in range(n)],
+        )
+
+
+class DecoderOnly(_Base):
+    """GPT-style model: ``forward(tokens (B,T), cache=None) -> logits (B,T,V)``."""
+
+    def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int = 0) -> None:
+        super().__init__(config, vocab_size, pad_id)
+        self.tgt_embed = TokenEmbedding(vocab_size, config.d_model)
+        self.pos = _positions(config)
+        self.decoder = CausalDecoder(config, _rope(config))
+        _init_weights(self)
+        self.lm_head = self._head()
+
+    def forward(self, tokens: torch.Tensor, cache: DecoderCache | None = None) -> torch.Tensor:
+        """With ``cache``, ``tokens`` holds only the new tokens; positions continue."""
+        offset = 0 if cache is None else cache.length
+        x = self._embed(self.tgt_embed, tokens, offset)
+        return self.lm_head(self.decoder(x, cache))  # (B, T, V)
+
+    def new_cache(self) -> DecoderCache:
+        return DecoderCache(self_attn=[KVCache() for _ in self.decoder.layers])
+
+
+def build_model(
+    config: ModelConfig, vocab_size: int | None = None, pad_id: int = 0
+) -> EncoderDecoder | DecoderOnly:
+    """The model ``config`` describes; ``config.vocab_size``, when set, wins.
+
+    Works under ``with torch.device("meta"):`` (parameters get shapes but no
+    storage), which is how the params report counts without allocating.
+    """
+    vocab = config.vocab_size or vocab_size
+    if not vocab:
+        raise ValueError("build_model needs a vocabulary size (config.vocab_size or vocab_size)")
+    if config.arch == "encoder-decoder":
+        return EncoderDecoder(config, vocab, pad_id)
+    return DecoderOnly(config, vocab, pad_id)
+
+
+def build_run_model(
+    config: LabConfig,
+    vocab_size: int,
+    device: torch.device | str = "cpu",
+    factory: Callable[..., nn.Module] = build_model,
+) -> nn.Module:
+    """The model a run trains or loads, on ``device``: the one builder training,
+    the lab's trainer process, ``eval`` and ``decode`` share.
+
+    Refuses (ConfigError) a model whose training state would not fit in this
+    machine's memory, checked here rather than on every config edit because
+    the answer depends on the machine. ``train.fused_attention: false`` keeps
+    attention on the explicit path (to compare it with the fused kernel).
+    ``factory`` lets a benchmark build a reference model instead.
+    """
+    check_fits_in_memory(config.model, vocab_size)
+    model = factory(config.model, vocab_size=vocab_size, pad_id=PAD)
+    if not config.train.fused_attention:
+        for module in model.modules():
+            if isinstance(module, MultiHeadAttention):
+                module.fused = False
+    return model.to(device)

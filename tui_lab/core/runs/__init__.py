@@ -1,0 +1,1 @@
+"""A run folder on disk: layout, atomic writes, logs, checkpoints, snapshots, status, summaries, curves."""

@@ -1,0 +1,1 @@
+"""Grids of runs over settings and seeds: spec, runner, record, statistics."""

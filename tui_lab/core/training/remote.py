@@ -1,0 +1,313 @@
+"""A TrainingRun in a child process, driven like one (the lab's trainer).
+
+Why a process: a small model's training step is mostly Python, so a training
+thread and the UI thread would take turns holding one interpreter lock; keys
+then wait for steps and steps for repaints. A child process trains on its own
+core at headless speed while the UI answers keys at once.
+
+``RemoteRun`` offers the parts of ``TrainingRun`` the lab uses: ``run()``
+(blocks until the run ends), ``pause()``/``resume()``/``stop()`` from any
+thread, the events through ``on_event`` (called on a reader thread), the
+progress attributes, and ``model``: a copy in this process whose weights are
+fetched from the child when the run has moved on since the last fetch.
+
+The child stops (saving a checkpoint) when asked, when told to close, and when
+this process dies: its end of the pipe then reads EOF. Spawning and importing
+torch take a second or two, so ``prewarm()`` keeps one started child waiting.
+The child's side (``child_main``) is in run_child.py.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from tui_lab.core.errors import LabError
+from tui_lab.core.training.events import DoneEvent, EvalEvent, StepEvent
+
+CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
+
+_spare: tuple[subprocess.Popen[bytes], Connection] | None = None
+_spare_lock = threading.Lock()
+_live: weakref.WeakSet[RemoteRun] = weakref.WeakSet()
+
+
+class RunProcessError(LabError):
+    """The training process could not build or restore the run (one line for the user)."""
+
+
+# ---- the lab's side ---------------------------------------------------------------
+
+
+def _start_child() -> tuple[subprocess.Popen[bytes], Connection]:
+    # A fresh interpreter (not multiprocessing's spawn, which re-runs the
+    # parent's main script and fails for scripts without a __main__ guard),
+    # talking over a socket pair. Its output goes nowhere: the lab owns the
+    # terminal, and everything the run does reaches the lab as events.
+    mine, theirs = socket.socketpair()
+    root = str(Path(__file__).resolve().parents[3])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    code = f"from tui_lab.core.training.remote_child import child_main; child_main({theirs.fileno()})"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        pass_fds=[theirs.fileno()],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    theirs.close()
+    return process, Connection(mine.detach())
+
+
+def prewarm() -> None:
+    """Start a training process now so the next run need not wait for torch to load."""
+    global _spare
+    with _spare_lock:
+        if _spare is None or _spare[0].poll() is not None:
+            _spare = _start_child()
+
+
+def _take_child() -> tuple[Any, Connection]:
+    global _spare
+    with _spare_lock:
+        spare, _spare = _spare, None
+    if spare is not None and spare[0].poll() is None:
+        return spare
+    return _start_child()
+
+
+class RemoteRun:
+    """A training run in its own process, with TrainingRun's controls and progress."""
+
+    def __init__(
+        self,
+        on_event: Callable[[Any], None],
+        *,
+        config: Any = None,
+        out_dir: str | Path | None = None,
+        resume_dir: str | Path | None = None,
+    ) -> None:
+        self.on_event = on_event
+        self._process, self._conn = _take_child()
+        self._send_lock = threading.Lock()
+        given = out_dir if out_dir is not None else resume_dir
+        self._folder = Path(given) if given is not None else None  # as the user named it
+        # Absolute paths: a prewarmed process was started in whatever folder was current then.
+        self._send({
+            "config": config,
+            "out_dir": Path(out_dir).absolute() if out_dir is not None else None,
+            "resume_dir": Path(resume_dir).absolute() if resume_dir is not None else None,
+        })
+        try:
+            kind, payload = self._conn.recv()
+        except (EOFError, OSError):
+            raise RunProcessError(
+                f"the training process ended while starting (exit code {self._exit_code()})"
+            ) from None
+        if kind == "failed":
+            self.close()
+            raise RunProcessError(payload)
+        self._update(payload)
+        self.paused = False
+        self.summary: dict[str, Any] | None = None
+        self._finished = threading.Event()
+        self._finished.set()
+        self._end_lock = threading.Lock()
+        self._weights: queue.Queue[bytes | None] = queue.Queue()
+        self._model: Any = None
+        self._model_step = -1
+        self._model_lock = threading.Lock()
+        self._task: Any = None
+        _live.add(self)
+        self._reader = threading.Thread(target=self._read, name="trainer-events", daemon=True)
+        self._reader.start()
+
+    # ---- what the lab reads ---------------------------------------------------------
+
+    def _update(self, info: dict[str, Any]) -> None:
+        self.config = info["config"]
+        self.out_dir = self._folder if info["out_dir"] is not None else None
+        self.device = info["device"]
+        self.device_name = info["device_name"]
+        self.step = info["step"]
+        self.elapsed = info["elapsed"]
+        self.best_accuracy = info["best_accuracy"]
+        self.last_step = info["last_step"]
+        self.last_eval = info["last_eval"]
+
+    @property
+    def total_steps(self) -> int:
+        return self.config.train.steps
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def _exit_code(self) -> int | None:
+        try:
+            return self._process.wait(1)
+        except subprocess.TimeoutExpired:
+            return None
+
+    @property
+    def task(self) -> Any:
+        if self._task is None:
+            from tui_lab.core.tasks import make_task
+
+            self._task = make_task(self.config.task)
+        return self._task
+
+    @property
+    def model(self) -> Any:
+        """A model in this process with the run's current weights (fetched when stale)."""
+        with self._model_lock:
+            if self._model is None:
+                self._model = self._build_model()
+            if self._model_step != self.step:
+                step = self.step
+                state = self._fetch_weights()
+                if state is not None:
+                    self._model.load_state_dict(state)
+                elif self.out_dir is not None:  # the process has gone: its last checkpoint
+                    from tui_lab.core.runs.checkpoint import load_weights
+                    from tui_lab.core.runs.layout import RunError
+
+                    try:
+                        load_weights(self.out_dir, self._model)
+                    except RunError as exc:
+                        raise RunProcessError(
+                            f"the training process has ended and left no checkpoint to use ({exc})"
+                        ) from None
+                self._model_step = step
+            return self._model
+
+    def _build_model(self) -> Any:
+        from tui_lab.core.model.models import build_run_model
+
+        return build_run_model(self.config, len(self.task.vocab), self.device).eval()
+
+    def _fetch_weights(self) -> dict[str, Any] | None:
+        import torch
+
+        if not self.alive:
+            return None
+        while not self._weights.empty():  # a reply nobody waited for
+            self._weights.get_nowait()
+        self._send("weights")
+        try:
+            data = self._weights.get(timeout=60)
+        except queue.Empty:
+            return None
+        if data is None:
+            return None
+        return torch.load(io.BytesIO(data), map_location=self.device, weights_only=True)
+
+    # ---- control ------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any] | None:
+        """Train in the child until the run ends; returns its summary."""
+        self._finished.clear()
+        self.summary = None
+        self._send("run")
+        while not self._finished.wait(0.5):
+            if not self._reader.is_alive():  # the child went away before it could say so
+                self._died()
+        return self.summary
+
+    def pause(self) -> None:
+        self.paused = True
+        self._send("pause")
+
+    def resume(self) -> None:
+        self.paused = False
+        self._send("resume")
+
+    def stop(self) -> None:
+        self.paused = False
+        self._send("stop")
+
+    def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """Stop the run (it saves), let the process end; kill it only if it hangs."""
+        self._send("close")
+        try:
+            self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._process.kill()  # checkpoints are written atomically: the last one stays
+            self._process.wait()
+        try:
+            self._conn.close()
+        except OSError:
+            pass
+        _live.discard(self)
+
+    # ---- plumbing -------------------------------------------------------------------------
+
+    def _send(self, message: Any) -> bool:
+        with self._send_lock:
+            try:
+                self._conn.send(message)
+                return True
+            except (OSError, ValueError):
+                return False
+
+    def _read(self) -> None:
+        """Reader thread: events to on_event, replies to whoever waits for them."""
+        while True:
+            try:
+                kind, payload = self._conn.recv()
+            except (EOFError, OSError, ValueError):
+                break
+            if kind == "event":
+                self._note(payload)
+                self.on_event(payload)
+            elif kind == "weights":
+                self._weights.put(payload)
+            elif kind == "finished":
+                self.summary = payload.pop("summary")
+                self._update(payload)
+                self._finished.set()
+        self._weights.put(None)
+        if not self._finished.is_set():
+            self._died()
+
+    def _note(self, event: Any) -> None:
+        if isinstance(event, StepEvent):
+            self.step, self.elapsed, self.last_step = event.step, event.elapsed, event
+        elif isinstance(event, EvalEvent):
+            self.last_eval = event
+            if event.exact_match is not None:
+                self.best_accuracy = max(self.best_accuracy or 0.0, event.exact_match)
+
+    def _died(self) -> None:
+        """The child went away mid-run: end the run as an error the lab shows."""
+        with self._end_lock:
+            if self._finished.is_set():
+                return
+            code = self._exit_code()
+            message = f"the training process ended unexpectedly (exit code {code}) at step {self.step}"
+            self.on_event(DoneEvent("error", message, self.step))
+            self._finished.set()
+
+
+def shutdown_all(timeout: float = CLOSE_SECONDS) -> None:
+    """Close every training process (each saves first) and the spare; for the lab's exit."""
+    global _spare
+    for run in list(_live):
+        run.close(timeout)
+    with _spare_lock:
+        spare, _spare = _spare, None
+    if spare is not None:  # it holds nothing yet (maybe still importing torch)
+        spare[1].close()
+        spare[0].kill()
+        spare[0].wait()

@@ -1,0 +1,104 @@
+"""The training process's side of ``RemoteRun`` (run_process.py): build the run, obey commands.
+
+Started as a fresh interpreter holding one end of a socket pair. It waits for a
+run's spec (a config and folder, or a folder to resume), answers ``ready`` or
+``failed``, then takes ``run``/``pause``/``resume``/``stop``/``weights``/``close``
+and sends every event back. EOF on the socket (the lab died) means close: the
+run stops and saves.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import queue
+import signal
+import threading
+from multiprocessing.connection import Connection
+from typing import Any
+
+from tui_lab.core.errors import one_line
+
+
+def child_main(fd: int) -> None:
+    """Entry point of the training process: wait for a run, then obey commands."""
+    conn = Connection(fd)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the lab decides when to stop
+    from tui_lab.core.training import train  # the slow import (torch), done while the spare waits
+
+    try:
+        spec = conn.recv()
+    except (EOFError, OSError):
+        return
+    lock = threading.Lock()
+
+    def send(message: Any) -> None:
+        with lock:
+            try:
+                conn.send(message)
+            except (OSError, ValueError):  # the lab has gone: nothing to tell
+                pass
+
+    def on_event(event: Any) -> None:
+        send(("event", event))
+
+    try:
+        if spec["resume_dir"] is not None:
+            run = train.open_run(spec["resume_dir"], on_event=on_event)
+        else:
+            run = train.TrainingRun(spec["config"], spec["out_dir"], on_event=on_event)
+    except Exception as exc:  # noqa: BLE001 - told to the lab in one line
+        send(("failed", one_line(exc)))
+        return
+    send(("ready", _info(run)))
+    commands: queue.Queue[str] = queue.Queue()
+
+    def listen() -> None:
+        while True:
+            try:
+                kind = conn.recv()
+            except (EOFError, OSError):  # the lab died or closed us: save and go
+                kind = "close"
+            if kind == "pause":
+                run.pause()
+            elif kind == "resume":
+                run.resume()
+            elif kind in ("stop", "close"):
+                run.stop()
+            elif kind == "weights":
+                send(("weights", _state_bytes(run.model)))
+            if kind in ("run", "close"):
+                commands.put(kind)
+            if kind == "close":
+                return
+
+    threading.Thread(target=listen, name="commands", daemon=True).start()
+    while commands.get() == "run":
+        summary = run.run()
+        send(("finished", {**_info(run), "summary": summary}))
+    # Every save is complete and synced by now; tearing torch down takes a second
+    # that quitting the lab would wait for, so leave at once.
+    conn.close()
+    os._exit(0)
+
+
+def _info(run: Any) -> dict[str, Any]:
+    return {
+        "config": run.config,
+        "out_dir": run.out_dir,
+        "device": str(run.device),
+        "device_name": run.device_name,
+        "step": run.step,
+        "elapsed": run.elapsed,
+        "best_accuracy": run.best_accuracy,
+        "last_step": run.last_step,
+        "last_eval": run.last_eval,
+    }
+
+
+def _state_bytes(model: Any) -> bytes:
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buffer)
+    return buffer.getvalue()

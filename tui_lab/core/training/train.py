@@ -1,0 +1,344 @@
+"""A training run that can be driven from another thread.
+
+`TrainingRun.run()` blocks and is meant for a worker thread (the lab) or the
+main thread (the command line). `pause()`, `resume()` and `stop()` are safe to
+call from any thread; the loop checks them every step. Everything the run does
+is reported as small event dataclasses to `on_event`, and kept on disk in the
+run folder (see checkpoint.py): a kill at any moment leaves the last
+checkpoint loadable. The learning rate is set before every update from the
+schedule (schedule.set_lr), so resuming needs only the step.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.errors import one_line
+from tui_lab.core.model.device import (
+    autocast_context,
+    choose_device,
+    describe,
+    set_threads,
+    to_device,
+)
+from tui_lab.core.model.models import build_model, build_run_model
+from tui_lab.core.runs.folder import RunFolder
+from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.snapshots import History
+from tui_lab.core.tasks import make_task
+from tui_lab.core.training import distributed
+from tui_lab.core.training.evaluate import evaluate, held_out_pairs
+from tui_lab.core.training.events import (
+    CheckpointEvent,
+    DoneEvent,
+    EvalEvent,
+    Event,
+    LogEvent,
+    StepEvent,
+)
+from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
+from tui_lab.core.training.schedule import make_optimizer, set_lr
+
+__all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "CheckpointEvent",
+           "LogEvent", "DoneEvent"]
+
+
+class TrainingRun(RunKeeping):
+    """One model, its optimizer and its run folder; `run()` trains it."""
+
+    def __init__(
+        self,
+        config: LabConfig,
+        out_dir: str | Path | None = None,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        device: str | None = None,
+        resume: bool | RunFolder = False,
+        model_factory: Callable[..., torch.nn.Module] = build_model,
+    ) -> None:
+        """``resume``: True to restore from ``out_dir``, or the RunFolder already read.
+
+        ``model_factory`` lets a benchmark train a reference model through this same loop.
+        """
+        self.config = config
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.on_event = on_event or (lambda event: None)
+        self.dist = distributed.from_environment()
+        folder = resume if isinstance(resume, RunFolder) else None
+        if resume is True:
+            if self.out_dir is None:
+                raise RunError("resume needs a run folder")
+            folder = RunFolder.read(self.out_dir)  # every rank reads it; rank 0 alone writes
+        if not self.dist.is_main:  # rank 0 alone logs, evaluates and writes
+            self.out_dir = None
+            self.on_event = lambda event: None
+        self.device = distributed.init(self.dist, choose_device(device or config.train.device))
+        self.micro_batch, self.accumulation = distributed.split_batch(config.train, self.dist.world_size)
+        self.task = make_task(config.task)
+        self.vocab = self.task.vocab
+        self.arch = config.model.arch
+        torch.manual_seed(config.train.seed)
+        self.model = build_run_model(config, len(self.vocab), self.device, factory=model_factory)
+        n_params = sum(p.numel() for p in self.model.parameters())
+        if self.device.type == "cpu":
+            set_threads(config.train.threads, n_params)
+        self.device_name = describe(self.device, config.train.precision)
+        self.optimizer = make_optimizer(self.model, config.train)
+        # What the optimizer step runs through; self.model stays the plain module
+        # that checkpoints, evaluation and decoding use.
+        self.train_model: torch.nn.Module = self.model
+        if self.dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.train_model = DistributedDataParallel(self.model, device_ids=ids)
+        if config.train.compile:
+            self.train_model = torch.compile(self.train_model)
+        self.step = 0
+        self._start_step = 0
+        self.elapsed = 0.0
+        self.best_accuracy: float | None = None
+        self.last_eval: EvalEvent | None = None
+        self.last_step: StepEvent | None = None
+        self._seen_inputs: set[str] = set()
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+        self._held_out: list[tuple[str, str]] | None = None
+        self.history: History | None = None  # weight snapshots, made with the run folder
+        if folder is not None:
+            self._restore(folder)
+        self._rng = distributed.data_rng(config.train.seed, self.dist.rank, self.step)
+
+    # ---- control from any thread -------------------------------------------------
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def total_steps(self) -> int:
+        return self.config.train.steps
+
+    # ---- the loop --------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """Train until done, stopped, out of time or at the target; returns a summary."""
+        cfg = self.config.train
+        self._prepare_folder()
+        self._log(f"training on {self.device_name} from step {self.step} to {cfg.steps}")
+        reason, message = "finished", f"finished {cfg.steps} steps"
+        last_save = time.perf_counter()
+        window_tokens, window_time = 0, 0.0
+        try:
+            while self.step < cfg.steps:
+                if self._stop.is_set() and not self.dist.enabled:
+                    reason, message = "stopped", f"stopped at step {self.step}"
+                    break
+                if not self._running.is_set():
+                    self._running.wait(0.1)
+                    continue
+                t0 = time.perf_counter()
+                lr = set_lr(self.optimizer, self.step + 1, cfg, self.elapsed)  # this update's rate
+                loss, grad_norm, tokens = self._train_step()
+                dt = time.perf_counter() - t0
+                # Gradients are averaged across ranks, so a non-finite norm is seen by all.
+                if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+                    what = "loss" if not math.isfinite(loss) else "gradient norm"
+                    reason = "nan"
+                    message = (
+                        f"{what} became {loss if what == 'loss' else grad_norm} at step "
+                        f"{self.step + 1}; stopped (lower train.lr or raise warmup); "
+                        f"the last good checkpoint is kept"
+                    )
+                    break
+                self.step += 1
+                self.elapsed += dt
+                window_tokens += tokens
+                window_time += dt
+                tps = window_tokens / window_time if window_time else 0.0
+                if window_time > 2.0:  # a sliding estimate that follows speed changes
+                    window_tokens, window_time = int(tps * 1.0), 1.0
+                eta = (cfg.steps - self.step) * (self.elapsed / max(1, self.step - self._start_step))
+                event = StepEvent(self.step, cfg.steps, loss, lr, grad_norm, tps, self.elapsed, eta)
+                self.last_step = event
+                self._emit(event)
+                self._metric({"kind": "step", **asdict(event)})
+                ended = self._check_end()
+                if self.history is not None:  # after the evaluation: evaluated steps are kept
+                    self.history.after_step(self.step)
+                if self.dist.enabled and distributed.any_rank(
+                    ended is not None or self._stop.is_set(), self.dist, self.device
+                ):
+                    ended = ended or ("stopped", f"stopped at step {self.step}")
+                if ended:
+                    reason, message = ended
+                    break
+                if time.perf_counter() - last_save >= cfg.checkpoint_seconds:
+                    self.save()
+                    last_save = time.perf_counter()
+        except KeyboardInterrupt:
+            reason, message = "stopped", f"interrupted at step {self.step}"
+        except NonFiniteWeights as exc:
+            reason, message = "nan", str(exc)
+        except RunError as exc:
+            reason, message = "error", str(exc)
+        except RuntimeError as exc:  # device faults (CUDA errors) end the run, not the app
+            reason, message = "error", _failed(self.step, exc)
+        if reason not in ("nan", "error"):
+            # The closing evaluation and save can meet the same faults as the loop.
+            try:
+                # A stop asked for by the user saves at once: the closing evaluation
+                # would make quitting the lab wait for hundreds of greedy decodes.
+                if reason != "stopped" and (self.last_eval is None or self.last_eval.step != self.step):
+                    if self.step > self._start_step and self.dist.is_main:
+                        self.evaluate()
+                self.save()
+                if self.history is not None:
+                    self.history.finish(self.step)
+            except NonFiniteWeights as exc:
+                reason, message = "nan", str(exc)
+            except RunError as exc:
+                reason, message = "error", str(exc)
+            except RuntimeError as exc:
+                reason, message = "error", _failed(self.step, exc)
+        self._log(message, "error" if reason in ("nan", "error") else "info")
+        self._record_end({"reason": reason, "message": message, "step": self.step})
+        self._emit(DoneEvent(reason, message, self.step))
+        distributed.shutdown(self.dist)
+        return self.summary(reason, message)
+
+    def _check_end(self) -> tuple[str, str] | None:
+        """Evaluate when due; (reason, message) if the run should end after this step."""
+        cfg = self.config.train
+        if self.dist.is_main and (self.step % cfg.eval_every == 0 or self.step == cfg.steps):
+            ev = self.evaluate()
+            target = cfg.target_accuracy
+            if target is not None and ev.exact_match is not None and ev.exact_match >= target:
+                return "target", f"reached {ev.exact_match:.1%} exact match at step {self.step}"
+        if cfg.max_seconds is not None and self.elapsed >= cfg.max_seconds:
+            return "time", f"time limit of {cfg.max_seconds:g} s reached at step {self.step}"
+        return None
+
+    def _train_step(self) -> tuple[float, float, int]:
+        """One optimizer update over ``batch_size`` examples (all ranks, all micro-batches)."""
+        cfg = self.config.train
+        self.train_model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_total, tokens = 0.0, 0
+        for i in range(self.accumulation):
+            batch = self._next_batch(self.micro_batch)
+            last = i == self.accumulation - 1
+            # DDP averages gradients once, on the last micro-batch of the update.
+            sync = nullcontext() if last or not self.dist.enabled else self.train_model.no_sync()
+            with sync, autocast_context(self.device, cfg.precision):
+                if self.arch == "decoder-only":
+                    logits = self.train_model(batch.tgt_in)
+                else:
+                    logits = self.train_model(batch.src, batch.tgt_in)
+                loss = F.cross_entropy(
+                    logits.flatten(0, 1).float(),  # (B, T, V) -> (B*T, V)
+                    batch.tgt_out.flatten(),
+                    ignore_index=-100,
+                    label_smoothing=cfg.label_smoothing,
+                )
+                # A NaN loss still goes backward: under DDP every rank must join the
+                # gradient all-reduce, and the NaN then shows in every rank's norm.
+                (loss / self.accumulation).backward()
+            loss_total += float(loss.detach()) / self.accumulation
+            tokens += batch.tgt_in.numel() + (batch.src.numel() if batch.src is not None else 0)
+        max_norm = cfg.clip if cfg.clip > 0 else float("inf")
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
+        if not (math.isfinite(grad_norm) and math.isfinite(loss_total)):
+            return loss_total, grad_norm, 0
+        self.optimizer.step()
+        return loss_total, grad_norm, tokens * self.dist.world_size
+
+    def _next_batch(self, size: int) -> Any:
+        batch = self.task.batch(self._rng, size, self.arch)
+        if batch.examples and len(self._seen_inputs) < 2_000_000:
+            self._seen_inputs.update(p[0] for p in batch.examples)
+        return to_device(batch, self.device)
+
+    # ---- evaluation --------------------------------------------------------------
+
+    def held_out(self) -> list[tuple[str, str]]:
+        if self._held_out is None:
+            self._held_out = held_out_pairs(self.task, self.config.train, self.config.train.eval_examples)
+        return self._held_out
+
+    def evaluate(self, n: int | None = None, record: bool = True) -> EvalEvent:
+        """Validation loss and (for algorithmic tasks) exact match of greedy answers.
+
+        ``record=False`` leaves the run untouched (no event, no metrics line).
+        """
+        if self.task.is_lm:  # no held-out pairs: the loss comes from the validation text
+            pairs = None
+        else:
+            pairs = self.held_out() if n is None else held_out_pairs(self.task, self.config.train, n)
+        event = evaluate(self.model, self.task, self.config, self.device, step=self.step, pairs=pairs,
+                         seen_inputs=self._seen_inputs)
+        if not record:
+            return event
+        if event.exact_match is not None:
+            self.best_accuracy = max(self.best_accuracy or 0.0, event.exact_match)
+        self.last_eval = event
+        self._emit(event)
+        self._metric({"kind": "eval", **asdict(event)})
+        return event
+
+    def summary(self, reason: str, message: str) -> dict[str, Any]:
+        ev = self.last_eval
+        st = self.last_step
+        return {
+            "reason": reason,
+            "message": message,
+            "step": self.step,
+            "steps": self.config.train.steps,
+            "elapsed": round(self.elapsed, 3),
+            "loss": st.loss if st else None,
+            "val_loss": ev.val_loss if ev else None,
+            "exact_match": ev.exact_match if ev else None,
+            "tokens_per_s": round(st.tokens_per_s, 1) if st else None,
+            "device": self.device_name,
+            "run": str(self.out_dir) if self.out_dir else None,
+        }
+
+
+
+def _failed(step: int, exc: BaseException) -> str:  # a run that a device fault ended
+    return f"training failed at step {step}: {one_line(exc)}"
+
+
+def open_run(run_dir: str | Path, overrides: dict[str, Any] | None = None, **kwargs: Any) -> TrainingRun:
+    """A TrainingRun restored from its folder (config, weights, optimizer, step).
+
+    ``overrides`` (``{"train.steps": 100}``) change the saved config for the
+    rest of the run; the folder is read once.
+    """
+    folder = RunFolder.read(run_dir)
+    config = folder.preset_config
+    if overrides:
+        config = config.with_values(overrides)
+    return TrainingRun(config, run_dir, resume=folder, **kwargs)
