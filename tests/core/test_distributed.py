@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import tiny_config
 from tui_lab.core.errors import LabError
-from tui_lab.core.runs import checkpoint as ckpt
+from tui_lab.core.runs.folder import load_run
 from tui_lab.core.training import distributed
 from tui_lab.core.training.distributed import split_batch
 from tui_lab.core.training.train import TrainingRun, open_run
@@ -82,7 +82,7 @@ def test_two_gloo_processes_write_a_loadable_run(tmp_path):
     summaries = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(summaries) == 1  # rank 0 alone reports
     assert summaries[0]["step"] == 8
-    loaded = ckpt.load_run(out)
+    loaded = load_run(out)
     assert loaded.state["world_size"] == 2
     assert loaded.config.to_dict() == cfg.to_dict()
     ddp_run = open_run(out, device="cpu")

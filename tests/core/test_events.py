@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tiny_config
-from tui_lab.core.runs.checkpoint import read_metrics
+from tui_lab.core.runs.log import read_metrics
 from tui_lab.core.training.events import EvalEvent, StepEvent, event_from_record
 from tui_lab.core.training.train import TrainingRun
 

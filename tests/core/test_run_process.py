@@ -17,6 +17,7 @@ import torch
 from tests.conftest import tiny_config
 from tui_lab.core.model.models import build_model
 from tui_lab.core.runs import checkpoint as ckpt
+from tui_lab.core.runs.folder import load_run
 from tui_lab.core.tasks import make_task
 from tui_lab.core.tasks.vocab import PAD
 from tui_lab.core.training import remote as run_process
@@ -32,7 +33,7 @@ def wait_for(predicate, seconds: float, what: str) -> None:  # type: ignore[no-u
 
 
 def saved_model(run_dir: Path):  # type: ignore[no-untyped-def]
-    loaded = ckpt.load_run(run_dir)
+    loaded = load_run(run_dir)
     task = make_task(loaded.config.task)
     model = build_model(loaded.config.model, vocab_size=len(task.vocab), pad_id=PAD)
     ckpt.load_weights(run_dir, model)
@@ -85,7 +86,7 @@ def test_pause_holds_the_step_and_stop_saves_where_it_stopped(tmp_path: Path) ->
         assert not loop.is_alive()
         done = events[-1]
         assert isinstance(done, DoneEvent) and done.reason == "stopped"
-        assert ckpt.load_run(tmp_path / "run").state["step"] == run.step == done.step
+        assert load_run(tmp_path / "run").state["step"] == run.step == done.step
     finally:
         run.close()
 
@@ -161,7 +162,7 @@ def test_the_process_saves_and_ends_when_the_lab_is_killed(tmp_path: Path) -> No
         while _alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(child), "the training process outlived the lab"
-        state = ckpt.load_run(out).state
+        state = load_run(out).state
         assert state["step"] >= 5  # its last save came after the lab died
     finally:
         proc.kill()
@@ -195,7 +196,7 @@ def test_a_prewarmed_process_finds_relative_folders_from_where_the_lab_is_now(
         run.run()
     finally:
         run.close()
-    assert ckpt.load_run(tmp_path / "now" / "runs" / "a").state["step"] == 30
+    assert load_run(tmp_path / "now" / "runs" / "a").state["step"] == 30
     assert not (tmp_path / "then" / "runs").exists()
 
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core.runs import checkpoint as ckpt
+from tui_lab.core.runs.folder import load_run
+from tui_lab.core.runs.log import read_metrics
 from tui_lab.core.training.train import DoneEvent, EvalEvent, StepEvent, TrainingRun, open_run
 
 
@@ -98,17 +99,17 @@ def test_resume_continues_steps_and_curve(tmp_path, tiny):
 
     first.on_event = stop_at_20
     assert first.run()["reason"] == "stopped"
-    assert ckpt.load_run(out).state["step"] == 20
-    assert ckpt.load_run(out).state["end"] == {"reason": "stopped", "message": "stopped at step 20", "step": 20}
+    assert load_run(out).state["step"] == 20
+    assert load_run(out).state["end"] == {"reason": "stopped", "message": "stopped at step 20", "step": 20}
     second = open_run(out, device="cpu")
     assert second.step == 20
     seen_end: list = []
-    second.on_event = lambda e: seen_end.append(ckpt.load_run(out).state.get("end")) if (
+    second.on_event = lambda e: seen_end.append(load_run(out).state.get("end")) if (
         isinstance(e, StepEvent) and e.step == 21) else None
     assert second.run()["step"] == 40
     assert seen_end == [None]  # training again: the old end is gone while it runs
-    assert ckpt.load_run(out).state["end"]["reason"] == "finished"
-    steps = [m["step"] for m in ckpt.read_metrics(out) if m["kind"] == "step"]
+    assert load_run(out).state["end"]["reason"] == "finished"
+    steps = [m["step"] for m in read_metrics(out) if m["kind"] == "step"]
     assert steps == list(range(1, 41))
 
 

@@ -200,7 +200,7 @@ def test_ctrl_c_twice_still_leaves_a_loadable_run(training_process, capsys: pyte
 
 async def test_quitting_the_lab_while_training_stops_within_a_second(in_tmp: Path) -> None:
     from tests.ui.helpers import SIZE, ready, tiny_app, train_endless
-    from tui_lab.core.runs.checkpoint import load_run
+    from tui_lab.core.runs.folder import load_run
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -219,7 +219,7 @@ async def test_quitting_the_lab_while_training_stops_within_a_second(in_tmp: Pat
 def test_the_lab_quits_and_saves_when_its_terminal_goes_away(tmp_path: Path) -> None:
     """A closed terminal that sends no hang-up: the lab used to spin a core forever."""
     from bench.measure import Terminal
-    from tui_lab.core.runs.checkpoint import load_run
+    from tui_lab.core.runs.folder import load_run
 
     preset_path = preset(tmp_path, checkpoint_seconds=60.0)
     runs = tmp_path / "runs"

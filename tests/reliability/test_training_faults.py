@@ -26,7 +26,7 @@ from tests.reliability.conftest import (
     tiny,
 )
 from tui_lab.core.model.models import EncoderDecoder
-from tui_lab.core.runs.checkpoint import load_run
+from tui_lab.core.runs.folder import load_run
 from tui_lab.core.training.train import (
     CheckpointEvent,
     DoneEvent,

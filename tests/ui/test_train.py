@@ -88,7 +88,7 @@ async def test_quit_during_training_stops_the_worker_within_a_second() -> None:
     assert (
         time.monotonic() - started < 5
     )  # generous on a loaded CI machine; typically well under 1 s
-    from tui_lab.core.runs.checkpoint import load_run
+    from tui_lab.core.runs.folder import load_run
 
     loaded = load_run(run.out_dir)
     assert loaded.state["step"] >= 3

@@ -128,7 +128,7 @@ class RunDriver:
     def _build(self, generation: int, config: LabConfig | None, resume_dir: Path | None) -> Any:
         """A new RemoteRun, or None when it failed (said with RunFailed) or is no longer wanted."""
         # torch-backed: loaded already (the lab trains only once the core is in)
-        from tui_lab.core.runs.checkpoint import new_run_dir
+        from tui_lab.core.runs.folder import new_run_dir
         from tui_lab.core.training.remote import RemoteRun
 
         callback = self.on_event_for(generation)

@@ -22,7 +22,7 @@ ReadMetrics = Callable[[Path], list[dict[str, Any]]]  # records of a run folder'
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
     """The run folder's metrics records (the core's reader; call it once torch is loaded)."""
-    from tui_lab.core.runs.checkpoint import read_metrics as read  # torch-backed, loaded by then
+    from tui_lab.core.runs.log import read_metrics as read  # torch-backed, loaded by then
 
     return read(path)
 

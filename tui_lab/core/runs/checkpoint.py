@@ -1,8 +1,8 @@
 """Checkpoints: weights, optimizer and state saved as one unit, loaded safely.
 
-The run folder's layout is in ``run_layout.py``; atomic replacement of each
-file in ``atomic.py``; the metrics and log files in ``run_log.py``; reading a
-folder in ``run_folder.py``; the weights header checks in ``safetensors_check.py``.
+The run folder's layout is in ``layout.py``; atomic replacement of each
+file in ``atomic.py``; the metrics and log files in ``log.py``; reading a
+folder in ``folder.py``; the weights header checks in ``safetensors_check.py``.
 This module joins them into a save and its two loads:
 
 - ``save_checkpoint`` stages all files first and replaces ``state.json``
@@ -18,8 +18,6 @@ This module joins them into a save and its two loads:
 - Loading works on any ``nn.Module`` (models are built elsewhere from
   ``config.yaml``), and every failure is a one-line ``RunError`` that names the
   file and says what to do.
-
-The names other modules imported from here before the split are re-exported.
 """
 
 from __future__ import annotations
@@ -39,7 +37,6 @@ from torch import nn
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.runs import safetensors_check
 from tui_lab.core.runs.atomic import (
-    atomic_write_bytes,
     atomic_write_text,
     commit,
     fsync_dir,
@@ -50,17 +47,11 @@ from tui_lab.core.runs.atomic import (
     write_bytes_to,
 )
 from tui_lab.core.runs.folder import (
-    LoadedRun,
     RunFolder,
     ensure_folder,
-    init_run,
-    load_run,
-    new_run_dir,
 )
 from tui_lab.core.runs.layout import (
     CONFIG_FILE,
-    LOG_FILE,
-    METRICS_FILE,
     OPTIMIZER_FILE,
     STATE_FILE,
     WEIGHTS_FILE,
@@ -68,16 +59,7 @@ from tui_lab.core.runs.layout import (
     RunError,
     reason,
 )
-from tui_lab.core.runs.log import append_metrics, log, read_metrics
-from tui_lab.core.runs.safetensors_check import SAVE_ID_KEY, read_safetensors_header
-
-__all__ = [
-    "CONFIG_FILE", "LOG_FILE", "METRICS_FILE", "OPTIMIZER_FILE", "STATE_FILE", "WEIGHTS_FILE",
-    "CHECKPOINT_FORMAT", "LoadedRun", "RunDir", "RunError", "RunFolder", "append_metrics",
-    "atomic_write_bytes", "atomic_write_text", "init_run", "load_optimizer", "load_run",
-    "load_weights", "log", "new_run_dir", "read_metrics", "read_safetensors_header",
-    "save_checkpoint",
-]
+from tui_lab.core.runs.safetensors_check import SAVE_ID_KEY
 
 CHECKPOINT_FORMAT = 1
 
