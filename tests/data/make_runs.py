@@ -12,6 +12,11 @@ snapshots show from them sits far from a rounding edge.
 tiny-run: tests/ui/data/tiny.yaml trained 30 of its 40 steps on one thread,
 then stopped (a run the lab can open and continue); wall-clock figures
 (elapsed, tokens/s, ETA) are replaced by fixed ones.
+
+learned-copy: tests/data/learned-copy.yaml trained until it copies (about 99%
+exact match): a model whose heads matter, so ablation, importance and
+sampling tests see real, unequal effects. Its heads' effects are measured by
+the tests themselves, never written down here.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TINY = HERE.parent / "ui" / "data" / "tiny.yaml"
+LEARNED = HERE / "learned-copy.yaml"
 
 
 def train_tiny_run(out: Path, stop_at: int = 30) -> Path:
@@ -44,6 +50,20 @@ def train_tiny_run(out: Path, stop_at: int = 30) -> Path:
     return out
 
 
+def train_learned_copy(out: Path) -> Path:
+    """Train the learned-copy preset into ``out`` on one thread until it reaches its target."""
+    warnings.filterwarnings("ignore")
+    import torch
+
+    from tui_lab.core.config.lab_config import load_file
+    from tui_lab.core.training.train import TrainingRun
+
+    torch.set_num_threads(1)
+    TrainingRun(load_file(LEARNED).with_values({"train.device": "cpu"}), out).run()
+    freeze_timings(out)
+    return out
+
+
 def freeze_timings(run_dir: Path) -> None:
     """Wall-clock figures vary per machine and per run: fix them for snapshots."""
     lines = []
@@ -60,11 +80,12 @@ def freeze_timings(run_dir: Path) -> None:
 
 
 def main() -> None:
-    out = HERE / "tiny-run"
-    if out.exists():
-        shutil.rmtree(out)
-    train_tiny_run(out)
-    print(f"wrote {out}: " + ", ".join(sorted(p.name for p in out.iterdir())))
+    for name, train in (("tiny-run", train_tiny_run), ("learned-copy", train_learned_copy)):
+        out = HERE / name
+        if out.exists():
+            shutil.rmtree(out)
+        train(out)
+        print(f"wrote {out}: " + ", ".join(sorted(p.name for p in out.iterdir())))
 
 
 if __name__ == "__main__":
