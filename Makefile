@@ -30,6 +30,7 @@ lab: $(VENV)/.installed
 JOBS ?= auto
 DIST ?= worksteal
 test: $(VENV)/.installed
+	bash scripts/ensure_chromium.sh
 	$(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(ARGS)
 
 # The UI and core tests with nothing set, then under settings that make this CPU round

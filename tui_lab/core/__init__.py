@@ -1,1 +1,47 @@
-"""The lab's core: pure PyTorch + PyYAML. Never imports textual or rich."""
+"""The lab's core: pure PyTorch + PyYAML. Never imports textual or rich.
+
+The names other code relies on are reachable from here, imported on first use:
+``import tui_lab.core`` loads no torch until one of them is asked for. Each
+lives in the subpackage of its concept (``config``, ``model``, ``tasks``,
+``runs``, ``decoding``, ``training``, ``analysis``, ``sweeps``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> the module that owns it
+_FACE = {
+    "scaled_dot_product_attention": "tui_lab.core.model.attention",
+    "MultiHeadAttention": "tui_lab.core.model.attention",
+    "capture_attention": "tui_lab.core.model.capture",
+    "parameter_report": "tui_lab.core.model.params",
+    "LabConfig": "tui_lab.core.config.lab_config",
+    "load_preset": "tui_lab.core.config.presets",
+    "load_for_inference": "tui_lab.core.decoding.inference",
+    "LabError": "tui_lab.core.errors",
+}
+
+__all__ = [
+    "LabConfig", "LabError", "MultiHeadAttention", "capture_attention", "load_for_inference",
+    "load_preset", "parameter_report", "scaled_dot_product_attention",
+]
+
+if TYPE_CHECKING:
+    from tui_lab.core.config.lab_config import LabConfig
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.errors import LabError
+    from tui_lab.core.model.attention import MultiHeadAttention, scaled_dot_product_attention
+    from tui_lab.core.model.capture import capture_attention
+    from tui_lab.core.model.params import parameter_report
+
+
+def __getattr__(name: str) -> Any:
+    owner = _FACE.get(name)
+    if owner is None:
+        raise AttributeError(f"module 'tui_lab.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(owner), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
