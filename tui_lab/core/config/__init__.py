@@ -1,0 +1,1 @@
+"""A lab's settings: the config dataclasses and their sections, strict YAML, presets, diffs, errors."""
