@@ -63,7 +63,7 @@ def write_runs(root: Path, count: int = FOLDERS, steps: int = 300) -> Path:
 
 async def _measure(root: Path, rounds: int) -> dict[str, list[float]]:
     from tui_lab.ui.app import LabApp
-    from tui_lab.ui.run_rows import RowReader
+    from tui_lab.ui.panes.runs.run_rows import RowReader
     from tui_lab.ui.widgets.run_table import RunTable
 
     app = LabApp(runs_dir=root, load_core=False)

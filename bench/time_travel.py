@@ -46,8 +46,8 @@ async def _measure(run_dir: Path, rounds: int) -> tuple[list[float], list[float]
     from textual.widgets import Input
 
     from tui_lab.ui.app import LabApp
-    from tui_lab.ui.panes.attention_pane import AttentionPane
-    from tui_lab.ui.time_travel import travel_for
+    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+    from tui_lab.ui.time_travel.travel import travel_for
 
     app = LabApp(preset="copy", run_dir=str(run_dir))
     app.animation_level = "none"

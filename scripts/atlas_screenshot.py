@@ -32,7 +32,7 @@ PROMPT = "qwertyuiopqwer"  # "qwertyuiop" then its start again: an induction hea
 async def make(run: Path, out: Path, prompt: str) -> Path:
     """Open the lab on ``run``, show the atlas with its curves, write ``out``."""
     from tui_lab.ui.app import LabApp
-    from tui_lab.ui.panes.attention_pane import AttentionPane
+    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
     from tui_lab.ui.widgets.head_atlas import HeadAtlas
 
     app = LabApp(preset="induction", run_dir=str(run))

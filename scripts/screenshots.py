@@ -52,8 +52,8 @@ async def make(preset: str, out: Path, max_seconds: float, decode_input: str) ->
 
 
 async def _drive(app: Any, out: Path, max_seconds: float, decode_input: str) -> list[Path]:
-    from tui_lab.ui.panes.attention_pane import AttentionPane
-    from tui_lab.ui.panes.train_pane import TrainPane
+    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
     written: list[Path] = []
     app.animation_level = "none"

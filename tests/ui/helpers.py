@@ -35,7 +35,7 @@ async def wait_until(
 
 async def train_endless(pilot: Pilot, steps: int = 3):  # type: ignore[no-untyped-def]
     """Start a run that will not end by itself; return the Train pane once ``steps`` are in."""
-    from tui_lab.ui.panes.train_pane import TrainPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
     app = pilot.app
     pane = app.query_one(TrainPane)
@@ -77,8 +77,8 @@ async def type_text(pilot: Pilot, text: str) -> None:
 
 async def edit_field(pilot: Pilot, key: str) -> None:
     """Focus the Build form and walk its cursor to ``key`` with the arrow keys, editing."""
-    from tui_lab.ui.form_fields import FIELDS
-    from tui_lab.ui.widgets.config_form import ConfigForm
+    from tui_lab.ui.panes.build.config_form import ConfigForm
+    from tui_lab.ui.panes.build.form_fields import FIELDS
 
     form = pilot.app.query_one(ConfigForm)
     if not form.has_focus:

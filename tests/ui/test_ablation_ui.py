@@ -8,8 +8,8 @@ from textual.widgets import Static
 
 from tests.ui.helpers import SIZE, plain, tiny_app, wait_until
 from tests.ui.test_decode_attention import decode, open_trained
-from tui_lab.ui.panes.attention_pane import AttentionPane
-from tui_lab.ui.panes.decode_pane import DecodePane
+from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.widgets.importance_view import ImportanceView
 from tui_lab.ui.widgets.text_table import TextTable
 

@@ -8,9 +8,9 @@ import pytest
 from textual.widgets import Input, Static
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
-from tui_lab.ui.panes.attention_pane import AttentionPane
-from tui_lab.ui.panes.decode_pane import DecodePane
-from tui_lab.ui.panes.train_pane import TrainPane
+from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+from tui_lab.ui.panes.decode.decode_pane import DecodePane
+from tui_lab.ui.panes.train.train_pane import TrainPane
 from tui_lab.ui.widgets.heatmap import Heatmap
 from tui_lab.ui.widgets.text_table import TextTable
 
@@ -244,7 +244,7 @@ async def test_edit_input_is_offered_only_when_the_input_lacks_the_keys() -> Non
 
 
 def test_percentages_close_every_probability() -> None:
-    from tui_lab.ui.panes.decode_pane import percent
+    from tui_lab.ui.panes.decode.decode_pane import percent
 
     assert [percent(p) for p in (1.0, 0.9951, 0.134, 0.0094, 0.00004)] == [
         "100%",
@@ -260,7 +260,7 @@ async def test_top_k_cells_read_apart(trained_run: Path, size: tuple[int, int]) 
     """Each step's token and top-5 are cells of their own, 'token pp%', and fit at 80 columns."""
     import re
 
-    from tui_lab.ui.panes.decode_pane import percent
+    from tui_lab.ui.panes.decode.decode_pane import percent
 
     app = tiny_app(run_dir=str(trained_run))
     async with app.run_test(size=size) as pilot:

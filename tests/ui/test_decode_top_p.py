@@ -8,7 +8,7 @@ from textual.widgets import Input, Static
 
 from tests.ui.helpers import SIZE, plain, tiny_app
 from tests.ui.test_decode_attention import decode, open_trained
-from tui_lab.ui.panes.decode_pane import DecodePane
+from tui_lab.ui.panes.decode.decode_pane import DecodePane
 
 
 async def test_top_p_cut_is_used_and_bad_values_are_flagged(trained_run: Path) -> None:

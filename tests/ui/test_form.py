@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.ui.helpers import SIZE, edit_field, ready, set_field, tiny_app, type_text
-from tui_lab.ui.line_edit import LineEdit
-from tui_lab.ui.widgets.config_form import ConfigForm
+from tui_lab.ui.panes.build.config_form import ConfigForm
+from tui_lab.ui.panes.build.line_edit import LineEdit
 
 
 def shown(form: ConfigForm, key: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui_lab.ui.history import RunHistory
+from tui_lab.ui.panes.train.run_history import RunHistory
 
 
 def test_a_repeated_step_replaces_the_points_from_there_on() -> None:

@@ -17,8 +17,8 @@ from textual.widgets import Static
 from tests.ui.helpers import SIZE, plain, ready, wait_until
 from tui_lab.core.config.lab_config import LabConfig, default_config
 from tui_lab.ui.app import LabApp
-from tui_lab.ui.form_fields import FIELDS, format_value
-from tui_lab.ui.widgets.config_form import ConfigForm
+from tui_lab.ui.panes.build.config_form import ConfigForm
+from tui_lab.ui.panes.build.form_fields import FIELDS, format_value
 from tui_lab.ui.widgets.status_bar import StatusBar
 
 RUN_NAME = "odd-run"
@@ -96,10 +96,10 @@ def lab(**kwargs: object) -> LabApp:
 async def shows_everywhere(pilot, config: LabConfig) -> None:  # type: ignore[no-untyped-def]
     """Every pane shows ``config`` (the opened run's), none the default."""
     from tui_lab.core.model.params import parameter_report
-    from tui_lab.ui.panes.attention_pane import AttentionPane
-    from tui_lab.ui.panes.decode_pane import DecodePane
-    from tui_lab.ui.panes.params_pane import ParamsPane
-    from tui_lab.ui.panes.train_pane import TrainPane
+    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
+    from tui_lab.ui.panes.params.params_pane import ParamsPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
     app = pilot.app
     assert isinstance(app, LabApp)

@@ -14,7 +14,7 @@ from tests.data.make_pane_runs import write_pane_runs, write_run
 from tests.ui.conftest import TINY_RUN
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
 from tui_lab.core.runs.summary import RunSummary
-from tui_lab.ui.run_rows import RunRow, cell, filter_rows, sort_rows
+from tui_lab.ui.panes.runs.run_rows import RunRow, cell, filter_rows, sort_rows
 from tui_lab.ui.widgets.overlay_chart import OverlayChart
 from tui_lab.ui.widgets.run_table import GAP, RunTable
 
@@ -198,7 +198,7 @@ def test_cells() -> None:
 
 
 async def test_help_footer_and_palette_list_the_runs_keys() -> None:
-    from tui_lab.ui.panes.runs_pane import RunsPane
+    from tui_lab.ui.panes.runs.runs_pane import RunsPane
     from tui_lab.ui.screens.help import lab_sections
 
     write_run(ROOT / "a")

@@ -13,8 +13,8 @@ from pathlib import Path
 from textual.widgets import Input
 
 from tests.ui.helpers import ready, set_field, settle, tiny_app, type_text, wait_until
-from tui_lab.ui.panes.decode_pane import DecodePane
-from tui_lab.ui.panes.train_pane import TrainPane
+from tui_lab.ui.panes.decode.decode_pane import DecodePane
+from tui_lab.ui.panes.train.train_pane import TrainPane
 
 SIZE = (120, 40)
 
@@ -185,7 +185,7 @@ async def test_walkthrough_numbers_agree_with_the_decode(trained_run: Path) -> N
     import math
 
     from tests.ui.helpers import plain
-    from tui_lab.ui.panes.attention_pane import AttentionPane
+    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 
     app = tiny_app(run_dir=str(trained_run))
     async with app.run_test(size=SIZE) as pilot:
@@ -230,7 +230,7 @@ def test_committed_run_shows_no_digit_that_hangs_on_rounding() -> None:
     from tui_lab.core.decoding.attention_text import shade
     from tui_lab.core.decoding.decode import generate
     from tui_lab.core.decoding.inference import load_for_inference
-    from tui_lab.ui.panes.decode_pane import percent
+    from tui_lab.ui.panes.decode.decode_pane import percent
 
     loaded = load_for_inference(TINY_RUN)
     wide = copy.deepcopy(loaded.model).double()

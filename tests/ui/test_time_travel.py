@@ -12,10 +12,10 @@ from textual.widgets import Input
 
 from tests.conftest import tiny_config
 from tests.ui.helpers import ready, tiny_app, type_text, wait_until
-from tui_lab.ui.panes.attention_pane import AttentionPane
-from tui_lab.ui.panes.decode_pane import DecodePane
-from tui_lab.ui.panes.train_pane import TrainPane
-from tui_lab.ui.time_travel import TimeTravel, sparkline, travel_for, value_at
+from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+from tui_lab.ui.panes.decode.decode_pane import DecodePane
+from tui_lab.ui.panes.train.train_pane import TrainPane
+from tui_lab.ui.time_travel.travel import TimeTravel, sparkline, travel_for, value_at
 from tui_lab.ui.widgets.head_atlas import HeadAtlas, bar
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 

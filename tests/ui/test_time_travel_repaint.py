@@ -13,10 +13,10 @@ from textual.widgets import Input
 from tests.conftest import tiny_config
 from tests.ui.helpers import ready, tiny_app, type_text, wait_until
 from tui_lab.core.runs.curves import Curve, RunCurves
-from tui_lab.ui.panes.attention_pane import AttentionPane
-from tui_lab.ui.panes.decode_pane import DecodePane
-from tui_lab.ui.panes.train_pane import TrainPane
-from tui_lab.ui.time_travel import TimeTravel, travel_for
+from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+from tui_lab.ui.panes.decode.decode_pane import DecodePane
+from tui_lab.ui.panes.train.train_pane import TrainPane
+from tui_lab.ui.time_travel.travel import TimeTravel, travel_for
 from tui_lab.ui.widgets.snapshot_strip import KEYS_HINT, SHORT_HINT, SnapshotStrip
 
 

@@ -10,10 +10,10 @@ from textual.widgets import ProgressBar
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
 from tui_lab.core.training.events import EvalEvent, StepEvent
 from tui_lab.ui.messages import TrainDone
-from tui_lab.ui.panes.decode_pane import DecodePane
-from tui_lab.ui.panes.train_pane import TrainPane
-from tui_lab.ui.widgets.loss_chart import RunCharts
-from tui_lab.ui.widgets.metrics_panel import MetricsPanel
+from tui_lab.ui.panes.decode.decode_pane import DecodePane
+from tui_lab.ui.panes.train.loss_chart import RunCharts
+from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
+from tui_lab.ui.panes.train.train_pane import TrainPane
 from tui_lab.ui.widgets.status_bar import StatusBar
 
 

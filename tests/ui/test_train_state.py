@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from tui_lab.core.training.events import DoneEvent, EvalEvent, StepEvent
-from tui_lab.ui.run_follow import RunFollower, events_of, latest, resting_step
-from tui_lab.ui.train_state import Phase, TrainState
+from tui_lab.ui.panes.train.run_follow import RunFollower, events_of, latest, resting_step
+from tui_lab.ui.panes.train.train_state import Phase, TrainState
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_state_and_run_folder_modules_import_no_textual_and_no_torch() -> None:
     code = (
-        "import sys; import tui_lab.ui.train_state, tui_lab.ui.run_follow; "
+        "import sys; import tui_lab.ui.panes.train.train_state, tui_lab.ui.panes.train.run_follow; "
         "print(sorted(m for m in ('textual', 'torch', 'rich') if m in sys.modules))"
     )
     out = subprocess.run(
@@ -166,9 +166,9 @@ def test_the_follower_reports_only_news() -> None:
 
 
 def test_events_of_a_forgotten_generation_are_dropped() -> None:
-    from tui_lab.ui.history import RunHistory
     from tui_lab.ui.messages import TrainDone
-    from tui_lab.ui.run_driver import RunDriver
+    from tui_lab.ui.panes.train.run_driver import RunDriver
+    from tui_lab.ui.panes.train.run_history import RunHistory
 
     posted: list = []
     history = RunHistory()
@@ -187,7 +187,7 @@ def test_events_of_a_forgotten_generation_are_dropped() -> None:
 
 @pytest.mark.parametrize("action", ["start", "pause", "resume", "stop", "reset", "open_run"])
 def test_every_train_binding_is_offered_somewhere(action: str) -> None:
-    from tui_lab.ui.panes.train_pane import TrainPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
     assert action in {b.action for b in TrainPane.BINDINGS}
     assert any(TrainState(phase).offers(action) for phase in Phase)

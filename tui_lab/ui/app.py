@@ -36,8 +36,8 @@ from tui_lab.ui.messages import (
     ModelChanged,
     ReportReady,
 )
-from tui_lab.ui.panes.build_pane import BuildPane
-from tui_lab.ui.param_count import ParamCounter
+from tui_lab.ui.panes.build.build_pane import BuildPane
+from tui_lab.ui.panes.params.param_count import ParamCounter
 from tui_lab.ui.run_config import starting_config
 from tui_lab.ui.widgets.key_bar import KeyBar
 from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id

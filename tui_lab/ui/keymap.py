@@ -42,13 +42,13 @@ class PaneKeys:
 
 def pane_keys() -> list[PaneKeys]:
     """Every pane's keys, in tab order (the panes are imported here: after the first frame)."""
-    from tui_lab.ui.panes.attention_pane import AttentionPane
-    from tui_lab.ui.panes.build_pane import BuildPane
-    from tui_lab.ui.panes.decode_pane import DecodePane
-    from tui_lab.ui.panes.params_pane import ParamsPane
-    from tui_lab.ui.panes.runs_pane import RunsPane
-    from tui_lab.ui.panes.train_pane import TrainPane
-    from tui_lab.ui.widgets.config_form import ConfigForm
+    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+    from tui_lab.ui.panes.build.build_pane import BuildPane
+    from tui_lab.ui.panes.build.config_form import ConfigForm
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
+    from tui_lab.ui.panes.params.params_pane import ParamsPane
+    from tui_lab.ui.panes.runs.runs_pane import RunsPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
     from tui_lab.ui.widgets.heatmap import Heatmap
 
     return [

@@ -13,18 +13,18 @@ from tui_lab.ui.widgets.pane_tabs import pane_widget_id
 
 if TYPE_CHECKING:
     from tui_lab.ui.app import LabApp
-    from tui_lab.ui.panes.attention_pane import AttentionPane
-    from tui_lab.ui.panes.decode_pane import DecodePane
-    from tui_lab.ui.panes.params_pane import ParamsPane
-    from tui_lab.ui.panes.runs_pane import RunsPane
-    from tui_lab.ui.panes.train_pane import TrainPane
+    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
+    from tui_lab.ui.panes.params.params_pane import ParamsPane
+    from tui_lab.ui.panes.runs.runs_pane import RunsPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
 
 def lazy_panes(app: LabApp) -> list[LazyPane]:
     """Stand-ins for Train, Decode, Attention, Params and Runs, in tab order."""
 
     def train() -> TrainPane:
-        from tui_lab.ui.panes.train_pane import TrainPane
+        from tui_lab.ui.panes.train.train_pane import TrainPane
 
         return TrainPane(
             app.config,
@@ -35,22 +35,22 @@ def lazy_panes(app: LabApp) -> list[LazyPane]:
         )
 
     def decode() -> DecodePane:
-        from tui_lab.ui.panes.decode_pane import DecodePane
+        from tui_lab.ui.panes.decode.decode_pane import DecodePane
 
         return DecodePane(id=pane_widget_id("decode"))
 
     def attention() -> AttentionPane:
-        from tui_lab.ui.panes.attention_pane import AttentionPane
+        from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 
         return AttentionPane(id=pane_widget_id("attention"))
 
     def params() -> ParamsPane:
-        from tui_lab.ui.panes.params_pane import ParamsPane
+        from tui_lab.ui.panes.params.params_pane import ParamsPane
 
         return ParamsPane(id=pane_widget_id("params"))
 
     def runs() -> RunsPane:
-        from tui_lab.ui.panes.runs_pane import RunsPane
+        from tui_lab.ui.panes.runs.runs_pane import RunsPane
 
         return RunsPane(app.runs_root, id=pane_widget_id("runs"))
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # torch-backed: imported by the panes once torch is loaded
     from tui_lab.core.tasks import Task
     from tui_lab.core.training.remote import RemoteRun
     from tui_lab.ui.core_access import Core
-    from tui_lab.ui.run_rows import RunRow
+    from tui_lab.ui.panes.runs.run_rows import RunRow
 
 
 @dataclass

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui_lab.ui.runs import list_runs
+from tui_lab.core.runs.summary import list_run_folders
 
 
 class OpenRunScreen(ModalScreen[Path | None]):
@@ -24,7 +24,7 @@ class OpenRunScreen(ModalScreen[Path | None]):
     def __init__(self, root: Path) -> None:
         super().__init__()
         self.root = root
-        self.runs = list_runs(root)
+        self.runs = newest_first(list_run_folders(root, depth=1)) if root.is_dir() else []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -61,3 +61,15 @@ class OpenRunScreen(ModalScreen[Path | None]):
     def action_cancel(self) -> None:
         """Close without opening anything."""
         self.dismiss(None)
+
+
+def newest_first(folders: list[Path]) -> list[Path]:
+    """The run folders, the one written last first (a folder gone meanwhile goes last)."""
+
+    def written(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return sorted(folders, key=written, reverse=True)

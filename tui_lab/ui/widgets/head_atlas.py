@@ -19,7 +19,7 @@ from textual import work
 from textual.message import Message
 from textual.widgets import Static
 
-from tui_lab.ui.time_travel import sparkline, travel_for
+from tui_lab.ui.time_travel.travel import sparkline, travel_for
 
 BAR = 10
 SPARK = 24

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tui_lab.ui.history import thin
-from tui_lab.ui.widgets.loss_chart import CachedPlot, integer_ticks
+from tui_lab.ui.panes.train.loss_chart import CachedPlot, integer_ticks
+from tui_lab.ui.widgets.chart_points import thin
 
 # One fixed colour per run, in the order runs are first marked.
 COLOURS = ("cyan", "orange", "green", "magenta", "red", "blue", "yellow", "white")
@@ -78,7 +78,7 @@ class OverlayChart(CachedPlot):
             ]
             if not points:
                 continue
-            xs, ys = thin([p[0] for p in points], [p[1] for p in points], width)  # type: ignore[arg-type]
+            xs, ys = thin([p[0] for p in points], [p[1] for p in points], width)
             marker = "braille" if len(xs) > 30 else "dot"
             plt.plot(xs, ys, label=s.label, marker=marker, color=s.colour)
             drawn = True

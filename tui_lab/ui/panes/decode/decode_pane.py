@@ -13,8 +13,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Checkbox, Input, Label, Static
 
 from tui_lab.ui.messages import Decoded, DecodeFailed
-from tui_lab.ui.panes.decode_lens import DecodeLensMixin
-from tui_lab.ui.panes.time_travel_keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
+from tui_lab.ui.panes.decode.decode_lens import DecodeLensMixin
+from tui_lab.ui.time_travel.keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
 from tui_lab.ui.widgets.lens_table import LensView
 from tui_lab.ui.widgets.pick_list import Item, PickList
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip

@@ -128,7 +128,7 @@ class AttentionAblationMixin:
     def _snapshot_step(self) -> int | None:
         """The history snapshot the lab has on show (time travel), None for the run's own model."""
         try:
-            from tui_lab.ui.time_travel import travel_for
+            from tui_lab.ui.time_travel.travel import travel_for
 
             return travel_for(self.app).state.step  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - no time travel: the run's own model
@@ -158,7 +158,7 @@ class AttentionAblationMixin:
 
         run_dir = Path(run.out_dir) if run.out_dir is not None else None
         if at_step is not None and run_dir is not None:
-            from tui_lab.ui.time_travel import travel_for
+            from tui_lab.ui.time_travel.travel import travel_for
 
             model = travel_for(self.app).snapshot_model(run_dir, at_step, run.model)  # type: ignore[attr-defined]
             where, key = f"snapshot at step {at_step:,}", weights_key(run_dir, at_step)

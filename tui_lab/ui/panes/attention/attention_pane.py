@@ -14,8 +14,8 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.ui.panes.attention_ablation import AttentionAblationMixin
-from tui_lab.ui.panes.time_travel_keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
+from tui_lab.ui.panes.attention.attention_ablation import AttentionAblationMixin
+from tui_lab.ui.time_travel.keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
 from tui_lab.ui.widgets.head_grid import HeadGrid
 from tui_lab.ui.widgets.heatmap import Heatmap

@@ -19,7 +19,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual_plotext import PlotextPlot
 
-from tui_lab.ui.history import HistorySnapshot, RunHistory, thin
+from tui_lab.ui.panes.train.run_history import HistorySnapshot, RunHistory
+from tui_lab.ui.widgets.chart_points import thin
 
 CHART_SECONDS = 0.5  # while training, the loss chart is rebuilt at most twice a second
 LR_REDRAW_SECONDS = 1.0  # and the small learning-rate chart at most once

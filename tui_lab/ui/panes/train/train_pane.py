@@ -24,14 +24,14 @@ from textual.widgets import ProgressBar, Static
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.training.events import EvalEvent, StepEvent
-from tui_lab.ui.history import RunHistory
 from tui_lab.ui.messages import ModelChanged
-from tui_lab.ui.panes.train_folders import RunFolders
-from tui_lab.ui.panes.train_reports import RunReports
-from tui_lab.ui.run_driver import RunDriver, retire
-from tui_lab.ui.train_state import Phase, TrainState
-from tui_lab.ui.widgets.loss_chart import RunCharts
-from tui_lab.ui.widgets.metrics_panel import MetricsPanel
+from tui_lab.ui.panes.train.loss_chart import RunCharts
+from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
+from tui_lab.ui.panes.train.run_driver import RunDriver, retire
+from tui_lab.ui.panes.train.run_history import RunHistory
+from tui_lab.ui.panes.train.train_folders import RunFolders
+from tui_lab.ui.panes.train.train_reports import RunReports
+from tui_lab.ui.panes.train.train_state import Phase, TrainState
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second

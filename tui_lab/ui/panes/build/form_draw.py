@@ -13,8 +13,8 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from tui_lab.ui.form_fields import FormField, format_value
-from tui_lab.ui.form_layout import LABEL_WIDTH, VALUE_WIDTH, Line, fit
+from tui_lab.ui.panes.build.form_fields import FormField, format_value
+from tui_lab.ui.panes.build.form_layout import LABEL_WIDTH, VALUE_WIDTH, Line, fit
 
 StyleOf = Callable[..., Style]  # style("error") -> the form's style with that component's
 

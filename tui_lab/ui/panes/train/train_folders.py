@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tui_lab.core.errors import one_line
 from tui_lab.core.training.events import EvalEvent, StepEvent
-from tui_lab.ui.run_follow import RunFollower, events_of, latest, read_metrics
+from tui_lab.ui.panes.train.run_follow import RunFollower, events_of, latest, read_metrics
 
 FOLLOW_SECONDS = 1.0  # a followed run folder is read again every second
 

@@ -19,7 +19,7 @@ from textual.message import Message
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import Decoded
-from tui_lab.ui.time_travel import travel_for
+from tui_lab.ui.time_travel.travel import travel_for
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 

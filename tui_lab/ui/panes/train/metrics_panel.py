@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui_lab.core.training.events import EvalEvent, StepEvent
-from tui_lab.ui.train_state import Phase, TrainState
+from tui_lab.ui.panes.train.train_state import Phase, TrainState
 from tui_lab.ui.widgets.model_summary import human
 
 STATE_STYLES = {

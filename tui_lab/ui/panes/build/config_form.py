@@ -22,9 +22,9 @@ from textual.message import Message
 from textual.strip import Strip
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.ui.form_draw import Cursor, draw_line
-from tui_lab.ui.form_fields import FIELDS, FormField, load_fields, read_fields
-from tui_lab.ui.form_layout import LABEL_WIDTH, Line, lay_out
+from tui_lab.ui.panes.build.form_draw import Cursor, draw_line
+from tui_lab.ui.panes.build.form_fields import FIELDS, FormField, load_fields, read_fields
+from tui_lab.ui.panes.build.form_layout import LABEL_WIDTH, Line, lay_out
 from tui_lab.ui.widgets.line_view import LineView
 
 __all__ = ["FIELDS", "ConfigForm"]

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tui_lab.core.config import lab_config as cfg
-from tui_lab.ui.line_edit import LineEdit
+from tui_lab.ui.panes.build.line_edit import LineEdit
 
 
 @dataclass(frozen=True)

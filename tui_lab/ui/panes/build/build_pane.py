@@ -12,7 +12,7 @@ from textual.widgets import Label, Static
 
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, check_fits_in_memory, load_file
 from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
-from tui_lab.ui.widgets.config_form import FIELDS, ConfigForm
+from tui_lab.ui.panes.build.config_form import FIELDS, ConfigForm
 from tui_lab.ui.widgets.model_summary import ModelSummary
 from tui_lab.ui.widgets.preset_list import PresetList
 

@@ -17,7 +17,6 @@ from typing import Any
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.core.training.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent, StepEvent
-from tui_lab.ui.history import RunHistory
 from tui_lab.ui.messages import (
     CheckpointSaved,
     RunFailed,
@@ -26,6 +25,7 @@ from tui_lab.ui.messages import (
     TrainEvaluated,
     TrainLog,
 )
+from tui_lab.ui.panes.train.run_history import RunHistory
 
 Post = Callable[[Any], Any]
 

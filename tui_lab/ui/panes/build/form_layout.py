@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from tui_lab.ui.form_fields import SECTIONS, FormField
+from tui_lab.ui.panes.build.form_fields import SECTIONS, FormField
 
 LABEL_WIDTH = 17
 VALUE_WIDTH = 18

@@ -14,8 +14,8 @@ from typing import Any
 from textual import work
 from textual.message import Message
 
-from tui_lab.ui.ablation_state import AblationState
 from tui_lab.ui.messages import Decoded
+from tui_lab.ui.panes.attention.ablation_state import AblationState
 from tui_lab.ui.widgets.lens_table import LensView
 
 

@@ -22,7 +22,7 @@ from textual.widgets import Input, Static
 from tui_lab.core.runs.curves import METRICS, Curve
 from tui_lab.ui.export import write_runs_table
 from tui_lab.ui.messages import CurvesRead, RunsRead
-from tui_lab.ui.run_rows import (
+from tui_lab.ui.panes.runs.run_rows import (
     COLUMNS,
     CurveReader,
     RowReader,

@@ -22,8 +22,8 @@ from tui_lab.ui.messages import (
     TrainEvaluated,
     TrainLog,
 )
-from tui_lab.ui.run_follow import resting_step
-from tui_lab.ui.train_state import Phase
+from tui_lab.ui.panes.train.run_follow import resting_step
+from tui_lab.ui.panes.train.train_state import Phase
 
 DONE_TITLES = {
     "finished": ("Run finished", "information"),

@@ -1,0 +1,1 @@
+"""The Attention pane and what it keeps beside it."""

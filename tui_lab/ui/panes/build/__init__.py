@@ -1,0 +1,1 @@
+"""The Build pane and what it keeps beside it."""

@@ -1,0 +1,1 @@
+"""The Decode pane and what it keeps beside it."""

@@ -1,0 +1,1 @@
+"""The Params pane and what it keeps beside it."""

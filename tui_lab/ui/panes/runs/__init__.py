@@ -1,0 +1,1 @@
+"""The Runs pane and what it keeps beside it."""

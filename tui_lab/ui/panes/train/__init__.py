@@ -1,0 +1,1 @@
+"""The Train pane and what it keeps beside it."""
