@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 
 @dataclass
@@ -58,6 +59,10 @@ Event = StepEvent | EvalEvent | CheckpointEvent | LogEvent | DoneEvent
 _NAN = float("nan")
 
 
+@overload
+def _number(value: object, default: float) -> float: ...
+@overload
+def _number(value: object, default: None = None) -> float | None: ...
 def _number(value: object, default: float | None = None) -> float | None:
     """``value`` as a float, ``default`` when it is missing; a bool or text is refused."""
     if value is None:
@@ -67,6 +72,10 @@ def _number(value: object, default: float | None = None) -> float | None:
     return float(value)
 
 
+@overload
+def _count(value: object, default: int) -> int: ...
+@overload
+def _count(value: object, default: None = None) -> int | None: ...
 def _count(value: object, default: int | None = None) -> int | None:
     """``value`` as a whole number (a float like 30.0 too), ``default`` when missing."""
     number = _number(value)
