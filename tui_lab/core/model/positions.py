@@ -58,6 +58,8 @@ class SinusoidalPositions(nn.Module):
     ``max_len``. A sequence longer than the table extends it instead of failing.
     """
 
+    pe: torch.Tensor  # buffer (max_len, d_model)
+
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
         self.d_model = d_model
@@ -120,6 +122,11 @@ class RotaryEmbedding(nn.Module):
     positions; a layer stack takes them once per forward and hands them to
     every layer (``rotate``), instead of slicing the tables 2 x n_layers times.
     """
+
+    # buffers: (d_head/2,), then (max_len, d_head) twice
+    inv_freq: torch.Tensor
+    cos: torch.Tensor
+    sin_signed: torch.Tensor
 
     def __init__(self, d_head: int, base: float = 10000.0, max_len: int = 0) -> None:
         super().__init__()
