@@ -18,7 +18,7 @@ import pytest
 
 from tests.cli.test_cli import assert_one_line_error, tfx
 from tests.conftest import tiny_config
-from tests.core.test_run_summary import write_run
+from tests.core.runs.test_summary import write_run
 from tui_lab.core.runs.summary import CSV_COLUMNS
 from tui_lab.core.sweeps.spec import plan_sweep, spec_from_dict
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error, tfx, tfx_executable
-from tui_lab.serve_cli import lab_command, startup_lines
+from tui_lab.cli.serve import lab_command, startup_lines
 
 
 def test_a_bad_preset_or_run_is_refused_before_anything_listens(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """``tfx-lab runs`` and ``tfx-lab compare``: run folders as tables, CSV, JSON and a terminal chart.
 
-Summaries come from ``core.run_summary`` (no torch); this module only lays
-them out. Parsing lives in cli.py.
+Summaries come from ``core.runs.summary`` (no torch); this module only lays
+them out. ``expand_runs`` and ``short_names`` are also how ``export`` names runs.
 """
 
 from __future__ import annotations
@@ -13,19 +13,14 @@ import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tui_lab.core.config.diff import difference_label
 from tui_lab.core.errors import LabError
-from tui_lab.core.runs.summary import (
-    CSV_COLUMNS,
-    RunSummary,
-    csv_row,
-    is_run_folder,
-    list_run_folders,
-    summarize_run,
-    summarize_runs,
-)
+
+from .shared import Subparsers
+
+if TYPE_CHECKING:
+    from tui_lab.core.runs.summary import RunSummary
 
 # One fixed colour per run, in order: xterm-256 indices (plotext takes them as is, and the
 # legend printed under a chart uses the same escape), readable on dark and light terminals.
@@ -34,9 +29,29 @@ STATUS_STYLE = {"running": "cyan", "target": "green", "finished": "green", "time
                 "stopped": "yellow", "failed": "red", "damaged": "red"}
 
 
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("runs", help="every run under DIR with its summary")
+    s.add_argument("dir", nargs="?", help="folder of runs (default: $TFX_LAB_RUNS or ./runs)")
+    _add_formats(s)
+    s.set_defaults(handler=runs)
+
+    s = sub.add_parser("compare", help="runs side by side")
+    s.add_argument("runs", nargs="+", metavar="RUN", help="run folders (a sweep folder: its runs)")
+    _add_formats(s)
+    s.add_argument("--plot", action="store_true", help="overlay train/val loss in the terminal")
+    s.set_defaults(handler=compare)
+
+
+def _add_formats(s: argparse.ArgumentParser) -> None:
+    fmt = s.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print JSON (a list of summaries)")
+    fmt.add_argument("--csv", action="store_true", help="print CSV")
+
+
 def runs(args: argparse.Namespace) -> int:
     """Every run folder under DIR (default: the runs root) with its summary."""
     from tui_lab.core.runs.folder import runs_root
+    from tui_lab.core.runs.summary import summarize_runs
 
     root = runs_root(args.dir)
     if not root.is_dir():
@@ -53,9 +68,11 @@ def compare(args: argparse.Namespace) -> int:
     """Runs side by side; ``--plot`` overlays their loss curves in the terminal."""
     if args.plot and (args.json or args.csv):
         raise LabError("--plot draws for people; use it without --json/--csv")
+    from tui_lab.core.runs.summary import summarize_run
+
     folders = expand_runs(args.runs)
     bases: dict[str | None, dict[str, Any]] = {}
-    names = _short_names(folders)
+    names = short_names(folders)
     rows = [summarize_run(f, name=n, bases=bases) for f, n in zip(folders, names, strict=True)]
     emit(rows, args, title="Compare")
     if args.plot:
@@ -66,6 +83,8 @@ def compare(args: argparse.Namespace) -> int:
 def expand_runs(paths: list[str]) -> list[Path]:
     """Run folders named on the command line: a run folder as is, a sweep folder (or its
     ``sweep.json``) or a folder of runs as the runs in it; each folder once."""
+    from tui_lab.core.runs.summary import is_run_folder, list_run_folders
+
     out: list[Path] = []
     seen: set[Path] = set()
     for text in paths:
@@ -87,7 +106,7 @@ def expand_runs(paths: list[str]) -> list[Path]:
     return out
 
 
-def _short_names(folders: list[Path]) -> list[str]:
+def short_names(folders: list[Path]) -> list[str]:
     """Folder names, or parent/name where two runs share a name (two sweeps' s0)."""
     names = [f.name for f in folders]
     return [f"{f.parent.name}/{f.name}" if names.count(f.name) > 1 else f.name for f in folders]
@@ -95,6 +114,9 @@ def _short_names(folders: list[Path]) -> list[str]:
 
 def emit(rows: list[RunSummary], args: argparse.Namespace, title: str) -> None:
     """JSON (a list of summaries), CSV (``CSV_COLUMNS``) or a rich table."""
+    from tui_lab.core.config.diff import difference_label
+    from tui_lab.core.runs.summary import CSV_COLUMNS, csv_row
+
     if args.json:
         print(json.dumps([r.to_dict() for r in rows]))
     elif args.csv:
@@ -163,6 +185,8 @@ def shared_difference(rows: list[RunSummary]) -> dict[str, Any]:
 def distinct_labels(rows: list[RunSummary]) -> list[str]:
     """Each run's difference from its preset without the part all rows share; its name
     where nothing is left or two runs would read the same."""
+    from tui_lab.core.config.diff import difference_label
+
     shared = shared_difference(rows)
     labels = [difference_label({k: v for k, v in r.diff.items() if k not in shared}) for r in rows]
     return [lab if lab and labels.count(lab) == 1 else (f"{lab} ({r.name})" if lab else r.name)

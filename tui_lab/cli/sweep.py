@@ -1,8 +1,8 @@
 """``tfx-lab sweep``: a grid of runs over seeds, a live display, a table per arm and ``sweep.json``.
 
 Everything is checked before anything starts: the spec, every arm's config,
-and what the output folder already holds (a rerun resumes it). Parsing lives
-in cli.py; the processes are ``core.sweep_runner``'s.
+and what the output folder already holds (a rerun resumes it). The processes
+are ``core.sweeps.runner``'s.
 """
 
 from __future__ import annotations
@@ -14,30 +14,42 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui_lab.core.errors import LabError
-from tui_lab.core.runs.atomic import atomic_write_text
-from tui_lab.core.runs.summary import SWEEP_BASE
-from tui_lab.core.sweeps.record import SWEEP_FILE, read_sweep, sweep_document, write_sweep
-from tui_lab.core.sweeps.runner import SweepRunner, cpu_slots
-from tui_lab.core.sweeps.spec import (
-    SweepSpec,
-    load_sweep_spec,
-    parse_vary,
-    plan_sweep,
-    spec_from_dict,
-)
-from tui_lab.core.sweeps.stats import format_spread
+
+from .shared import Subparsers
+
+if TYPE_CHECKING:
+    from tui_lab.core.sweeps.runner import SweepRunner
+    from tui_lab.core.sweeps.spec import SweepSpec
 
 # Fields that may change between a sweep and its resumption (they do not change what is trained).
 _RESUMABLE_CHANGES = ("parallel", "out", "description")
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("sweep", help="a grid of runs over seeds; writes sweep.json")
+    s.add_argument("spec", nargs="?",
+                   help="sweep YAML, or a shipped sweep's name: ln-warmup, positions, char-lm-tune")
+    s.add_argument("--preset", help="preset name or YAML path to vary")
+    s.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2",
+                   help="a setting and its values (repeat for a grid)")
+    s.add_argument("--seeds", type=int, help="seeds per arm (default 1)")
+    s.add_argument("--parallel", type=int, help="runs at once (default: one per core)")
+    s.add_argument("--steps", type=int, help="override train.steps")
+    s.add_argument("--max-seconds", type=float, help="override train.max_seconds")
+    s.add_argument("--out", help="sweep folder (default for a SPEC: <runs>/<spec name>)")
+    s.add_argument("--json", action="store_true", help="no progress; print sweep.json's content")
+    s.set_defaults(handler=sweep)
 
 
 def build_spec(args: argparse.Namespace) -> tuple[SweepSpec, Path]:
     """The spec from SPEC (a file or shipped name), from --preset/--vary, or from --out's
     ``sweep.json`` (resuming); command-line fields win over the file's."""
     from tui_lab.core.runs.folder import runs_root
+    from tui_lab.core.sweeps.record import SWEEP_FILE, read_sweep
+    from tui_lab.core.sweeps.spec import load_sweep_spec, parse_vary, spec_from_dict
 
     fields: dict[str, Any] = {}
     default_out: Path | None = None
@@ -68,6 +80,8 @@ def build_spec(args: argparse.Namespace) -> tuple[SweepSpec, Path]:
 
 def _check_same_sweep(spec: SweepSpec, out: Path) -> None:
     """A folder holding another sweep is refused: its runs would be mixed with these."""
+    from tui_lab.core.sweeps.record import read_sweep
+
     old = read_sweep(out)
     if not old or not isinstance(old.get("spec"), dict):
         return
@@ -80,6 +94,12 @@ def _check_same_sweep(spec: SweepSpec, out: Path) -> None:
 
 def sweep(args: argparse.Namespace) -> int:
     """Plan, check, run (K at a time), then report per arm; ctrl+c stops and saves every run."""
+    from tui_lab.core.runs.atomic import atomic_write_text
+    from tui_lab.core.runs.summary import SWEEP_BASE
+    from tui_lab.core.sweeps.record import sweep_document, write_sweep
+    from tui_lab.core.sweeps.runner import SweepRunner, cpu_slots
+    from tui_lab.core.sweeps.spec import plan_sweep
+
     spec, out = build_spec(args)
     parallel = spec.parallel or max(1, len(_cpus()))
     slots, share = cpu_slots(parallel)
@@ -133,6 +153,8 @@ def _cpus() -> list[int]:
 def _drive(runner: SweepRunner, plan: Any, outcomes: dict[str, dict[str, Any]],
            on_change: Any, interval: float = 0.25) -> None:
     """Poll until every run has ended; rewrite sweep.json after each that does."""
+    from tui_lab.core.sweeps.record import sweep_document, write_sweep
+
     while True:
         ended = runner.poll()
         for task in ended:
@@ -191,6 +213,8 @@ def _live_view(runner: SweepRunner) -> Any:
 def arm_table(document: dict[str, Any]) -> Any:
     """Per arm: seeds done, how many reached the target, steps and seconds to it, best metric."""
     from rich.table import Table
+
+    from tui_lab.core.sweeps.stats import format_spread
 
     out = document.get("out", "")
     t = Table(title=f"Sweep {out} (preset {document.get('preset')})", title_justify="left")

@@ -18,6 +18,20 @@ from typing import Any
 
 from tui_lab.core.errors import LabError
 
+from .shared import Subparsers
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("serve",
+                       help="serve the lab as a web page (anyone who reaches it can train here)")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    what = s.add_mutually_exclusive_group()
+    what.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
+    what.add_argument("--run", default=None, help="open the lab on an existing run folder")
+    s.set_defaults(handler=serve)
+
 
 def lab_command(args: argparse.Namespace) -> str:
     """The shell command textual-serve runs for each browser connection: this lab, same options."""

@@ -2,21 +2,31 @@
 
 Every run goes to its own folder under one ``--out`` (default ``./tensorboard``,
 next to the default ``./runs``), so ``tensorboard --logdir <out>`` shows them
-side by side. The writing is ``core.tensorboard_export``'s; parsing is in cli.py.
+side by side. The writing is ``core.runs.tensorboard_export``'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from tui_lab.core.errors import LabError
 
-from .experiments_cli import _short_names, expand_runs
+from .runs import expand_runs, short_names
+from .shared import Subparsers, print_error
 
 DEFAULT_OUT = "tensorboard"
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("export", help="write runs in formats other tools read")
+    s.add_argument("runs", nargs="+", metavar="RUN", help="run folders (a sweep folder: its runs)")
+    s.add_argument("--tensorboard", action="store_true", required=True,
+                   help="TensorBoard event files (needs: pip install 'tfx-lab[tensorboard]')")
+    s.add_argument("--out", help="one folder for all runs, a sub-folder per run "
+                   f"(default: ./{DEFAULT_OUT})")
+    s.set_defaults(handler=export)
 
 
 def export(args: argparse.Namespace) -> int:
@@ -33,7 +43,7 @@ def export(args: argparse.Namespace) -> int:
         try:
             result = export_run(folder, out, name)
         except LabError as exc:
-            print(f"tfx-lab: error: {exc}", file=sys.stderr)
+            print_error(exc)
             failed += 1
             continue
         done += 1
@@ -53,7 +63,7 @@ def unique_names(folders: list[Path]) -> list[str]:
     """Each run's event folder name: its folder's name, ``parent/name`` where two share one
     (two sweeps' ``s0``), with ``-2``, ``-3``... if even that repeats."""
     names: list[str] = []
-    for name in _short_names(folders):
+    for name in short_names(folders):
         candidate, n = name, 2
         while candidate in names:
             candidate, n = f"{name}-{n}", n + 1

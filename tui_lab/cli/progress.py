@@ -1,4 +1,6 @@
-"""Progress for headless training: a rich bar on a terminal, plain lines when piped."""
+"""Progress on the command line: for headless training a rich bar on a terminal and plain
+lines when piped; for counted work (``ablate``'s heads) one line rewritten in place on a
+terminal, nothing when piped (a log file gets no carriage returns)."""
 
 from __future__ import annotations
 
@@ -109,3 +111,26 @@ def make_reporter(json_mode: bool) -> PlainReporter:
     if sys.stdout.isatty():
         return RichReporter()
     return PlainReporter()
+
+
+class CountLine:
+    """``LABEL done/total`` rewritten in place with ``\\r`` while stderr is a terminal.
+
+    Called as ``(done, total)``; ``close()`` ends the line. Where stderr is not a
+    terminal (a pipe, a log file, a test) it prints nothing at all.
+    """
+
+    def __init__(self, label: str, enabled: bool = True) -> None:
+        self.label = label
+        self.live = enabled and sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.live:
+            print(f"\r{self.label} {done}/{total}", end="", file=sys.stderr, flush=True)
+            self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            print(file=sys.stderr, flush=True)
+            self.shown = False

@@ -1,28 +1,33 @@
-"""`tfx-lab heads`: the head atlas's scores for a run (or one of its history snapshots)."""
+"""`tfx-lab heads --run DIR`: the head atlas's scores for a run (or one of its history snapshots)."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
+
+from .shared import Subparsers, add_at_step, add_json, add_run, emit_json, load_run
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("heads", help="the head atlas: what each attention head does, scored")
+    add_run(s)
+    add_at_step(s)
+    add_json(s)
+    s.set_defaults(handler=heads)
 
 
 def heads(args: argparse.Namespace) -> int:
     """Score every attention head of a run on its task's probe batch; best first."""
     from tui_lab.core.analysis.head_scores import score_heads
-    from tui_lab.core.decoding.inference import load_for_inference
 
-    run = load_for_inference(args.run, "cpu", args.at_step)
-    for note in run.notes:
-        print(f"note: {note}", file=sys.stderr)
+    run = load_run(args.run, "cpu", args.at_step)
     scores = score_heads(run.model, run.task, run.config.model.arch)
     if args.json:
-        print(json.dumps({
+        emit_json({
             "run": args.run,
             "step": run.step,
             "task": run.config.task.name,
             "heads": [s.to_dict() for s in scores],
-        }))
+        })
         return 0
     print(f"{args.run}: step {run.step}, task {run.config.task.name}; heads by best score")
     for s in scores:

@@ -1,0 +1,95 @@
+"""`tfx-lab ablate --run DIR [--head NAME:H ...] [--mode zero|mean]`: exact match with heads off."""
+
+from __future__ import annotations
+
+import argparse
+
+from tui_lab.core.errors import LabError
+
+from .progress import CountLine
+from .shared import (
+    Subparsers,
+    add_at_step,
+    add_device,
+    add_examples,
+    add_json,
+    add_run,
+    check_examples,
+    emit_json,
+    load_run,
+)
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("ablate", help="exact match with attention heads switched off")
+    add_run(s)
+    s.add_argument("--head", action="append", default=[], metavar="NAME:H",
+                   help="a head to switch off, e.g. decoder.0.cross:2 (repeat; none: one row per head)")
+    s.add_argument("--mode", default="zero",
+                   help="zero (default) or mean (its mean output on the probe batch)")
+    add_examples(s)
+    add_device(s)
+    add_at_step(s)
+    add_json(s)
+    s.set_defaults(handler=ablate)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def ablate(args: argparse.Namespace) -> int:
+    """Exact match with heads switched off; without --head, one row per head sorted by drop."""
+    check_examples(args.n)
+    from tui_lab.core.analysis.ablation import check_mode, parse_head
+    from tui_lab.core.analysis.head_importance import (
+        ablated_accuracy,
+        cached_importance,
+        importance,
+        probe_means,
+        weights_key,
+    )
+    from tui_lab.core.training.evaluate import held_out_pairs
+
+    mode = check_mode(args.mode)
+    run = load_run(args.run, args.device, args.at_step)
+    if run.task.is_lm:
+        raise LabError(f"{args.run}: ablate measures exact match; "
+                       f"{run.config.task.name} has no single right answer")
+    heads = [parse_head(h, run.model) for h in args.head]  # every name checked before any work
+    pairs = held_out_pairs(run.task, run.config.train, args.n)
+    max_new = run.config.sequence_length_needed()
+    arch = run.config.model.arch
+    means = probe_means(run.model, run.task, arch, pairs, run.device) if mode == "mean" else None
+    if heads:
+        baseline = ablated_accuracy(run.model, run.task, pairs, max_new)
+        acc = ablated_accuracy(run.model, run.task, pairs, max_new, heads, mode, means)
+        result = {"heads": [str(h) for h in heads], "mode": mode, "n": len(pairs),
+                  "baseline": baseline, "exact_match": acc, "drop": baseline - acc, "step": run.step}
+        if args.json:
+            emit_json(result)
+        else:
+            print(f"{args.run}: step {run.step}, {len(pairs)} held-out, mode {mode}")
+            print(f"baseline exact match {_pct(baseline)}; with {', '.join(result['heads'])} "
+                  f"ablated {_pct(acc)} (drop {baseline - acc:+.1%})")
+        return 0
+
+    # On a terminal, one line counts the heads in place; piped or --json, nothing.
+    progress = CountLine("ablating head", enabled=not args.json)
+    try:
+        key = weights_key(args.run, args.at_step)
+        table, cached = cached_importance(
+            args.run, key, lambda: importance(run.model, run.task, pairs, max_new, mode, means, progress),
+            mode=mode, n=len(pairs))
+    finally:
+        progress.close()
+    if args.json:
+        emit_json({**table.to_json(), "step": run.step, "cached": cached})
+        return 0
+    print(f"{args.run}: step {run.step}, {table.n} held-out, mode {mode}, baseline exact match "
+          f"{_pct(table.baseline)}{' (cached)' if cached else ''}")
+    width = max(len(r.head) for r in table.rows)
+    print(f"{'head':<{width}}  {'exact':>7}  {'drop':>7}")
+    for r in table.rows:
+        print(f"{r.head:<{width}}  {_pct(r.exact_match):>7}  {r.drop:>+7.1%}")
+    return 0

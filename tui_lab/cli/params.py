@@ -1,0 +1,56 @@
+"""`tfx-lab params --preset P [--json]`: a preset's parameter breakdown, before anything is built."""
+
+from __future__ import annotations
+
+import argparse
+
+from .shared import Subparsers, add_json, add_preset, console, emit_json
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("params", help="parameter breakdown of a preset")
+    add_preset(s)
+    add_json(s)
+    s.set_defaults(handler=params)
+
+
+def params(args: argparse.Namespace) -> int:
+    """Parameter breakdown of a preset: rows, total, memory and FLOPs per token."""
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.model.params import parameter_report
+    from tui_lab.core.tasks import make_task
+
+    cfg = load_preset(args.preset)
+    report = parameter_report(cfg.model, len(make_task(cfg.task).vocab))
+    if args.json:
+        emit_json({
+            "preset": cfg.name,
+            "total": report.total,
+            "rows": [{"name": r.name, "params": r.params, "group": r.group} for r in report.rows],
+            "fp32_bytes": report.fp32_bytes,
+            "bf16_bytes": report.bf16_bytes,
+            "train_flops_per_token": report.train_flops_per_token,
+            "infer_flops_per_token": report.infer_flops_per_token,
+        })
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"Parameters of {cfg.name}", title_justify="left")
+    table.add_column("component")
+    table.add_column("params", justify="right")
+    table.add_column("%", justify="right")
+    table.add_column("")
+    total = max(1, report.total)
+    for r in report.rows:
+        share = r.params / total
+        table.add_row(r.name, f"{r.params:,}", f"{share:.1%}", "█" * round(share * 30))
+    table.add_section()
+    table.add_row("total", f"{report.total:,}", "100%", "")
+    out = console()
+    out.print(table)
+    out.print(
+        f"memory: {report.fp32_bytes / 2**20:.1f} MiB fp32, {report.bf16_bytes / 2**20:.1f} MiB bf16; "
+        f"FLOPs/token: {report.train_flops_per_token:,.0f} train, "
+        f"{report.infer_flops_per_token:,.0f} inference"
+    )
+    return 0

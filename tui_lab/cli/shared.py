@@ -1,0 +1,88 @@
+"""What the commands share: their common options, JSON output, notes and the one-line error.
+
+Nothing here imports torch, rich or textual at module level: every command's
+parser is built from these on each start, `tfx-lab presets` included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from tui_lab.core.decoding.inference import LoadedModel
+
+# What ``add_subparsers`` returns (argparse keeps the class private); every command
+# module's ``add_parser`` takes one.
+Subparsers = argparse._SubParsersAction
+
+PROG = "tfx-lab"
+
+
+def add_json(s: argparse.ArgumentParser, help: str = "print JSON") -> None:
+    s.add_argument("--json", action="store_true", help=help)
+
+
+def add_run(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--run", required=True, help="run folder")
+
+
+def add_at_step(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--at-step", type=int, metavar="N", help="use the history snapshot of step N")
+
+
+def add_device(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--device", default="cpu", help="device (default cpu)")
+
+
+def add_examples(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--n", type=int, default=500, help="held-out examples (default 500)")
+
+
+def add_preset(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
+
+
+def check_examples(n: int) -> None:
+    """``--n`` must be positive (held-out examples to measure on)."""
+    from tui_lab.core.errors import LabError
+
+    if n <= 0:
+        raise LabError(f"--n: must be > 0, got {n}")
+
+
+def emit_json(obj: object) -> None:
+    """One JSON document on one line of stdout."""
+    print(json.dumps(obj))
+
+
+def say_notes(notes: Iterable[str]) -> None:
+    """Notes about what was loaded or decoded, on stderr (stdout stays the result)."""
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def print_error(exc: BaseException) -> None:
+    """The one line a user mistake prints on stderr."""
+    print(f"{PROG}: error: {exc}", file=sys.stderr)
+
+
+def console() -> Any:
+    """A rich console on stdout (rich is imported only by the commands that draw tables)."""
+    from rich.console import Console
+
+    return Console()
+
+
+def load_run(run_dir: str, device: str = "cpu", at_step: int | None = None) -> LoadedModel:
+    """A run's config, task and model for inference (config and weights only); its notes
+    (what was repaired or guessed while loading) go to stderr."""
+    from tui_lab.core.decoding.inference import load_for_inference
+
+    loaded = load_for_inference(run_dir, device, at_step)
+    say_notes(loaded.notes)
+    return loaded
