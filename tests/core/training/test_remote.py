@@ -138,7 +138,7 @@ def test_the_process_saves_and_ends_when_the_lab_is_killed(tmp_path: Path) -> No
     lab = textwrap.dedent(
         f"""
         import sys, time, threading
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[3])!r})
         from tests.conftest import tiny_config
         from tui_lab.core.training import remote as run_process
         run = run_process.RemoteRun(lambda e: None, config=tiny_config(train={{"steps": 100_000}}),

@@ -18,7 +18,7 @@ from tui_lab.core.training import distributed
 from tui_lab.core.training.distributed import split_batch
 from tui_lab.core.training.train import TrainingRun, open_run
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_batch_split_keeps_the_effective_batch():
