@@ -221,7 +221,7 @@ class MultiHeadAttention(nn.Module):
         when the caller (a layer stack) already has them for this step."""
         b, t_q, _ = query.shape
         offset = 0 if cache is None or cache.static else cache.length
-        if cache is not None and cache.static and cache.filled:
+        if cache is not None and cache.static and cache.k is not None and cache.v is not None:
             q = self._split_heads(self.w_q(query))  # (B, H, Tq, d_head)
             k, v = cache.k, cache.v  # memory projections from the first step
             new_k = None
