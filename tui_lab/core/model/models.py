@@ -98,15 +98,23 @@ def _stack(
     count: int,
     config: ModelConfig,
     rope: RotaryEmbedding | None,
+    name: str,
 ) -> tuple[nn.ModuleList, nn.LayerNorm | None]:
-    """``count`` layers of one kind, and the final LayerNorm that pre-LN stacks need."""
+    """``count`` layers of one kind, and the final LayerNorm that pre-LN stacks need.
+
+    Each attention is named for capture: ``{name}.{i}.self`` and ``{name}.{i}.cross``.
+    """
     c = config
     pre = c.norm == "pre"
-    layers = nn.ModuleList(
+    layers = [
         layer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, pre, rope)
         for _ in range(count)
-    )
-    return layers, nn.LayerNorm(c.d_model) if pre else None
+    ]
+    for i, block in enumerate(layers):
+        block.self_attn.capture_name = f"{name}.{i}.self"
+        if isinstance(block, DecoderLayer):
+            block.cross_attn.capture_name = f"{name}.{i}.cross"
+    return nn.ModuleList(layers), nn.LayerNorm(c.d_model) if pre else None
 
 
 def _angles(rope: RotaryEmbedding | None, offset: int, length: int) -> RopeAngles | None:
@@ -119,10 +127,10 @@ class Encoder(nn.Module):
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
-        self.layers, self.norm = _stack(EncoderLayer, config.n_encoder_layers, config, rope)
+        self.layers, self.norm = _stack(
+            EncoderLayer, config.n_encoder_layers, config, rope, "encoder"
+        )
         self.rope = rope  # shared with every self-attention; no parameters or saved state
-        for i, layer in enumerate(self.layers):
-            layer.self_attn.capture_name = f"encoder.{i}.self"
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         angles = _angles(self.rope, 0, x.size(1))
@@ -136,11 +144,10 @@ class Decoder(nn.Module):
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
-        self.layers, self.norm = _stack(DecoderLayer, config.n_decoder_layers, config, rope)
+        self.layers, self.norm = _stack(
+            DecoderLayer, config.n_decoder_layers, config, rope, "decoder"
+        )
         self.rope = rope
-        for i, layer in enumerate(self.layers):
-            layer.self_attn.capture_name = f"decoder.{i}.self"
-            layer.cross_attn.capture_name = f"decoder.{i}.cross"
 
     def forward(
         self,
@@ -163,10 +170,10 @@ class CausalDecoder(nn.Module):
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
-        self.layers, self.norm = _stack(EncoderLayer, config.n_decoder_layers, config, rope)
+        self.layers, self.norm = _stack(
+            EncoderLayer, config.n_decoder_layers, config, rope, "decoder"
+        )
         self.rope = rope
-        for i, layer in enumerate(self.layers):
-            layer.self_attn.capture_name = f"decoder.{i}.self"
 
     def forward(self, x: torch.Tensor, cache: DecoderCache | None = None) -> torch.Tensor:
         angles = _angles(self.rope, 0 if cache is None else cache.length, x.size(1))
