@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,12 +24,14 @@ from tui_lab.core.analysis.head_importance import (
     ImportanceTable,
     cached_importance,
     importance,
+    weights_key,
 )
 from tui_lab.core.decoding.decode import generate
+from tui_lab.core.decoding.inference import load_for_inference
 from tui_lab.core.model.attention import MultiHeadAttention
 from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
-from tui_lab.core.tasks.vocab import PAD
+from tui_lab.core.tasks.vocab import BOS, EOS, N_SPECIALS, PAD
 
 
 class OneHeadPath(nn.Module):
@@ -128,27 +132,103 @@ def test_head_means_leave_padding_out():
         assert torch.allclose(means[name], expected, atol=1e-5), name
 
 
-def test_importance_lists_every_head_sorted_and_is_cached_by_weights(tmp_path):
-    cfg, task, model = _tiny_model()
-    pairs = task.held_out(20, 5)
+LEARNED = Path(__file__).resolve().parents[2] / "data" / "learned-copy"
+N_PAIRS = 200
+MAX_NEW = 7  # the copy task's longest answer (6 digits) and EOS
+
+
+def _fresh_learned() -> nn.Module:
+    return load_for_inference(LEARNED).model
+
+
+def _by_hand_exact_match(model: nn.Module, task: object, pairs: list[tuple[str, str]]) -> float:
+    """Exact match of a plain greedy loop over ``model(src, tgt)``: no KV cache, no hooks."""
+    vocab = task.vocab  # type: ignore[attr-defined]
+    rows = [vocab.encode(i) for i, _ in pairs]
+    src = torch.full((len(rows), max(map(len, rows))), PAD, dtype=torch.long)
+    for r, ids in enumerate(rows):
+        src[r, : len(ids)] = torch.tensor(ids)
+    tgt = torch.full((len(rows), 1), BOS, dtype=torch.long)
+    with torch.no_grad():
+        for _ in range(MAX_NEW):
+            nxt = model(src, tgt)[:, -1].argmax(-1)  # (B,)
+            tgt = torch.cat([tgt, nxt[:, None]], dim=1)
+    right = 0
+    for r, (_, answer) in enumerate(pairs):
+        out = tgt[r, 1:].tolist()
+        out = out[: out.index(EOS)] if EOS in out else out  # the answer ends at EOS
+        right += "".join(vocab.chars[i - N_SPECIALS] if i >= N_SPECIALS else "?" for i in out) == answer
+    return right / len(pairs)
+
+
+def _switched_off_by_hand(name: str, head: int) -> nn.Module:
+    """A freshly loaded model with ``name:head``'s slice of ``w_o``'s input columns zeroed."""
+    model = _fresh_learned()
+    module = {m.capture_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}[name]
+    d = module.d_head
+    with torch.no_grad():
+        module.w_o.weight[:, head * d : (head + 1) * d] = 0.0
+    return model
+
+
+def test_importance_on_a_learned_model_ranks_the_copying_head_first_and_is_cached(tmp_path):
+    run = tmp_path / "learned-copy"
+    shutil.copytree(LEARNED, run)
+    (run / "ablation.json").unlink(missing_ok=True)  # the committed folder may carry a cached table
+    loaded = load_for_inference(run)
+    pairs = loaded.task.held_out(N_PAIRS, 11)
     calls = []
 
     def compute() -> ImportanceTable:
-        table = importance(model, task, pairs, 7, progress=lambda d, t: calls.append((d, t)))
-        return table
+        return importance(loaded.model, loaded.task, pairs, MAX_NEW,
+                          progress=lambda d, t: calls.append((d, t)))
 
-    table, cached = cached_importance(tmp_path, "abc", compute, mode="zero", n=20)
-    assert not cached and len(table.rows) == 6 and calls[-1] == (6, 6)
+    table, cached = cached_importance(run, weights_key(run), compute, mode="zero", n=N_PAIRS)
+    assert not cached and calls[-1] == (10, 10)
+
+    # The same figures, measured independently: w_o's columns zeroed on a fresh model,
+    # exact match counted by a plain greedy loop over the full forward.
+    baseline = _by_hand_exact_match(_fresh_learned(), loaded.task, pairs)
+    by_hand = {}
+    for row in table.rows:
+        name, head = row.head.split(":")
+        by_hand[row.head] = baseline - _by_hand_exact_match(
+            _switched_off_by_hand(name, int(head)), loaded.task, pairs)
+    assert sorted(by_hand) == sorted(str(h) for h in all_heads(loaded.model))  # every head, once
+    assert baseline > 0.95 and table.baseline == pytest.approx(baseline, abs=0.02)
+    for row in table.rows:
+        # A few near-tied argmaxes may flip between the cached and the full forward: 2%.
+        assert row.drop == pytest.approx(by_hand[row.head], abs=0.02), row
+        assert row.drop == pytest.approx(table.baseline - row.exact_match)
     assert [r.drop for r in table.rows] == sorted((r.drop for r in table.rows), reverse=True)
-    for r in table.rows:
-        assert r.drop == pytest.approx(table.baseline - r.exact_match)
-    again, cached = cached_importance(tmp_path, "abc", lambda: pytest.fail("recomputed"), mode="zero", n=20)
+    first, second = sorted(by_hand.values(), reverse=True)[:2]
+    # The head that does the copying: switching it off costs most of the answers, and
+    # the next head costs at least 15 points less, so the ranking cannot be a near tie.
+    assert first > 0.5 and first - second >= 0.15, by_hand
+    assert table.rows[0].head == max(by_hand, key=by_hand.__getitem__)
+
+    again, cached = cached_importance(run, weights_key(run), lambda: pytest.fail("recomputed"),
+                                      mode="zero", n=N_PAIRS)
     assert cached and again == table
-    other, cached = cached_importance(
-        tmp_path, "def", lambda: ImportanceTable("zero", 20, 1.0, [HeadRow("x:0", 1.0, 0.0)]), mode="zero", n=20
-    )
-    assert not cached and other.baseline == 1.0
-    assert set(json.loads((tmp_path / "ablation.json").read_text())) == {"abc:zero:20", "def:zero:20"}
+    assert list(json.loads((run / "ablation.json").read_text())) == [f"{weights_key(run)}:zero:{N_PAIRS}"]
+
+
+def test_cached_tables_are_kept_per_weights_mode_and_size(tmp_path):
+    table = ImportanceTable("zero", 20, 1.0, [HeadRow("x:0", 1.0, 0.0)])
+    assert cached_importance(tmp_path, "abc", lambda: table, mode="zero", n=20) == (table, False)
+    other = ImportanceTable("zero", 20, 0.5, [HeadRow("x:0", 0.25, 0.25)])
+    assert cached_importance(tmp_path, "def", lambda: other, mode="zero", n=20) == (other, False)
+    assert cached_importance(tmp_path, "abc", lambda: other, mode="mean", n=20) == (other, False)
+    assert cached_importance(tmp_path, "abc", lambda: pytest.fail("recomputed"), mode="zero", n=20) == (
+        table, True)
+    assert set(json.loads((tmp_path / "ablation.json").read_text())) == {
+        "abc:zero:20", "def:zero:20", "abc:mean:20"}
+    calls = []
+    assert cached_importance(tmp_path, None, lambda: calls.append(1) or table, mode="zero", n=20) == (
+        table, False)
+    assert cached_importance(tmp_path, None, lambda: calls.append(1) or table, mode="zero", n=20) == (
+        table, False)
+    assert calls == [1, 1]  # no recorded hash: never cached
 
 
 def test_weights_key_from_state_and_from_a_history_snapshot(tmp_path):
