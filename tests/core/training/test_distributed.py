@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -10,10 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+import torch.nn.functional as F
 
 from tests.conftest import tiny_config
 from tui_lab.core.errors import LabError
+from tui_lab.core.model.models import build_model
 from tui_lab.core.runs.folder import load_run
+from tui_lab.core.tasks.vocab import PAD
 from tui_lab.core.training import distributed
 from tui_lab.core.training.distributed import split_batch
 from tui_lab.core.training.train import TrainingRun, open_run
@@ -55,13 +60,45 @@ def test_ranks_of_a_resumed_run_draw_different_batches(tmp_path, monkeypatch):
     assert [again.task.batch(again._rng, 8, again.arch).examples for _ in range(3)] == batches[1]
 
 
-def test_accumulation_trains_like_the_whole_batch():
-    events: list = []
-    run = TrainingRun(tiny_config(train={"batch_size": 16, "micro_batch": 4, "steps": 5}), None,
-                      on_event=events.append)
-    assert run.accumulation == 4
-    run.run()
-    assert run.step == 5
+def test_accumulated_gradients_equal_the_whole_batchs():
+    """4 micro-batches of 4 leave the gradients one backward over all 16 examples leaves.
+
+    Every example has the same length, so each micro-batch scores the same number of
+    tokens and the mean of their mean losses is the whole batch's mean loss.
+    """
+    cfg = tiny_config(model={"dropout": 0.0}, task={"min_len": 4, "max_len": 4},
+                      train={"batch_size": 16, "micro_batch": 4, "clip": 0.0})
+    run = TrainingRun(cfg, None)
+    start = copy.deepcopy(run.model.state_dict())
+    drawn: list = []
+    draw = run._next_batch
+
+    def recording_draw(size: int):  # type: ignore[no-untyped-def]
+        batch = draw(size)
+        drawn.append(batch.examples)
+        return batch
+
+    accumulated: dict[str, torch.Tensor] = {}
+
+    def keep_gradients() -> None:  # in place of the optimizer's update
+        accumulated.update({n: p.grad.clone() for n, p in run.model.named_parameters()})
+
+    run._next_batch = recording_draw  # type: ignore[method-assign]
+    run.optimizer.step = keep_gradients  # type: ignore[method-assign]
+    run._train_step()
+    assert [len(examples) for examples in drawn] == [4, 4, 4, 4]
+
+    whole = build_model(cfg.model, vocab_size=len(run.vocab), pad_id=PAD)
+    whole.load_state_dict(start)
+    whole.train()
+    batch = run.task.collate([e for examples in drawn for e in examples], cfg.model.arch)
+    logits = whole(batch.src, batch.tgt_in)
+    F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=-100).backward()
+    expected = {n: p.grad for n, p in whole.named_parameters()}
+    assert set(accumulated) == set(expected)
+    for name, grad in expected.items():
+        assert grad.abs().sum() > 0, name
+        assert torch.allclose(accumulated[name], grad, rtol=1e-4, atol=1e-6), name
 
 
 @pytest.mark.skipif(shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None,
