@@ -13,7 +13,7 @@ import re
 import unicodedata
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 from torch import Tensor, nn
@@ -22,6 +22,9 @@ from tui_lab.core.decoding.sampling import check_sampling, pick
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.capture import AttentionStore, capture_attention
 from tui_lab.core.tasks.vocab import BOS, EOS, SEP, Vocab
+
+if TYPE_CHECKING:
+    from tui_lab.core.config.sections import ModelConfig
 
 
 class DecodeInputError(LabError):
@@ -85,12 +88,34 @@ _ANSI = re.compile(
 )
 
 
+class ModelFace(Protocol):
+    """What decoding calls on a model beyond ``nn.Module``'s own methods.
+
+    Decoding takes any module that answers these (duck typing): the lab's
+    ``EncoderDecoder`` and ``DecoderOnly``, and bench's torch references. Only an
+    encoder-decoder (``not is_decoder_only``) has ``encode`` and ``decode``.
+    """
+
+    config: ModelConfig
+
+    def new_cache(self) -> Any: ...
+
+    def encode(self, src: Tensor) -> Tensor: ...
+
+    def decode(self, tgt: Tensor, memory: Tensor, src: Tensor, cache: Any = None) -> Tensor: ...
+
+
+def face(model: nn.Module) -> ModelFace:
+    """``model`` seen through ``ModelFace`` (nn.Module's types know no subclass methods)."""
+    return cast("ModelFace", model)
+
+
 def is_decoder_only(model: nn.Module) -> bool:
     return not hasattr(model, "encode")
 
 
 def max_positions(model: nn.Module) -> int:
-    return int(model.config.max_len)
+    return int(face(model).config.max_len)
 
 
 def clean_input(text: str, task: Any) -> tuple[str, list[str]]:
@@ -197,6 +222,7 @@ def generate(
     # which are built outside it. The two capture passes run under no_grad, so
     # the weights handed out are ordinary tensors (an inference tensor cannot be
     # changed in place, or saved for backward, anywhere else).
+    lab = face(model)
     try:
         with torch.no_grad():
             src = torch.tensor([ids], device=device)  # (1, S)
@@ -204,15 +230,17 @@ def generate(
             if not decoder_only:
                 # The encoder runs once either way: capture its self-attention as it does.
                 with capture_attention(model, store) if store is not None else nullcontext():
-                    memory = model.encode(src)
+                    memory = lab.encode(src)
 
             def run(tokens: list[int], cache: Any) -> Tensor:
                 """Logits (1, T, V) for ``tokens`` (only the new ones when cached)."""
                 x = torch.tensor([tokens], device=device)  # (1, T)
-                return model(x, cache=cache) if decoder_only else model.decode(x, memory, src, cache=cache)
+                if memory is None:  # decoder-only
+                    return model(x, cache=cache)
+                return lab.decode(x, memory, src, cache=cache)
 
             with torch.inference_mode():
-                cache = model.new_cache() if use_cache else None
+                cache = lab.new_cache() if use_cache else None
                 logits = run(prompt, cache)[:, -1]
                 while len(out_ids) < budget:
                     nxt = _record(logits, (temperature, top_k, top_p), gen, vocab, report_k, steps)
@@ -321,7 +349,8 @@ def batch_greedy(
 
 def _greedy_rows(model: nn.Module, rows: list[list[int]], max_new: int, device: torch.device) -> list[list[int]]:
     n = len(rows)
-    cache = model.new_cache()
+    lab = face(model)
+    cache = lab.new_cache()
     if is_decoder_only(model):
         prompt = torch.tensor([[*r, SEP] for r in rows], device=device)  # (B, T)
         logits = model(prompt, cache=cache)[:, -1]
@@ -331,10 +360,10 @@ def _greedy_rows(model: nn.Module, rows: list[list[int]], max_new: int, device: 
         src = torch.zeros(n, width, dtype=torch.long, device=device)  # PAD = 0
         for i, r in enumerate(rows):
             src[i, : len(r)] = torch.tensor(r)
-        memory = model.encode(src)
+        memory = lab.encode(src)
         bos = torch.full((n, 1), BOS, dtype=torch.long, device=device)
-        logits = model.decode(bos, memory, src, cache=cache)[:, -1]
-        step = lambda tok: model.decode(tok, memory, src, cache=cache)[:, -1]  # noqa: E731
+        logits = lab.decode(bos, memory, src, cache=cache)[:, -1]
+        step = lambda tok: lab.decode(tok, memory, src, cache=cache)[:, -1]  # noqa: E731
     out = torch.empty(n, 0, dtype=torch.long, device=device)
     done = torch.zeros(n, dtype=torch.bool, device=device)
     for i in range(max_new):
