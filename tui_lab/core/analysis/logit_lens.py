@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tui_lab.core.decoding.decode import DecodeResult, is_decoder_only
+from tui_lab.core.decoding.decode import DecodeResult, is_decoder_only, max_positions
+from tui_lab.core.model.models import CausalDecoder, Decoder, DecoderOnly, EncoderDecoder
 from tui_lab.core.tasks.vocab import BOS, SEP
 
 
@@ -55,8 +56,15 @@ class LensTable:
         }
 
 
-def _stack(model: nn.Module) -> nn.Module:
-    return model.decoder
+def _lab_model(model: nn.Module) -> EncoderDecoder | DecoderOnly:
+    """``model``, which must be one of the lab's two kinds: the lens reads their stack and head."""
+    if isinstance(model, (EncoderDecoder, DecoderOnly)):
+        return model
+    raise TypeError(f"the logit lens reads the lab's own models, not {type(model).__name__}")
+
+
+def _stack(model: nn.Module) -> Decoder | CausalDecoder:
+    return _lab_model(model).decoder
 
 
 def layer_streams(model: nn.Module, run_forward: Any) -> list[Tensor]:
@@ -81,7 +89,8 @@ def lens_probs(model: nn.Module, stream: Tensor) -> Tensor:
     if norm is not None:
         # This vector's own statistics; the norm module contributes only its scale and shift.
         x = F.layer_norm(x, norm.normalized_shape, norm.weight.float(), norm.bias.float(), norm.eps)
-    return model.lm_head(x.to(model.lm_head.weight.dtype)).float().softmax(dim=-1)
+    head = _lab_model(model).lm_head
+    return head(x.to(head.weight.dtype)).float().softmax(dim=-1)
 
 
 @torch.no_grad()
@@ -101,7 +110,7 @@ def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
     try:
         if is_decoder_only(model):
             prompt = ids if task.is_lm else [*ids, SEP]
-            limit = int(model.config.max_len)
+            limit = max_positions(model)
             if task.is_lm and len(prompt) >= limit:
                 prompt = prompt[-(limit // 2) :]  # as generate truncates
             tokens = torch.tensor([[*prompt, *fed_out]], device=device)
