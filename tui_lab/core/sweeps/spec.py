@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from tui_lab.core.config.diff import format_value
 from tui_lab.core.config.error import show, suggest
@@ -173,10 +173,15 @@ def spec_from_dict(data: Any) -> SweepSpec:
     )
 
 
+@overload
+def _whole(data: dict[str, Any], key: str, default: int) -> int: ...
+@overload
+def _whole(data: dict[str, Any], key: str, default: None) -> int | None: ...
 def _whole(data: dict[str, Any], key: str, default: int | None) -> int | None:
-    value = data.get(key, default)
+    """``data[key]`` as a whole number >= 1; missing or null (``seeds: ~``) is ``default``."""
+    value = data.get(key)
     if value is None:
-        return None
+        return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _refuse(key, f"expected a whole number >= 1, got {show(value)}")
     return value
