@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 import torch
@@ -246,21 +245,6 @@ def test_batch_to_device_and_bad_arch():
         task.collate([], "decoder-only")
 
 
-def test_batch_generation_is_fast(lm):
-    """A batch must cost a small fraction of a 5-10 ms training step (generous bound for CI)."""
-    rng = random.Random(0)
-    for task in (task_for("copy"), task_for("addition"), lm):
-        for arch in ("decoder-only",) if task.is_lm else ARCHS:
-            task.batch(rng, 64, arch)
-            best = float("inf")
-            for _ in range(5):  # best of 5: other processes may share the CPU
-                t0 = time.perf_counter()
-                for _ in range(20):
-                    task.batch(rng, 64, arch)
-                best = min(best, (time.perf_counter() - t0) / 20)
-            assert best < 2e-3, f"{task.name} {arch}: {best * 1e3:.2f} ms per batch"
-
-
 # -- held-out -----------------------------------------------------------------------
 
 
@@ -282,9 +266,12 @@ def test_held_out_is_distinct_seeded_and_not_the_training_stream():
 
 def test_held_out_small_space_repeats_instead_of_looping():
     task = task_for("copy", min_len=1, max_len=1)  # only 10 possible inputs
-    t0 = time.perf_counter()
+    draws = []
+    draw = task.example
+    task.example = lambda rng: draws.append(1) or draw(rng)  # type: ignore[method-assign]
     held = task.held_out(50, seed=0)
-    assert time.perf_counter() - t0 < 1.0
+    # It stops drawing once all 10 are in (a few dozen draws), far below its 10,000 cap.
+    assert len(draws) < 500, len(draws)
     assert len(held) == 50 and {i for i, _ in held} == set("0123456789")
     add = task_for("addition", max_digits=1)  # 100 possible inputs
     assert len({i for i, _ in add.held_out(100, seed=0)}) == 100
