@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tui_lab.core.errors import LabError, one_line
 from tui_lab.core.runs.folder import RunFolder
@@ -152,7 +152,7 @@ def _eval_scalars(ev: EvalEvent) -> list[tuple[str, float]]:
     return [(tag, value) for tag, value in pairs if _finite(value)]
 
 
-def _finite(value: float | None) -> bool:
+def _finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)
 
 
