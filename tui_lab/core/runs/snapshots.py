@@ -253,10 +253,11 @@ class History:
         remove_stale_temps(self.folder)
         path = self.folder / snapshot_name(step)
         tmp = stage(path, lambda t: save_model(self.model, str(t)))
-        record = {"step": step, "file": path.name, "bytes": tmp.stat().st_size, "sha256": sha256_file(tmp)}
+        size = tmp.stat().st_size
+        record = {"step": step, "file": path.name, "bytes": size, "sha256": sha256_file(tmp)}
         commit(tmp, path)
         self.records = [r for r in self.records if r["step"] != step] + [record]
         self.records.sort(key=lambda r: r["step"])
-        self.budget -= record["bytes"]
+        self.budget -= size
         index = {"format": 1, "snapshots": self.records}
         atomic_write_text(self.folder / INDEX_FILE, json.dumps(index, indent=1) + "\n")  # fsyncs the folder
