@@ -150,7 +150,7 @@ def head_means(model: nn.Module, batch: Any, device: torch.device | str = "cpu")
     def recorder(name: str, module: MultiHeadAttention) -> Any:
         def hook(_: nn.Module, args: tuple[Tensor, ...]) -> None:
             x = args[0].float()  # (B, T, d_model)
-            tokens = src if name.startswith("encoder") else tgt
+            tokens = src if src is not None and name.startswith("encoder") else tgt
             keep = (tokens != PAD).float()[..., None]  # (B, T, 1)
             sums[name] = (x * keep).sum(dim=(0, 1)).view(module.n_heads, module.d_head)
             counts[name] = keep.sum()
