@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +48,9 @@ from tui_lab.core.training.events import (
     StepEvent,
 )
 from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
+
+if TYPE_CHECKING:
+    from torch.nn.parallel import DistributedDataParallel
 from tui_lab.core.training.schedule import make_optimizer, set_lr
 
 __all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "CheckpointEvent",
@@ -98,13 +101,16 @@ class TrainingRun(RunKeeping):
         # What the optimizer step runs through; self.model stays the plain module
         # that checkpoints, evaluation and decoding use.
         self.train_model: torch.nn.Module = self.model
+        self._ddp: DistributedDataParallel | None = None  # the wrapper that syncs gradients
         if self.dist.enabled:
             from torch.nn.parallel import DistributedDataParallel
 
             ids = [self.device.index] if self.device.type == "cuda" else None
-            self.train_model = DistributedDataParallel(self.model, device_ids=ids)
+            self._ddp = self.train_model = DistributedDataParallel(self.model, device_ids=ids)
         if config.train.compile:
-            self.train_model = torch.compile(self.train_model)
+            # A module compiles to an OptimizedModule, an nn.Module; torch.compile's stubs
+            # type every result as a plain callable.
+            self.train_model = torch.compile(self.train_model)  # type: ignore[assignment]
         self.step = 0
         self._start_step = 0
         self.elapsed = 0.0
@@ -251,7 +257,7 @@ class TrainingRun(RunKeeping):
             batch = self._next_batch(self.micro_batch)
             last = i == self.accumulation - 1
             # DDP averages gradients once, on the last micro-batch of the update.
-            sync = nullcontext() if last or not self.dist.enabled else self.train_model.no_sync()
+            sync = nullcontext() if last or self._ddp is None else self._ddp.no_sync()
             with sync, autocast_context(self.device, cfg.precision):
                 if self.arch == "decoder-only":
                     logits = self.train_model(batch.tgt_in)
