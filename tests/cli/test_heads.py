@@ -1,4 +1,4 @@
-"""`tfx-lab heads` and `--at-step` on a tiny trained run (in process)."""
+"""`tfx-lab heads` (JSON and table) and `--at-step` on a tiny trained run (in process)."""
 
 from __future__ import annotations
 
@@ -55,3 +55,18 @@ def test_decode_and_eval_at_a_snapshot(run_dir, capsys):
     assert "output" in json.loads(capsys.readouterr().out)
     assert main(["eval", "--run", str(run_dir), "--at-step", "1", "--n", "4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["step"] == 1
+
+
+def test_heads_table_is_the_json_best_first(run_dir, capsys):
+    assert main(["heads", "--run", str(run_dir), "--json"]) == 0
+    heads = json.loads(capsys.readouterr().out)["heads"]
+    assert main(["heads", "--run", str(run_dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{run_dir}: step 8, task copy; heads by best score"
+    assert len(lines) == 1 + len(heads)
+    for line, h in zip(lines[1:], heads, strict=True):
+        cells = line.split()
+        assert cells[:3] == [h["label"], h["best"], f"{h['best_score']:.2f}"]
+        others = {k: f"{v:.2f}" for k, v in h["scores"].items() if k != h["best"]}
+        assert dict(zip(cells[3:-2:2], cells[4:-2:2], strict=True)) == others
+        assert cells[-2:] == ["entropy", f"{h['entropy']:.2f}"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import assert_one_line_error, tfx, tfx_executable
+from tests.cli.helpers import assert_one_line_error, tfx, tfx_executable
 from tui_lab.cli.serve import lab_command, startup_lines
 
 
