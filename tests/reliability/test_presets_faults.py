@@ -8,7 +8,6 @@ executable, and through the lab's Build pane.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -111,24 +110,28 @@ def test_bad_preset_is_one_line_and_nothing_is_built(
     args = {"params": ["params", "--preset", path],
             "train": ["train", "--preset", path, "--out", out],
             "lab": ["--preset", path]}[command]
-    started = time.perf_counter()
     result = cli(capsys, *args)
-    elapsed = time.perf_counter() - started
     message = assert_one_line_error(result.rc, result.err, str(path), *BAD_PRESETS[case][1])
     assert len(message) < MAX_MESSAGE, len(message)
-    assert elapsed < 2.0, f"refusing {case} took {elapsed:.1f}s"  # at once, before any allocation
     assert not out.exists()  # no run folder for a refused preset
 
 
-def test_absurd_sizes_are_refused_by_train_in_milliseconds(
+def test_absurd_sizes_are_refused_by_train_before_any_layer_is_built(
     bad_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Too big for this machine: ``train`` refuses before allocating, with one line and no run folder."""
+    """Too big for this machine: ``train`` refuses from the config's arithmetic, with one line
+    and no run folder; not one layer is built (not even on the meta device)."""
+    import torch
+
+    built: list[type] = []
+    real_init = torch.nn.Module.__init__
+    monkeypatch.setattr(torch.nn.Module, "__init__",
+                        lambda self, *a, **k: built.append(type(self)) or real_init(self, *a, **k))
     out = tmp_path / "out"
     for case, (_, fragments) in TOO_BIG.items():
-        started = time.perf_counter()
         result = cli(capsys, "train", "--preset", bad_files[case], "--out", out)
-        assert time.perf_counter() - started < 0.5, case
+        assert built == [], (case, built)
         assert result.rc == 2, case
         assert_one_line_error(result.rc, result.err, *fragments)
         assert not out.exists(), case
@@ -278,7 +281,7 @@ async def test_lab_opened_on_a_bad_preset_uses_the_default_and_says_why(in_tmp: 
 
 
 async def test_lab_form_refuses_absurd_sizes_inline_at_once(in_tmp: Path) -> None:
-    """Typing an absurd width: flagged inside the Build pane within a second, nothing counted or built."""
+    """Typing an absurd width: flagged inside the Build pane, the lab's config unchanged."""
     from textual import events
 
     from tests.ui.helpers import SIZE, edit_field, ready, tiny_app, wait_until
@@ -291,11 +294,8 @@ async def test_lab_form_refuses_absurd_sizes_inline_at_once(in_tmp: Path) -> Non
         await edit_field(pilot, "model.d_ff")
         await pilot.press("end", "ctrl+u")
         form = app.query_one(ConfigForm)
-        started = time.perf_counter()
         form.post_message(events.Paste("4000000000"))
-        await wait_until(pilot, lambda: "GiB" in _build_pane_text(app), 5, "the inline error")
-        # Validation is instant; the rest is one redraw on a busy shared machine.
-        assert time.perf_counter() - started < 3.0
+        await wait_until(pilot, lambda: "GiB" in _build_pane_text(app), 10, "the inline error")
         assert "GiB" in _build_pane_text(app)
         assert app.config == before
         await pilot.press("escape")
