@@ -26,7 +26,7 @@ CHAR_LABELS = {" ": "␣", "\n": "↵", "\t": "⇥"}
 MAX_VOCAB_SIZE = 0xD800
 
 
-class _IdTable(dict):
+class _IdTable(dict[int, int]):
     """``str.translate`` table that sends every unknown character to UNK."""
 
     def __missing__(self, key: int) -> int:
