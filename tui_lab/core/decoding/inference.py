@@ -17,7 +17,8 @@ from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.model.device import choose_device, set_threads
 from tui_lab.core.model.models import build_run_model
 from tui_lab.core.runs.checkpoint import load_weights
-from tui_lab.core.runs.folder import RunDir, RunFolder
+from tui_lab.core.runs.folder import RunFolder
+from tui_lab.core.runs.layout import RunDir
 from tui_lab.core.runs.snapshots import load_snapshot
 from tui_lab.core.tasks import make_task
 
