@@ -43,8 +43,12 @@ test-portable: $(VENV)/.installed
 	MKL_ENABLE_INSTRUCTIONS=AVX2 $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
 
+# ruff over the code; import-linter's contracts (pyproject.toml: core's layers, core free of
+# textual/rich, ui below cli); mypy over tui_lab/core ([tool.mypy] there).
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check tui_lab tests bench
+	$(VENV)/bin/ruff check tui_lab tests bench scripts
+	$(VENV)/bin/lint-imports --no-logo
+	$(VENV)/bin/mypy
 
 bench: $(VENV)/.installed
 	$(PY) -m bench $(ARGS)
