@@ -180,7 +180,7 @@ class RunFolder:
     def weights_header(self) -> dict[str, Any]:
         """The checked safetensors header of ``model.safetensors`` (read on first use)."""
         path = self.weights_path
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():  # a FIFO or symlink there is refused by name
             raise RunError(f"{path}: missing; this run has no saved weights yet (train it first)")
         return read_safetensors_header(path)
 

@@ -15,9 +15,12 @@ Free of torch imports: the header is plain JSON.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tui_lab.core.runs.layout import CONFIG_FILE, RunError, reason
 
@@ -41,11 +44,30 @@ def _not_safetensors(path: Path) -> RunError:
     return RunError(f"{path}: {path.name} is not a safetensors file; refusing to load it")
 
 
+def _open_regular(path: Path) -> IO[bytes]:
+    """``path`` opened for reading if it is a regular file, else RunError.
+
+    Never a symlink (O_NOFOLLOW) and never a FIFO or device: opening a FIFO for
+    reading would wait for a writer forever (O_NONBLOCK, then fstat refuses it).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise RunError(f"{path}: a symlink, not a saved file; refusing to follow it") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunError(f"{path}: not a regular file (a FIFO, device or folder); refusing to read it")
+    return os.fdopen(fd, "rb")
+
+
 def read_safetensors_header(path: Path) -> dict[str, Any]:
     """Parse and check a safetensors header by hand, without loading any tensor."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
+        with _open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(9)
             if size == 0:
                 raise RunError(f"{path}: empty (a save was cut short); train again")
