@@ -153,3 +153,69 @@ def test_training_keeps_the_planned_snapshots(tmp_path):
     assert list_snapshots(tmp_path / "on") == [1, 2, 3, 4, 6, 8]
     TrainingRun(cfg.with_values({"train.history": False}), tmp_path / "off").run()
     assert not (tmp_path / "off" / HISTORY_DIR).exists()
+
+
+@pytest.mark.parametrize("index", [
+    "{not json", "[1, 2]", '{"snapshots": 7}',
+    '{"snapshots": [{"step": "one", "file": "step-1.safetensors"}, {"step": 2, "file": "../x"}]}',
+    '{"snapshots": [{"step": 1, "file": "step-1.safetensors", "bytes": "lots", "sha256": 5}]}',
+])
+def test_a_broken_index_lists_nothing_loads_nothing_and_training_writes_a_new_one(tmp_path, index):
+    cfg = tiny_config(train={"steps": 4, "eval_every": 4, "eval_examples": 8})
+    run = tmp_path / "run"
+    TrainingRun(cfg, run).run()
+    assert list_snapshots(run) == [1, 2, 4]
+    (run / HISTORY_DIR / INDEX_FILE).write_text(index)
+    model = build_model(cfg.model, len(make_task(cfg.task).vocab))
+    assert list_snapshots(run) == []  # a record it cannot read is no snapshot
+    with pytest.raises(RunError) as info:
+        load_snapshot(run, 2, model)
+    assert "\n" not in str(info.value)
+    # Training on keeps history going: the index is whole again and lists what it wrote.
+    TrainingRun(cfg.with_values({"train.steps": 8}), run, resume=True).run()
+    assert list_snapshots(run) == [8]
+    load_snapshot(run, 8, model)
+
+
+def test_a_snapshot_of_another_architecture_is_refused_naming_the_file(tmp_path):
+    import hashlib
+
+    cfg = tiny_config(train={"steps": 2, "eval_every": 2, "eval_examples": 8})
+    run, other = tmp_path / "run", tmp_path / "other"
+    TrainingRun(cfg, run).run()
+    TrainingRun(cfg.with_values({"model.arch": "decoder-only", "model.n_encoder_layers": 0}), other).run()
+    # The other model's snapshot in this run's history, with a record that matches its bytes.
+    path = run / HISTORY_DIR / "step-2.safetensors"
+    path.write_bytes((other / HISTORY_DIR / "step-2.safetensors").read_bytes())
+    index = json.loads((run / HISTORY_DIR / INDEX_FILE).read_text())
+    for record in index["snapshots"]:
+        if record["step"] == 2:
+            record.update(bytes=path.stat().st_size, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    (run / HISTORY_DIR / INDEX_FILE).write_text(json.dumps(index))
+    model = build_model(cfg.model, len(make_task(cfg.task).vocab))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(RunError) as info:
+        load_snapshot(run, 2, model)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())  # untouched
+    load_snapshot(run, 1, model)  # the run's own snapshots still load
+
+
+def test_resuming_keeps_the_earlier_snapshots_and_adds_the_new_ones_in_order(tmp_path):
+    cfg = tiny_config(train={"steps": 4, "eval_every": 3, "eval_examples": 8})
+    run = tmp_path / "run"
+    TrainingRun(cfg, run).run()
+    first = list_snapshots(run)
+    assert first == [1, 2, 3, 4]
+    kept = {s: (run / HISTORY_DIR / f"step-{s}.safetensors").read_bytes() for s in first}
+    TrainingRun(cfg.with_values({"train.steps": 9}), run, resume=True).run()
+    index = json.loads((run / HISTORY_DIR / INDEX_FILE).read_text())["snapshots"]
+    steps = [r["step"] for r in index]
+    assert steps == [1, 2, 3, 4, 6, 8, 9]  # the earlier ones first, then the resumed run's plan
+    assert list_snapshots(run) == steps
+    for s, data in kept.items():  # the earlier files are the same bytes
+        assert (run / HISTORY_DIR / f"step-{s}.safetensors").read_bytes() == data
+    model = build_model(cfg.model, len(make_task(cfg.task).vocab))
+    for s in steps:
+        load_snapshot(run, s, model)

@@ -96,7 +96,8 @@ def read_index(run_dir: str | Path) -> list[dict[str, Any]]:
     if not isinstance(rows, list):
         return []
     good = [r for r in rows if isinstance(r, dict) and isinstance(r.get("step"), int)
-            and isinstance(r.get("file"), str) and "/" not in r["file"]]
+            and isinstance(r.get("file"), str) and "/" not in r["file"]
+            and isinstance(r.get("bytes", 0), int)]  # a resumed run sums them for its budget
     return sorted(good, key=lambda r: r["step"])
 
 
