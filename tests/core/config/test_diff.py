@@ -40,8 +40,8 @@ def test_equal_values_of_other_types_are_the_same_setting():
 
 
 def test_values_read_as_typed_in_a_preset():
-    assert [format_value(v) for v in (None, True, False, 0.003, 64, [0.9, 0.98], "post")] == [
-        "null", "true", "false", "0.003", "64", "0.9,0.98", "post"]
+    assert [format_value(v) for v in (None, True, False, 0.003, 2.0, 64, [0.9, 0.98], "post")] == [
+        "null", "true", "false", "0.003", "2", "64", "0.9,0.98", "post"]
 
 
 def test_against_the_defaults_a_preset_reads_as_what_it_sets():
