@@ -150,13 +150,15 @@ class SweepRunner:
         self.stopping = True
         for task in self.active:
             with contextlib.suppress(ProcessLookupError):
-                task.process.send_signal(signal.SIGINT)  # type: ignore[union-attr]
+                if task.process is not None:
+                    task.process.send_signal(signal.SIGINT)
 
     def kill(self) -> None:
         """Last resort (the sweep itself is dying): end every child now."""
         for task in self.active:
             with contextlib.suppress(ProcessLookupError):
-                task.process.kill()  # type: ignore[union-attr]
+                if task.process is not None:
+                    task.process.kill()
 
     def _start(self, task: RunTask) -> None:
         run = task.run
@@ -199,7 +201,8 @@ class SweepRunner:
             task.reason, task.message = str(summary.get("reason")), str(summary.get("message", ""))
             return
         task.reason = "error"
-        task.message = _last_line(task.private / "stderr.txt") or f"exited with code {task.process.returncode}"  # type: ignore[union-attr]
+        code = None if task.process is None else task.process.returncode
+        task.message = _last_line(task.private / "stderr.txt") or f"exited with code {code}"
 
     def _progress(self, task: RunTask) -> None:
         """Step, loss and exact match from the tail of the run's metrics (a few KB)."""
