@@ -321,15 +321,16 @@ def _params(run: Path) -> int | None:
         return None
     except (OSError, ValueError):
         header = None
-    try:
-        total, data_end = 0, 0
-        for key, info in header.items():  # type: ignore[union-attr]
-            if key != "__metadata__":
-                total += math.prod(int(d) for d in info["shape"])
-                data_end = max(data_end, int(info["data_offsets"][1]))
-        if 8 + n + data_end <= size:
-            return total
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError):
-        pass
+    if isinstance(header, dict):
+        try:
+            total, data_end = 0, 0
+            for key, info in header.items():
+                if key != "__metadata__":
+                    total += math.prod(int(d) for d in info["shape"])
+                    data_end = max(data_end, int(info["data_offsets"][1]))
+            if 8 + n + data_end <= size:
+                return total
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+            pass
     read_safetensors_header(path)  # raises RunError naming what is wrong
     return None
