@@ -125,7 +125,7 @@ def ablate(
     handles = []
     try:
         for name, hs in by_module.items():
-            values = None if mode == "zero" else means[name]  # type: ignore[index]
+            values = None if mode == "zero" or means is None else means[name]
             handles.append(modules[name].w_o.register_forward_pre_hook(_slice_hook(modules[name], hs, values)))
         yield
     finally:
