@@ -18,6 +18,8 @@ induction heads were first described (Olsson et al. 2022).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -37,6 +39,9 @@ def maybe_dropout(dropout: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
     return dropout(x) if dropout.training and dropout.p > 0 else x
 
 
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+
+
 class FeedForward(nn.Module):
     """``lin2(dropout(act(lin1(x))))``: the same two-layer MLP at every position."""
 
@@ -44,12 +49,12 @@ class FeedForward(nn.Module):
         self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"
     ) -> None:
         super().__init__()
-        if activation not in ("relu", "gelu"):
+        if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be relu or gelu, got {activation!r}")
         self.lin1 = nn.Linear(d_model, d_ff)
         self.lin2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
-        self.act = F.relu if activation == "relu" else F.gelu
+        self.act = _ACTIVATIONS[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lin2(maybe_dropout(self.dropout, self.act(self.lin1(x))))  # (B, T, d_model)
