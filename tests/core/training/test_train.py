@@ -51,20 +51,22 @@ def test_step_events_carry_what_the_lab_shows(tiny):
 
 
 def test_copy_learns_within_a_small_budget():
+    """The tiny copy model reaches 90% exact match in at most 300 steps (about 120 here)."""
     cfg = tiny_config(
-        model={"d_model": 64, "n_heads": 4, "d_ff": 128},
+        model={"dropout": 0.0},
         task={"max_len": 4},
-        train={"steps": 400, "batch_size": 32, "lr": 3e-3, "eval_every": 400, "eval_examples": 200,
-               "warmup_steps": 20, "threads": 1},
+        train={"steps": 300, "batch_size": 64, "lr": 6e-3, "eval_every": 20, "eval_examples": 100,
+               "warmup_steps": 20, "threads": 1, "target_accuracy": 0.9},
     )
     events: list = []
-    TrainingRun(cfg, None, on_event=events.append).run()
+    summary = TrainingRun(cfg, None, on_event=events.append).run()
+    assert summary["reason"] == "target", summary
     losses = _losses(events)
     start = sum(losses[:10]) / 10
     end = sum(losses[-10:]) / 10
     assert end < start / 5
-    acc = [e.exact_match for e in events if isinstance(e, EvalEvent)][-1]
-    assert acc > 0.8
+    evals = [e.exact_match for e in events if isinstance(e, EvalEvent)]
+    assert evals[0] < 0.2 and evals[-1] >= 0.9  # learned here, not by chance at the start
 
 
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, tiny):
