@@ -47,7 +47,7 @@ test-portable: $(VENV)/.installed
 # textual/rich, ui below cli); mypy over tui_lab/core ([tool.mypy] there).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check tui_lab tests bench scripts
-	$(VENV)/bin/lint-imports --no-logo
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
 bench: $(VENV)/.installed
