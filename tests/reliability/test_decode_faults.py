@@ -207,7 +207,7 @@ async def test_lab_decode_pane_explains_each_bad_input_and_keeps_working(in_tmp:
     from textual.widgets import Input, Static
 
     from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
-    from tui_lab.ui.panes.decode_pane import DecodePane
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
 
     app = tiny_app(run_dir=str(run_dir))
     async with app.run_test(size=SIZE) as pilot:

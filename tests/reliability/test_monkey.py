@@ -98,7 +98,7 @@ async def test_a_crash_while_training_stops_the_training_thread(in_tmp: Path) ->
 # case that broke (log of a negative number).
 async def test_log_scale_loss_chart_survives_a_resize(in_tmp: Path, run_dir: Path) -> None:
     from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
-    from tui_lab.ui.panes.train_pane import TrainPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
     app = tiny_app(run_dir=str(run_dir))
     async with app.run_test(size=SIZE) as pilot:

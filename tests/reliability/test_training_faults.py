@@ -289,7 +289,7 @@ def test_cli_train_with_a_device_error_exits_1_without_a_traceback(
 async def _lab_run_ends(pilot, app, fault: str):  # type: ignore[no-untyped-def]
     """Start a run in the lab and make ``fault`` end it in the training process."""
     from tests.ui.helpers import train_endless, wait_until
-    from tui_lab.ui.panes.train_pane import TrainPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
     pane = app.query_one(TrainPane)
     if fault == "nan":  # a learning rate this size overflows the weights within two steps
@@ -315,7 +315,7 @@ async def test_lab_shows_training_faults_and_keeps_working(
     (A device error inside the process ends the run the same way as a NaN:
     see the TrainingRun tests above; here the lab's side of both.)"""
     from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
-    from tui_lab.ui.panes.decode_pane import DecodePane
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
