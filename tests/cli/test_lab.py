@@ -73,12 +73,13 @@ def finished(seen: dict[str, Any]) -> Any:
     return seen["app"]
 
 
-def test_run_opens_that_run_with_its_model(monkeypatch: pytest.MonkeyPatch,
-                                           learned_run: Path) -> None:
+def test_run_opens_that_run_with_its_settings(monkeypatch: pytest.MonkeyPatch,
+                                              learned_run: Path) -> None:
+    """The lab starts on the run's config (restoring its model is tests/ui/test_open_run's)."""
+
     async def check(pilot: Any, seen: dict[str, Any]) -> None:
-        app = pilot.app
-        await until(pilot, lambda: app.current_run is not None, "the run's model")
-        seen["config"] = app.config.to_dict()
+        await pilot.pause()
+        seen["config"] = pilot.app.config.to_dict()
 
     seen = headless(monkeypatch, check)
     proc = tfx("--run", str(learned_run))
