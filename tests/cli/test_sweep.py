@@ -128,14 +128,14 @@ def test_a_sweep_interrupted_and_resumed_skips_complete_runs(tmp_path: Path) -> 
 def test_a_shipped_sweep_by_name_with_seeds_parallel_and_steps(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """``positions`` (3 arms, 3 seeds, 600 steps as shipped) cut to 1 seed and 2 steps a run,
-    2 at a time; with no --out it goes to <runs>/positions."""
+    all at once; with no --out it goes to <runs>/positions."""
     monkeypatch.setenv("TFX_LAB_RUNS", str(tmp_path / "runs"))
-    proc = tfx("sweep", "positions", "--seeds", "1", "--parallel", "2", "--steps", "2", "--json")
+    proc = tfx("sweep", "positions", "--seeds", "1", "--parallel", "3", "--steps", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     out = tmp_path / "runs" / "positions"
     assert json.loads((out / "sweep.json").read_text()) == record
-    assert record["spec"]["seeds"] == 1 and record["spec"]["parallel"] == 2
+    assert record["spec"]["seeds"] == 1 and record["spec"]["parallel"] == 3
     assert record["spec"]["steps"] == 2
     assert [a["label"] for a in record["arms"]] == [f"positional={p}" for p in
                                                     ("sinusoidal", "learned", "rope")]
