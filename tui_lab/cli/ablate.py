@@ -64,13 +64,13 @@ def ablate(args: argparse.Namespace) -> int:
     if heads:
         baseline = ablated_accuracy(run.model, run.task, pairs, max_new)
         acc = ablated_accuracy(run.model, run.task, pairs, max_new, heads, mode, means)
-        result = {"heads": [str(h) for h in heads], "mode": mode, "n": len(pairs),
-                  "baseline": baseline, "exact_match": acc, "drop": baseline - acc, "step": run.step}
+        names = [str(h) for h in heads]
         if args.json:
-            emit_json(result)
+            emit_json({"heads": names, "mode": mode, "n": len(pairs), "baseline": baseline,
+                       "exact_match": acc, "drop": baseline - acc, "step": run.step})
         else:
             print(f"{args.run}: step {run.step}, {len(pairs)} held-out, mode {mode}")
-            print(f"baseline exact match {_pct(baseline)}; with {', '.join(result['heads'])} "
+            print(f"baseline exact match {_pct(baseline)}; with {', '.join(names)} "
                   f"ablated {_pct(acc)} (drop {baseline - acc:+.1%})")
         return 0
 
