@@ -47,7 +47,6 @@ async def _measure(run_dir: Path, rounds: int) -> tuple[list[float], list[float]
 
     from tui_lab.ui.app import LabApp
     from tui_lab.ui.panes.attention.attention_pane import AttentionPane
-    from tui_lab.ui.time_travel.travel import travel_for
 
     app = LabApp(preset="copy", run_dir=str(run_dir))
     app.animation_level = "none"
@@ -63,7 +62,7 @@ async def _measure(run_dir: Path, rounds: int) -> tuple[list[float], list[float]
             await pilot.pause(0.02)
         await pilot.press("4")
         pane = app.query_one(AttentionPane)
-        travel = travel_for(app)
+        travel = app.travel
         await pilot.press("right_curly_bracket")  # warm: the lab's copy of the model is built
         while pane.result is not travel.shown_result or pane.result is None:
             await pilot.pause(0.005)

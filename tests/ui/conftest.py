@@ -1,4 +1,4 @@
-"""Fixtures for the lab's pilot and snapshot tests: a tiny preset, a committed trained run, folders."""
+"""Fixtures for the lab's pilot and snapshot tests: a tiny preset, committed runs, folders."""
 
 from __future__ import annotations
 
@@ -31,3 +31,20 @@ def trained_run(lab_folders: Path) -> Path:
     dest = lab_folders / "runs" / "tiny-run"
     shutil.copytree(TINY_RUN, dest)
     return Path("runs") / "tiny-run"
+
+
+# A copy model that has learned its task (99.4% exact match), committed (tests/data/make_runs.py):
+# switching one of its heads off costs from almost nothing to almost everything, so the
+# ablation, importance and sampling tests see effects a wrong answer would change.
+LEARNED_RUN = Path(__file__).resolve().parents[1] / "data" / "learned-copy"
+
+
+@pytest.fixture
+def learned_run(lab_folders: Path) -> Path:
+    """A private copy of the committed learned run at ``runs/learned-copy``.
+
+    Without its ``ablation.json``: the lab works the importance table out itself.
+    """
+    dest = lab_folders / "runs" / "learned-copy"
+    shutil.copytree(LEARNED_RUN, dest, ignore=shutil.ignore_patterns("ablation.json"))
+    return Path("runs") / "learned-copy"

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.pilot import Pilot
 from textual.widgets import Input
 
 from tests.ui.conftest import TINY
 from tui_lab.ui.app import LabApp
+
+if TYPE_CHECKING:
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
 
 SIZE = (120, 40)
 
@@ -118,3 +122,29 @@ def plain(widget: object) -> str:
     console = Console(width=200, file=io.StringIO(), record=True, color_system=None)
     console.print(content)
     return console.export_text()
+
+
+async def open_trained(pilot: Pilot) -> None:
+    """Wait until the run given with ``run_dir`` is restored and Decode has its model."""
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
+
+    app = await ready(pilot)
+    pane = app.query_one(TrainPane)
+    await wait_until(
+        pilot, lambda: pane.state == "ready" and app.query_one(DecodePane).run is not None, 30
+    )
+
+
+async def decode(pilot: Pilot, text: str) -> DecodePane:
+    """Type ``text`` into the Decode pane, Enter, and wait for the decode."""
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
+
+    await pilot.press("3")
+    pane = pilot.app.query_one(DecodePane)
+    pane.query_one("#decode-input", Input).value = ""
+    await type_text(pilot, text)
+    await pilot.press("enter")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    return pane

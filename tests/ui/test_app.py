@@ -33,6 +33,19 @@ async def test_first_frame_before_torch() -> None:
         assert "loading torch" in app.core_state
 
 
+async def test_status_bar_names_the_torch_release_once_loaded() -> None:
+    """What the snapshots show as a placeholder: the release this machine really loaded."""
+    import torch
+
+    from tests.ui.helpers import plain, ready
+    from tui_lab.ui.widgets.status_bar import StatusBar
+
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert f"torch {torch.__version__.split('+')[0]} ready" in plain(app.query_one(StatusBar))
+
+
 def highlighted_tab(app: Any) -> str:
     """The text of the tab bar drawn in bold: the pane the bar says is on show."""
     strip = app.query_one("#tabs").render_line(0)
@@ -140,14 +153,31 @@ async def test_command_palette_offers_every_binding() -> None:
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await type_text(pilot, "go to params")
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: palette_offers(app, "Go to Params"), 5, "the match")
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.active_pane == "params", 5)
         await pilot.press("ctrl+p")
         await type_text(pilot, "params: group rows")
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: palette_offers(app, "group rows"), 5, "the match")
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.pane("params").grouped, 5, "rows grouped")
+
+
+def palette_offers(app: Any, text: str) -> bool:
+    """The command palette's highlighted match contains ``text`` (its search has answered)."""
+    from textual.command import CommandList
+
+    if not isinstance(app.screen, CommandPalette):
+        return False
+    found = app.screen.query(CommandList)
+    if not found:
+        return False
+    options = found.first()
+    index = options.highlighted
+    if index is None or options.option_count == 0:
+        return False
+    prompt = options.get_option_at_index(index).prompt
+    return text.lower() in str(getattr(prompt, "plain", prompt)).lower()
 
 
 async def test_quit_keys() -> None:
@@ -157,7 +187,7 @@ async def test_quit_keys() -> None:
             await ready(pilot)
             await pilot.press(key)
             await pilot.pause()
-            assert app._exit, key
+            assert app.quitting, key
 
 
 async def test_small_terminal_shows_notice_and_80x24_shows_panes() -> None:
@@ -195,7 +225,7 @@ async def test_shrinking_to_a_sliver_and_back_keeps_keys_safe() -> None:
         await pilot.pause(0.1)
         for key in ("pagedown", "pageup", "down", "enter", "2", "space", "4", "k", "1"):
             await pilot.press(key)
-        assert not app._exit
+        assert not app.quitting
         await pilot.resize_terminal(*SIZE)
         await pilot.pause(0.1)
         assert app.focused is not None and app.focused.region.height > 0

@@ -2,14 +2,17 @@
 
 Review changes with the HTML report before accepting them with
 ``pytest tests/ui/test_snapshots.py --snapshot-update``. Everything shown is
-deterministic: a seeded tiny run trained once per session on one thread,
-timings frozen by the fixture, cursor blink off, toasts cleared.
+deterministic: a committed tiny run, cursor blink off, toasts cleared; nothing
+of this machine's shows (the torch release is a placeholder), and no score
+worked out from trained weights (the head atlas is given fixed scores).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from textual.widgets import Input
 
 from tests.ui.helpers import ready, set_field, settle, tiny_app, type_text, wait_until
@@ -17,6 +20,36 @@ from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.train_pane import TrainPane
 
 SIZE = (120, 40)
+TORCH_PLACEHOLDER = "x.y.z"
+
+
+@pytest.fixture(autouse=True)
+def no_machine_in_the_status_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status bar says which torch release loaded: every snapshot shows a placeholder."""
+    from tui_lab.ui import core_access
+
+    load = core_access.load_core
+
+    def load_placeholder() -> core_access.Core:
+        core = load()
+        core.version = TORCH_PLACEHOLDER
+        return core
+
+    monkeypatch.setattr(core_access, "load_core", load_placeholder)
+
+
+def fixed_head_scores(model, task, arch, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """Hand-chosen atlas scores for every head of ``model`` (no float from its weights), best first."""
+    from tui_lab.core.analysis.ablation import all_heads
+    from tui_lab.core.analysis.head_scores import HeadScore
+
+    patterns = ("diagonal", "first", "alignment")
+    heads = [str(ref).rsplit(":", 1) for ref in all_heads(model)]
+    scores = [
+        HeadScore(name, int(h), {patterns[i % 3]: 0.9 - 0.1 * i}, 1.0, patterns[i % 3], 0.9 - 0.1 * i)
+        for i, (name, h) in enumerate(heads)
+    ]
+    return scores
 
 
 async def _opened(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -103,7 +136,12 @@ class TestAttentionScreen:
             tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
         )
 
-    def test_attention_overview_and_walkthrough(self, snap_compare, trained_run: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_attention_overview_and_walkthrough(
+        self, snap_compare: Any, trained_run: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from tui_lab.core.analysis import head_scores
+
+        monkeypatch.setattr(head_scores, "score_heads", fixed_head_scores)
         # Decoder self-attention, head 2, first query row: one key allowed, its weight exactly 1
         # in the decode and in the walkthrough, so "max diff" is exactly 0 on every CPU. (Rows
         # with several keys differ from the captured weights by float noise; their digits are

@@ -12,12 +12,15 @@ import os
 import sys
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from textual import events, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input
 
@@ -31,29 +34,44 @@ from tui_lab.ui.lazy_panes import lazy_panes
 from tui_lab.ui.messages import (
     ConfigChanged,
     ConfigInvalid,
-    CoreLoaded,
     Decoded,
+    DecodeRequested,
     ModelChanged,
+    OpenRunRequested,
     ReportReady,
+    RunConfigOpened,
+    SnapshotDecoded,
+    TravelMoved,
 )
+from tui_lab.ui.panes.attention.ablation_state import AblationState
 from tui_lab.ui.panes.build.build_pane import BuildPane
 from tui_lab.ui.panes.params.param_count import ParamCounter
 from tui_lab.ui.run_config import starting_config
+from tui_lab.ui.time_travel.travel import Travel
 from tui_lab.ui.widgets.key_bar import KeyBar
 from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id
 from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice
+from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.status_bar import StatusBar
 
 compat.install()
 
 if TYPE_CHECKING:
     from tui_lab.ui.core_access import Core
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
 PANES_GROUP = Binding.Group("Panes", compact=True)
 
 
-class LabApp(ScreenshotMixin, App[None]):
+class LabApp(ScreenshotMixin):
     """Build, train, decode and look inside small Transformers."""
+
+    @dataclass
+    class CoreLoaded(Message):
+        """Torch and the core modules are imported (``core`` is None if that failed)."""
+
+        core: Core | None
+        error: str | None = None
 
     TITLE = "tfx-lab"
     CSS_PATH = [
@@ -108,6 +126,8 @@ class LabApp(ScreenshotMixin, App[None]):
         self.current_run: Any = None  # the run whose model Decode uses
         self.last_report: ReportReady | None = None
         self.last_decode: Decoded | None = None
+        self.ablation = AblationState()  # the heads the lab's decodes run without
+        self.travel = Travel()  # where time travel stands, and what its workers share
         self._load_core = load_core
         self._report_generation = 0
         self.counter = ParamCounter()
@@ -129,6 +149,11 @@ class LabApp(ScreenshotMixin, App[None]):
     def pane(self, pane_id: str) -> Any:
         """The pane widget with this id ('train'...), or None before it is built."""
         return self.panes.get(pane_id)
+
+    @property
+    def quitting(self) -> bool:
+        """True once the app is exiting (it has an exit code): panes mounted now show nothing."""
+        return self.return_code is not None
 
     def register_pane(self, pane_id: str, widget: Any) -> None:
         """Called by each pane when it mounts; hands it what it missed."""
@@ -182,7 +207,7 @@ class LabApp(ScreenshotMixin, App[None]):
                 self._focus_pane(active)
 
     def _update_status(self) -> None:
-        train = self.pane("train")
+        train: TrainPane | None = self.pane("train")
         build = self.query_one(BuildPane)
         training = train.train_state.status_word if train is not None else ""
         name = build.config.name + (" (edited)" if build.edited else "")
@@ -220,13 +245,13 @@ class LabApp(ScreenshotMixin, App[None]):
             try:
                 core = load_core()
             except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
-                self.post_message(CoreLoaded(None, one_line(exc)))
+                self.post_message(self.CoreLoaded(None, one_line(exc)))
                 return
-            self.post_message(CoreLoaded(core))
+            self.post_message(self.CoreLoaded(core))
 
         threading.Thread(target=load, name="tfx-lab-load-torch", daemon=True).start()
 
-    def on_core_loaded(self, message: CoreLoaded) -> None:
+    def on_lab_app_core_loaded(self, message: LabApp.CoreLoaded) -> None:
         """Torch is here: panes that need it come alive."""
         if message.core is None:
             self.core_state = f"torch failed to load: {message.error}"
@@ -255,8 +280,9 @@ class LabApp(ScreenshotMixin, App[None]):
         if self.pane("params") is not None:
             self.pane("params").show_invalid(message.message)
 
-    def show_run_config(self, config: LabConfig) -> None:
+    def on_run_config_opened(self, message: RunConfigOpened) -> None:
         """An opened run's config becomes the lab's: status bar, Build, Params, Train, Decode, Attention."""
+        config = message.config
         self.query_one(BuildPane).show_config(config)
         self.last_decode = None  # a decode of another model
         if self.pane("attention") is not None:
@@ -317,6 +343,57 @@ class LabApp(ScreenshotMixin, App[None]):
             self.pane("attention").set_result(
                 message.result, message.model, message.task, message.options
             )
+
+    def on_decode_requested(self, message: DecodeRequested) -> None:
+        """Attention switched a head: Decode decodes the input on show again."""
+        decode = self.pane("decode")
+        if decode is not None:
+            decode.decode(message.text)
+
+    def on_snapshot_decoded(self, message: SnapshotDecoded) -> None:
+        """A time-travel step: Attention shows it first (the next frame holds the new heatmap),
+        then the decode goes through Decode's handlers (output, top-k) and back here (last decode)."""
+        decoded = message.decoded
+        attention = self.pane("attention")
+        if attention is not None:
+            attention.set_result(decoded.result, decoded.model, decoded.task, decoded.options)
+        decode = self.pane("decode")
+        if decode is not None:
+            decode.post_message(decoded)
+        else:
+            self.on_decoded(decoded)
+        self.call_after_refresh(self._travel_painted, decoded.result, message.started)
+
+    def _travel_painted(self, result: Any, started: float) -> None:
+        now = perf_counter()
+        self.travel.repaint_ms = (now - started) * 1000
+        self.travel.painted = (result, now)
+
+    def on_travel_moved(self, message: TravelMoved) -> None:
+        """Redraw the snapshot strip of every pane (Decode's and Attention's) for where travel is."""
+        state = self.travel.state
+        curves = message.curves
+        if curves is None and state.run_dir is not None:
+            curves = self.travel.curves.get(state.run_dir, (None, None))[1]
+        total = getattr(self.current_run, "total_steps", None)
+        for strip in self.query(SnapshotStrip):
+            strip.show(state, curves, total)
+
+    def on_open_run_requested(self, message: OpenRunRequested) -> None:
+        """The Runs pane's enter: the Train pane opens the folder and comes on show."""
+        train = self.pane("train")
+        if train is None:
+            self.notify("the Train pane is still loading", severity="warning")
+            return
+        if not train.train_state.can_open:
+            self.notify("stop training first (2, then s)", severity="warning")
+            return
+        train.open_run_dir(message.path)
+        self.action_show_pane("train")
+
+    def on_train_pane_phase_changed(self, message: Message) -> None:
+        """Training started, paused, stopped...: the status bar says so."""
+        self._update_status()
 
     def _focus_pane(self, pane_id: str) -> None:
         pane = self.pane(pane_id)

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
+from textual.app import App
 from textual.binding import Binding
 
 from tui_lab.core.runs.summary import CSV_COLUMNS, RunSummary, csv_row
@@ -67,21 +68,21 @@ def write_runs_table(
     return path
 
 
-class ScreenshotMixin:
+class ScreenshotMixin(App[None]):
     """The app's ``save_svg`` action: the screen as it is (any pane, a modal too) to an SVG."""
 
-    runs_root: Path
+    runs_root: Path  # the lab's (LabApp sets it)
 
     def action_save_svg(self) -> None:
         """Save the screen as an SVG under the runs root's screenshots folder."""
-        app = self  # a LabApp: an App with runs_root and active_pane
+        app = self
         folder = Path(app.runs_root) / SCREENSHOTS
         pane = getattr(app, "active_pane", "") or "lab"
         try:
             folder.mkdir(parents=True, exist_ok=True)
             path = free_path(folder, f"{pane}-{stamp()}", ".svg")
-            saved = app.save_screenshot(filename=path.name, path=str(folder))  # type: ignore[attr-defined]
+            saved = app.save_screenshot(filename=path.name, path=str(folder))
         except OSError as exc:
-            app.notify(f"Screenshot not saved: {exc.strerror or exc}", severity="error")  # type: ignore[attr-defined]
+            app.notify(f"Screenshot not saved: {exc.strerror or exc}", severity="error")
             return
-        app.notify(f"Screenshot saved to {saved}", title="Saved SVG")  # type: ignore[attr-defined]
+        app.notify(f"Screenshot saved to {saved}", title="Saved SVG")

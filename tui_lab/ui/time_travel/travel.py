@@ -4,7 +4,7 @@ Textual-free. ``TimeTravel`` is the snapshot list and where the lab stands in
 it (``index`` None: the live model, "latest"); ``Travel`` adds what the panes'
 workers share: a template copy of the model per run folder (never the Train
 pane's live model) that each snapshot's own copy is made from, the snapshots
-already loaded (``core.history.SnapshotCache``: each file read and checked
+already loaded (``core.runs.snapshots.SnapshotCache``: each file read and checked
 once), the run's loss and exact-match curves, and the atlas's score curves
 (computed once per folder).
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,7 +110,7 @@ def value_at(steps: list[int], values: list[float], step: int) -> tuple[int, flo
 
 
 class Travel:
-    """What the panes' time-travel workers share in one lab (see ``travel_for``)."""
+    """What the panes' time-travel workers share in one lab (the app holds one: ``lab.travel``)."""
 
     def __init__(self) -> None:
         self.state = TimeTravel()
@@ -123,6 +122,7 @@ class Travel:
         self.score_curves: dict[Path, Any] = {}  # run folder -> ScoreCurves (complete)
         self.shown_result: Any = None  # the decode time travel put on show
         self.painted: tuple[Any, float] | None = None  # (shown_result, perf_counter) once painted
+        self.repaint_ms: float | None = None  # the last step's key-to-repaint time (bench)
 
     def snapshot_model(self, run_dir: Path, step: int, live_model: Any) -> Any:
         """A model of its own with ``step``'s weights (thread): a later step never changes it."""
@@ -152,14 +152,3 @@ class Travel:
             cached = (key, read_curves(run_dir))
             self.curves[run_dir] = cached
         return cached[1]
-
-
-_TRAVELS: weakref.WeakKeyDictionary[Any, Travel] = weakref.WeakKeyDictionary()
-
-
-def travel_for(app: Any) -> Travel:
-    """The one ``Travel`` of ``app`` (made on first use)."""
-    travel = _TRAVELS.get(app)
-    if travel is None:
-        travel = _TRAVELS[app] = Travel()
-    return travel

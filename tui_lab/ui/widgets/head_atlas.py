@@ -10,6 +10,7 @@ background worker, progress shown, kept in memory for the lab's session).
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,34 +20,11 @@ from textual import work
 from textual.message import Message
 from textual.widgets import Static
 
-from tui_lab.ui.time_travel.travel import sparkline, travel_for
+from tui_lab.core.errors import one_line
+from tui_lab.ui.time_travel.travel import sparkline
 
 BAR = 10
 SPARK = 24
-
-
-class AtlasScored(Message):
-    """Scores of the model on show arrived (``heads`` None: ``error`` says why not)."""
-
-    def __init__(self, model: Any, heads: list[Any] | None, error: str | None = None) -> None:
-        super().__init__()
-        self.model, self.heads, self.error = model, heads, error
-
-
-class AtlasCurves(Message):
-    """Score curves of ``run_dir``: ``done`` of ``total`` snapshots scored so far."""
-
-    def __init__(
-        self, run_dir: Path, curves: Any, done: int, total: int, error: str | None = None
-    ) -> None:
-        super().__init__()
-        self.run_dir, self.curves, self.done, self.total, self.error = (
-            run_dir,
-            curves,
-            done,
-            total,
-            error,
-        )
 
 
 def bar(score: float, width: int = BAR) -> str:
@@ -63,6 +41,23 @@ class HeadAtlas(Static):
     HeadAtlas { height: auto; display: none; margin-bottom: 1; }
     """
 
+    class Scored(Message):
+        """Scores of the model on show arrived (``heads`` None: ``error`` says why not)."""
+
+        def __init__(self, model: Any, heads: list[Any] | None, error: str | None = None) -> None:
+            super().__init__()
+            self.model, self.heads, self.error = model, heads, error
+
+    @dataclass
+    class CurvesScored(Message):
+        """Score curves of ``run_dir``: ``done`` of ``total`` snapshots scored so far."""
+
+        run_dir: Path
+        curves: Any
+        done: int
+        total: int
+        error: str | None = None
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.heads: list[Any] | None = None
@@ -74,12 +69,25 @@ class HeadAtlas(Static):
         self.progress: tuple[int, int] | None = None
         self._busy = False
         self._pending: tuple[Any, Any, str] | None = None
+        # Score curves of complete run folders, shared with the lab's other atlases (follow()).
+        self.score_curves: dict[Path, Any] = {}
 
     def follow(
-        self, model: Any, task: Any, arch: str, run_dir: Path | None, step: int | None
+        self,
+        model: Any,
+        task: Any,
+        arch: str,
+        run_dir: Path | None,
+        step: int | None,
+        score_curves: dict[Path, Any],
     ) -> None:
-        """Score ``model`` unless it is the one scored already; start the curves of ``run_dir``."""
+        """Score ``model`` unless it is the one scored already; start the curves of ``run_dir``.
+
+        ``score_curves`` keeps each folder's complete curves (the lab's, so they are worked
+        out once per folder whatever shows them).
+        """
         self.step = step
+        self.score_curves = score_curves
         if model is not None and model is not self._model:
             self._model, self.heads, self.error = model, None, None
             if self._busy:  # one scoring at a time: the newest model waits its turn
@@ -89,7 +97,7 @@ class HeadAtlas(Static):
                 self._score_worker(model, task, arch)
         if run_dir is not None and run_dir != self.run_dir:
             self.run_dir, self.curves, self.progress = run_dir, None, None
-            cached = travel_for(self.app).score_curves.get(run_dir)
+            cached = score_curves.get(run_dir)
             if cached is not None:
                 self.curves = cached
             else:
@@ -104,13 +112,9 @@ class HeadAtlas(Static):
         try:
             heads = score_heads(copy.deepcopy(model), task, arch)
         except Exception as exc:  # noqa: BLE001 - shown in the atlas, never a crash
-            self.post_message(
-                AtlasScored(
-                    model, None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                )
-            )
+            self.post_message(self.Scored(model, None, one_line(exc)))
             return
-        self.post_message(AtlasScored(model, heads))
+        self.post_message(self.Scored(model, heads))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="atlas-curves")
     def _curves_worker(self, run_dir: Path) -> None:
@@ -126,15 +130,15 @@ class HeadAtlas(Static):
         def on_step(step: int, heads: list[Any]) -> None:
             partial.add(step, heads)
             self.post_message(
-                AtlasCurves(run_dir, copy.deepcopy(partial), len(partial.steps), total)
+                self.CurvesScored(run_dir, copy.deepcopy(partial), len(partial.steps), total)
             )
 
         try:
             score_curves(run_dir, on_step=on_step)
         except Exception as exc:  # noqa: BLE001
-            self.post_message(AtlasCurves(run_dir, None, 0, total, str(exc).splitlines()[0]))
+            self.post_message(self.CurvesScored(run_dir, None, 0, total, one_line(exc)))
 
-    def on_atlas_scored(self, message: AtlasScored) -> None:
+    def on_head_atlas_scored(self, message: HeadAtlas.Scored) -> None:
         """Keep the scores of the model still on show, then draw."""
         message.stop()
         self._busy = False
@@ -147,7 +151,7 @@ class HeadAtlas(Static):
             self.heads, self.error = message.heads, message.error
             self._draw()
 
-    def on_atlas_curves(self, message: AtlasCurves) -> None:
+    def on_head_atlas_curves_scored(self, message: HeadAtlas.CurvesScored) -> None:
         """Grow the score curves; keep them for the folder once every snapshot is scored."""
         message.stop()
         if message.run_dir != self.run_dir:
@@ -157,7 +161,7 @@ class HeadAtlas(Static):
         else:
             self.curves, self.progress = message.curves, (message.done, message.total)
             if message.done >= message.total:
-                travel_for(self.app).score_curves[message.run_dir] = message.curves
+                self.score_curves[message.run_dir] = message.curves
                 self.progress = None
         self._draw()
 

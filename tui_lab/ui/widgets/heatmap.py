@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.color import Color
 from rich.style import Style
@@ -60,8 +61,8 @@ class Heatmap(Widget, can_focus=True):
         col: int
         value: float
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.weights: list[list[float]] = []
         self.rows: list[str] = []
         self.cols: list[str] = []

@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 from textual.widget import Widget
 
+from tui_lab.ui.widgets.pane_tabs import PaneSwitcher
+
 
 class LazyPane(Widget):
     """Swaps itself for ``factory()`` once the first frame is on screen.
@@ -31,6 +33,6 @@ class LazyPane(Widget):
 
     async def _build(self) -> None:
         switcher = self.parent
-        if switcher is None or getattr(self.app, "_exit", False):
-            return  # quitting already: nothing to build
-        await switcher.swap(self, self._factory())  # type: ignore[attr-defined]
+        if not isinstance(switcher, PaneSwitcher) or self.app.return_code is not None:
+            return  # quitting already (the app has an exit code): nothing to build
+        await switcher.swap(self, self._factory())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.style import Style
 from textual import events
 from textual.geometry import Size
@@ -20,8 +22,8 @@ class LineView(ScrollView):
 
     COMPONENT_PREFIX = ""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._strips: dict[int, Strip] = {}
         self._styles: dict[tuple[str, ...], Style] = {}
         self._laid_out_width = -1

@@ -9,6 +9,8 @@ do the same job: switching panes repaints the new pane and one line.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import events
 from textual.containers import Container
 from textual.content import Content
@@ -35,8 +37,8 @@ class PaneTabs(Widget):
 
     active: reactive[str] = reactive("")
 
-    def __init__(self, titles: dict[str, str], active: str, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, titles: dict[str, str], active: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._titles = titles
         self.set_reactive(PaneTabs.active, active)
 
@@ -83,10 +85,10 @@ class PaneSwitcher(Container):
     }
     """
 
-    def __init__(self, *panes: Widget, active: str, **kwargs: object) -> None:
+    def __init__(self, *panes: Widget, active: str, **kwargs: Any) -> None:
         for pane in panes:
             pane.display = pane.id == pane_widget_id(active)
-        super().__init__(*panes, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*panes, **kwargs)
         self.active = active
         self._warm_queue: list[Widget] = []
         self._warming: Widget | None = None  # the pane on the lower layer now

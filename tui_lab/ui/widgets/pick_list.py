@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -61,8 +62,8 @@ class PickList(QuietFocus, ScrollView, can_focus=True):
         pick_list: PickList
         index: int
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.items: list[Item] = []
         self._highlighted: int | None = None
         self._lines: list[tuple[int, str, str]] = []  # (item, part, text) per drawn line

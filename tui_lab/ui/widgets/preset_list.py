@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tui_lab.core.config.presets import PresetInfo, list_presets
 from tui_lab.ui.widgets.pick_list import Item, PickList
@@ -11,8 +12,8 @@ from tui_lab.ui.widgets.pick_list import Item, PickList
 class PresetList(PickList):
     """Shipped and user presets; Enter loads the highlighted one."""
 
-    def __init__(self, user_dir: Path | None = None, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, user_dir: Path | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.user_dir = user_dir
         self.presets: list[PresetInfo] = []
 

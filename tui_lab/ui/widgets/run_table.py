@@ -11,6 +11,7 @@ rows and clears that cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -77,8 +78,8 @@ class RunTable(QuietFocus, ScrollView, can_focus=True):
             super().__init__()
             self.column = column
 
-    def __init__(self, columns: list[TableColumn], **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, columns: list[TableColumn], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.columns = columns
         self.keys: list[str] = []
         self.cells: list[list[Text]] = []

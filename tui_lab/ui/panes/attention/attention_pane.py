@@ -14,7 +14,8 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.ui.panes.attention.attention_ablation import AttentionAblationMixin
+from tui_lab.core.errors import one_line
+from tui_lab.ui.panes.attention.attention_ablation import AttentionAblation
 from tui_lab.ui.time_travel.keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
 from tui_lab.ui.widgets.head_grid import HeadGrid
@@ -30,18 +31,19 @@ KINDS = (
 )
 
 
-class ProjectionsReady(Message):
-    """The walkthrough's q/k/v arrived from the worker."""
-
-    def __init__(self, result: Any, projections: dict[str, Any] | None, error: str | None) -> None:
-        super().__init__()
-        self.result = result
-        self.projections = projections
-        self.error = error
-
-
-class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
+class AttentionPane(AttentionAblation, TimeTravelKeys, Vertical):
     """Cycle kind (k), layer (l) and head (h); a overview; w walkthrough; arrows move the cursor."""
+
+    class ProjectionsReady(Message):
+        """The walkthrough's q/k/v arrived from the worker."""
+
+        def __init__(
+            self, result: Any, projections: dict[str, Any] | None, error: str | None
+        ) -> None:
+            super().__init__()
+            self.result = result
+            self.projections = projections
+            self.error = error
 
     BINDINGS = [
         Binding("k", "cycle_kind(1)", "Kind"),
@@ -74,6 +76,7 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         self.projections: dict[str, Any] | None = None
         self._projections_for: Any = None
         self.config: LabConfig | None = None  # the lab's, for the header before any decode
+        self._cursor_plain = ""  # the cursor line's text on show (unchanged: not drawn again)
 
     def compose(self) -> ComposeResult:
         yield Static(id="attn-header")
@@ -90,13 +93,13 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
 
     def on_mount(self) -> None:
         """Start empty, explaining how to get a heatmap."""
-        if getattr(self.app, "_exit", False):
+        if self.lab.quitting:
             return  # mounted while the app quits
         self.query_one("#walkthrough-scroll").display = False
-        self.config = self.app.config
+        self.config = self.lab.config
         self.clear()
-        self.app.register_pane("attention", self)
-        last = self.app.last_decode
+        self.lab.register_pane("attention", self)
+        last = self.lab.last_decode
         if last is not None:
             self.set_result(last.result, last.model, last.task, last.options)
 
@@ -119,7 +122,7 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         self.show_atlas()
         cursor_line = self.query_one("#attn-cursor", Static)
         cursor_line.update("")
-        cursor_line._shown_plain = ""  # type: ignore[attr-defined]
+        self._cursor_plain = ""
         self._update_header()
         self._show_walkthrough()
 
@@ -257,8 +260,8 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         text.append(f" (col {col + 1}): weight ", style="dim")
         text.append(f"{value:.4f}", style="bold yellow")
         line = self.query_one("#attn-cursor", Static)
-        if getattr(line, "_shown_plain", None) != text.plain:
-            line._shown_plain = text.plain  # type: ignore[attr-defined]
+        if self._cursor_plain != text.plain:
+            self._cursor_plain = text.plain
             line.update(text, layout=False)  # height 1 (attention.tcss): no layout pass
 
     def _show_walkthrough(self) -> None:
@@ -297,15 +300,11 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         try:
             projections = collect_projections(model, task, result, options)
         except Exception as exc:  # noqa: BLE001 - show it, never crash the lab
-            self.post_message(
-                ProjectionsReady(
-                    result, None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                )
-            )
+            self.post_message(self.ProjectionsReady(result, None, one_line(exc)))
             return
-        self.post_message(ProjectionsReady(result, projections, None))
+        self.post_message(self.ProjectionsReady(result, projections, None))
 
-    def on_projections_ready(self, message: ProjectionsReady) -> None:
+    def on_attention_pane_projections_ready(self, message: AttentionPane.ProjectionsReady) -> None:
         """Keep the q/k/v of the decode on show, then draw the walkthrough."""
         message.stop()
         if message.result is not self.result:
@@ -359,3 +358,19 @@ class AttentionPane(AttentionAblationMixin, TimeTravelKeys, Vertical):
         self.walkthrough = not self.walkthrough
         self.query_one("#walkthrough-scroll").display = self.walkthrough
         self._show_walkthrough()
+
+    def show_atlas(self) -> None:
+        """In the overview, show the atlas of the model on show (its scores are worked out once)."""
+        atlas = self.query_one(HeadAtlas)
+        atlas.display = bool(self.overview and self.result is not None)
+        if not atlas.display:
+            return
+        names = list(self.result.attention)
+        arch = "encoder-decoder" if any(n.startswith("encoder.") for n in names) else "decoder-only"
+        travel = self.lab.travel
+        run_dir = self.run_dir()
+        from tui_lab.core.runs.snapshots import list_snapshots
+
+        history = run_dir if run_dir is not None and list_snapshots(run_dir) else None
+        step = travel.state.step if self.result is travel.shown_result else None
+        atlas.follow(self.model, self.lab_task, arch, history, step, travel.score_curves)

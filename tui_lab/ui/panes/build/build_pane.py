@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 from textual.app import ComposeResult
@@ -11,6 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Label, Static
 
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, check_fits_in_memory, load_file
+from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
 from tui_lab.ui.panes.build.config_form import FIELDS, ConfigForm
 from tui_lab.ui.widgets.model_summary import ModelSummary
@@ -19,7 +21,7 @@ from tui_lab.ui.widgets.preset_list import PresetList
 FORM_HELP = "↑↓ move · type to edit · enter/←→ choose · esc leaves"
 
 
-class BuildPane(Vertical):
+class BuildPane(LabWidget, Vertical):
     """Presets, the hyperparameter form, live size/cost and the YAML preview."""
 
     BINDINGS = [
@@ -29,8 +31,8 @@ class BuildPane(Vertical):
         Binding("f", "focus_form", "Focus the form", show=False),
     ]
 
-    def __init__(self, config: LabConfig, user_dir: Path | None = None, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, config: LabConfig, user_dir: Path | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.base = config
         self.config = config
         self.edited = False
@@ -200,7 +202,7 @@ class BuildPane(Vertical):
                 self._show_yaml(self.config)
                 self.notify(f"Saved preset to {path}", title="Preset saved")
 
-        self.app.push_screen(SavePresetScreen(self.config, self.user_dir), saved)
+        self.lab.push_screen(SavePresetScreen(self.config, self.user_dir), saved)
 
     def show_report(self, report: object, vocab_size: int) -> None:
         """Show the live parameter count for the current config."""

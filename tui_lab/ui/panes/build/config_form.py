@@ -14,6 +14,7 @@ enter toggles it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from textual import events
 from textual.binding import Binding
@@ -83,8 +84,8 @@ class ConfigForm(LineView, can_focus=True):
         form: ConfigForm
         help: str
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._fields = [FormField(spec) for spec in FIELDS.values()]
         self._index = {f.spec.key: i for i, f in enumerate(self._fields)}
         self.cursor = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -10,9 +11,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Static
 
-from tui_lab.ui.messages import Decoded, DecodeFailed
+from tui_lab.core.errors import one_line
+from tui_lab.ui.messages import Decoded
 from tui_lab.ui.panes.decode.decode_lens import DecodeLensMixin
 from tui_lab.ui.time_travel.keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
 from tui_lab.ui.widgets.lens_table import LensView
@@ -51,6 +54,12 @@ def top_cell(token: str, p: float, chosen: bool) -> Text:
 
 class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
     """Input, sampling options, the output, per-step top-k and example inputs."""
+
+    @dataclass
+    class Failed(Message):
+        """Decoding refused the input or failed; ``message`` is one line shown inline."""
+
+        message: str
 
     BINDINGS = [
         Binding("i,slash", "edit_input", "Edit input"),
@@ -104,17 +113,17 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
 
     def on_mount(self) -> None:
         """Set up the steps table and say there is no model yet."""
-        if getattr(self.app, "_exit", False):
+        if self.lab.quitting:
             return  # mounted while the app quits
         self._show_model()
         self.query_one("#decode-output", Static).update(
             Text("Train a model (2, then space) or open a run (2, then o) to decode.", style="dim")
         )
-        self.app.register_pane("decode", self)
-        if self.app.last_report is not None:
-            self.show_task(self.app.last_report.task)
-        if self.app.current_run is not None:
-            self.set_run(self.app.current_run)
+        self.lab.register_pane("decode", self)
+        if self.lab.last_report is not None:
+            self.show_task(self.lab.last_report.task)
+        if self.lab.current_run is not None:
+            self.set_run(self.lab.current_run)
 
     def focus_default(self) -> None:
         """Focus lands in the input."""
@@ -200,11 +209,11 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
 
     def decode(self, text: str) -> bool:
         """Decode ``text`` in a thread worker; False (and a message) if it cannot start."""
-        if self.app.core is None:
+        if self.lab.core is None:
             self._error("torch is still loading; try again in a moment")
             return False
         if self.run is None:
-            if getattr(self.app, "training_active", False):  # an opened run being restored
+            if self.lab.training_active:  # an opened run being restored
                 self._error("the model is still being built; try again in a moment")
             else:
                 self._error("no model yet: train one in the Train pane (2, then space)")
@@ -214,7 +223,7 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
             return False
         self._error("")
         self.query_one("#decode-output", Static).update(Text("decoding…", style="dim"))
-        training = getattr(self.app, "training_active", False)
+        training = self.lab.training_active
         self._decode_worker(self.run, text, options[0], options[1], training, top_p=options[2])
         return True
 
@@ -223,22 +232,24 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
         self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool, top_p: float = 1.0
     ) -> None:
         """Run the core's decoder (thread); a copy of the model if it is training."""
-        core = self.app.core
-        options = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "report_k": TOP_K_SHOWN}
+        from tui_lab.core.decoding.decode import generate
+
+        options: dict[str, Any] = {
+            "temperature": temperature, "top_k": top_k, "top_p": top_p, "report_k": TOP_K_SHOWN
+        }
         try:
             # Fetching the weights can fail too (a training process that has ended
             # before its first checkpoint): say so inline, like bad input.
             model = copy.deepcopy(run.model) if snapshot else run.model
             model, ablated = self.ablation.apply(model, run, copied=snapshot)  # a private copy
-            result = core.decode.generate(model, run.task, text, **options)
+            result = generate(model, run.task, text, **options)
             self.ablation.mark(result, ablated)
         except Exception as exc:  # DecodeInputError and friends: one line, inline
-            lines = str(exc).strip().splitlines()
-            self.post_message(DecodeFailed(lines[0] if lines else type(exc).__name__))
+            self.post_message(self.Failed(one_line(exc)))
             return
         self.post_message(Decoded(result, model=model, task=run.task, options=options))
 
-    def on_decode_failed(self, message: DecodeFailed) -> None:
+    def on_decode_pane_failed(self, message: DecodePane.Failed) -> None:
         """Show why the input was refused."""
         message.stop()
         self._error(message.message)

@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.widgets.model_summary import human, human_bytes
 from tui_lab.ui.widgets.text_table import TextTable
 
@@ -26,7 +27,7 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
     return ("█" * full + part).ljust(width)
 
 
-class ParamsPane(Vertical, can_focus=False):
+class ParamsPane(LabWidget, Vertical, can_focus=False):
     """Follows the Build pane's config: every component's count, share and bar."""
 
     BINDINGS = [Binding("g", "toggle_grouped", "Group rows")]
@@ -52,13 +53,13 @@ class ParamsPane(Vertical, can_focus=False):
 
     def on_mount(self) -> None:
         """Columns, and a note until torch (and so the counter) is loaded."""
-        if getattr(self.app, "_exit", False):
+        if self.lab.quitting:
             return  # mounted while the app quits
         self.query_one("#params-title", Static).update(
             Text("Parameters: loading torch…", style="dim")
         )
-        self.app.register_pane("params", self)
-        last = self.app.last_report
+        self.lab.register_pane("params", self)
+        last = self.lab.last_report
         if last is not None:
             self.show_report(last.report, last.config, last.vocab_size, last.edited)
 

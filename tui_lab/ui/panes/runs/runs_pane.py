@@ -9,6 +9,7 @@ run in the lab through the Train pane's ``open_run_dir``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import Input, Static
 
 from tui_lab.core.runs.curves import METRICS, Curve
 from tui_lab.ui.export import write_runs_table
-from tui_lab.ui.messages import CurvesRead, RunsRead
+from tui_lab.ui.lab_widget import LabWidget
+from tui_lab.ui.messages import OpenRunRequested
 from tui_lab.ui.panes.runs.run_rows import (
     COLUMNS,
     CurveReader,
@@ -50,8 +53,20 @@ STATUS_STYLES = {
 }
 
 
-class RunsPane(Vertical, can_focus=False):
+class RunsPane(LabWidget, Vertical, can_focus=False):
     """The run folders under the runs root (and any added with o), and the overlay chart."""
+
+    @dataclass
+    class RowsRead(Message):
+        """The worker read every folder under the roots: one row each."""
+
+        rows: list[RunRow]
+
+    @dataclass
+    class CurvesRead(Message):
+        """The worker read the marked series' curves: key -> (legend, {metric: curve})."""
+
+        curves: dict[str, tuple[str, dict[str, Curve]]]
 
     BINDINGS = [
         Binding("space", "mark", "Mark"),
@@ -110,11 +125,11 @@ class RunsPane(Vertical, can_focus=False):
 
     def on_mount(self) -> None:
         """Columns, the live-update timer, and a first read."""
-        if getattr(self.app, "_exit", False):
+        if self.lab.quitting:
             return  # mounted while the app quits
         self.query_one("#runs-filter", Input).display = False
         self.set_interval(REFRESH_SECONDS, self._tick)
-        self.app.register_pane("runs", self)
+        self.lab.register_pane("runs", self)
         self._draw_chart()
         if self.display:
             self.refresh_runs()
@@ -129,7 +144,7 @@ class RunsPane(Vertical, can_focus=False):
 
     def _tick(self) -> None:
         """Timer: re-read the folders while the pane is on show (only changed folders are parsed)."""
-        if self.display and getattr(self.app, "active_pane", "") == "runs":
+        if self.display and self.lab.active_pane == "runs":
             self.refresh_runs()
 
     # ---- reading ----------------------------------------------------------------------
@@ -143,14 +158,14 @@ class RunsPane(Vertical, can_focus=False):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs-read")
     def _read_worker(self, roots: list[Path]) -> None:
-        """Summarise every run folder under ``roots`` (thread); posts RunsRead."""
+        """Summarise every run folder under ``roots`` (thread); posts RowsRead."""
         try:
             rows = self.reader.read(roots)
         finally:
             self.reading = False
-        self.post_message(RunsRead(rows))
+        self.post_message(self.RowsRead(rows))
 
-    def on_runs_read(self, message: RunsRead) -> None:
+    def on_runs_pane_rows_read(self, message: RunsPane.RowsRead) -> None:
         """New rows: redraw the table, and the chart if a marked run changed."""
         self.rows = message.rows
         self._by_key = keys = {r.key: r for r in self.rows}
@@ -176,9 +191,9 @@ class RunsPane(Vertical, can_focus=False):
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs-curves")
     def _curves_worker(self, series: dict[str, tuple[str, list[Path]]]) -> None:
         """Read the marked runs' curves (thread), an arm's as the mean of its runs; posts CurvesRead."""
-        self.post_message(CurvesRead(self.curve_reader.read(series)))
+        self.post_message(self.CurvesRead(self.curve_reader.read(series)))
 
-    def on_curves_read(self, message: CurvesRead) -> None:
+    def on_runs_pane_curves_read(self, message: RunsPane.CurvesRead) -> None:
         """Curves are in: redraw the overlay."""
         self.curves = message.curves
         self._draw_chart()
@@ -300,15 +315,7 @@ class RunsPane(Vertical, can_focus=False):
         if row.summary.status == "damaged":
             self.notify(row.summary.detail, title="Cannot open run", severity="error")
             return
-        train = self.app.pane("train")
-        if train is None:
-            self.notify("the Train pane is still loading", severity="warning")
-            return
-        if not train.train_state.can_open:
-            self.notify("stop training first (2, then s)", severity="warning")
-            return
-        train.open_run_dir(Path(row.key))
-        self.app.action_show_pane("train")
+        self.post_message(OpenRunRequested(Path(row.key)))  # the app opens it in the Train pane
 
     def _sort_by(self, key: str, reverse: bool) -> None:
         self.sort_key, self.reverse = key, reverse
@@ -378,7 +385,7 @@ class RunsPane(Vertical, can_focus=False):
                 self.roots.append(Path(path))
                 self.refresh_runs()
 
-        self.app.push_screen(OpenRunScreen(self.roots[0]), chosen)
+        self.lab.push_screen(OpenRunScreen(self.roots[0]), chosen)
 
     def action_export(self, kind: str = "csv") -> None:
         """Write the table as shown (filter and sort) to runs-<time>.csv or .json in the runs root."""

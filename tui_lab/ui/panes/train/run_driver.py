@@ -11,27 +11,67 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.core.training.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent, StepEvent
-from tui_lab.ui.messages import (
-    CheckpointSaved,
-    RunFailed,
-    RunReady,
-    TrainDone,
-    TrainEvaluated,
-    TrainLog,
-)
 from tui_lab.ui.panes.train.run_history import RunHistory
+
+if TYPE_CHECKING:  # torch-backed: loaded by the time a run is built
+    from tui_lab.core.training.remote import RemoteRun
 
 Post = Callable[[Any], Any]
 
 
 class RunDriver:
-    """Which run is live, and the thread-side work of building, training and closing runs."""
+    """Which run is live, and the thread-side work of building, training and closing runs.
+
+    What it posts (through the pane, which handles them in ``train_reports``)
+    are its nested messages: one per evaluation, checkpoint, log line and end
+    of the loop, and one when a run is built (or could not be).
+    """
+
+    @dataclass
+    class Evaluated(Message):
+        """An evaluation finished (an ``EvalEvent``)."""
+
+        event: EvalEvent
+
+    @dataclass
+    class CheckpointSaved(Message):
+        """A checkpoint was written (a ``CheckpointEvent``)."""
+
+        event: CheckpointEvent
+
+    @dataclass
+    class Logged(Message):
+        """A log line from the run (a ``LogEvent``)."""
+
+        event: LogEvent
+
+    @dataclass
+    class Done(Message):
+        """The training loop ended (a ``DoneEvent``)."""
+
+        event: DoneEvent
+
+    @dataclass
+    class RunReady(Message):
+        """A run was built (or restored) in the worker and holds a model."""
+
+        run: RemoteRun
+        resumed: bool = False
+
+    @dataclass
+    class RunFailed(Message):
+        """Building or restoring a run failed; ``message`` is one line for the user."""
+
+        message: str
 
     def __init__(self, post: Post, history: RunHistory, runs_root: Path) -> None:
         self.post = post
@@ -63,13 +103,13 @@ class RunDriver:
                 self.newest_step = event
             elif isinstance(event, EvalEvent):
                 self.history.add_eval(event.step, event.val_loss, event.exact_match)
-                self.post(TrainEvaluated(event))
+                self.post(self.Evaluated(event))
             elif isinstance(event, CheckpointEvent):
-                self.post(CheckpointSaved(event))
+                self.post(self.CheckpointSaved(event))
             elif isinstance(event, LogEvent):
-                self.post(TrainLog(event))
+                self.post(self.Logged(event))
             elif isinstance(event, DoneEvent):
-                self.post(TrainDone(event))
+                self.post(self.Done(event))
 
         return on_event
 
@@ -140,13 +180,13 @@ class RunDriver:
                 folder = new_run_dir(self.runs_root, config.name)
                 run = RemoteRun(callback, config=config, out_dir=folder)
         except Exception as exc:  # a bad folder or device: one line, the app keeps going
-            self.post(RunFailed(one_line(exc)))
+            self.post(self.RunFailed(one_line(exc)))
             return None
         if generation != self.generation:
             run.close()  # reset while it was being built
             return None
         self.live_run = run
-        self.post(RunReady(run, resumed=resume_dir is not None))
+        self.post(self.RunReady(run, resumed=resume_dir is not None))
         return run
 
 

@@ -1,9 +1,9 @@
 """The Train pane's run folders: open one to show and continue (o, ``--run``), follow one (watch).
 
-A mixin of ``TrainPane``, whose attributes it uses (``history``, ``train_state``,
-``run_dir``, ``_launch``...): the pane keeps the live-run side, this file the
-side that starts from a folder on disk. Reading the folder's metrics back as
-events is ``ui/run_follow.py``.
+A mixin of ``TrainPane`` (``TrainParts`` declares what of the pane it uses:
+``history``, ``train_state``, ``run_dir``, ``_launch``...): the pane keeps the
+live-run side, this file the side that starts from a folder on disk. Reading
+the folder's metrics back as events is ``run_follow.py``.
 """
 
 from __future__ import annotations
@@ -11,18 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui_lab.core.errors import one_line
-from tui_lab.core.training.events import EvalEvent, StepEvent
+from tui_lab.ui.messages import RunConfigOpened
 from tui_lab.ui.panes.train.run_follow import RunFollower, events_of, latest, read_metrics
+from tui_lab.ui.panes.train.train_parts import TrainParts
 
 FOLLOW_SECONDS = 1.0  # a followed run folder is read again every second
 
 
-class RunFolders:
+class RunFolders(TrainParts):
     """Open a run folder into the Train pane, or follow one another process trains."""
-
-    _follower: RunFollower | None = None
-    _pending_open: Path | None = None  # a --run folder given before torch had loaded
-    _opened_figures: tuple[StepEvent | None, EvalEvent | None] = (None, None)
 
     def action_open_run(self) -> None:
         """Pick a run folder to show and continue."""
@@ -36,11 +33,11 @@ class RunFolders:
             if path is not None:
                 self.open_run_dir(path)
 
-        self.app.push_screen(OpenRunScreen(self.runs_root), chosen)
+        self.lab.push_screen(OpenRunScreen(self.runs_root), chosen)
 
     def open_run_dir(self, path: Path) -> None:
         """Show a run folder's curves and restore its model; space continues it."""
-        if self.app.core is None:
+        if self.lab.core is None:
             self._pending_open = self.run_dir = Path(path)
             self._update_status()
             return
@@ -62,7 +59,7 @@ class RunFolders:
         # the same step half a cell longer.
         self._opened_figures = latest(events)
         self.run_dir = Path(path)
-        self.app.show_run_config(loaded.preset_config)  # the run's config becomes the lab's
+        self.post_message(RunConfigOpened(loaded.preset_config))  # the lab's config from now on
         self._launch(resume_dir=Path(path), start=False)
         self._redraw(force=True)
 
@@ -77,7 +74,7 @@ class RunFolders:
 
     def _follow_tick(self) -> None:
         """Timer: show what the other process has written since the last tick (if anything)."""
-        if self.app.core is None or self._follower is None:
+        if self.lab.core is None or self._follower is None:
             return
         ended = self._follower.ended() or ""
         if ended != self.train_state.reason:  # the other process finished (or resumed) the run

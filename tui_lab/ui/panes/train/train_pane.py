@@ -2,11 +2,11 @@
 
 The run trains in a child process (core/run_process.py) so that keys and
 repaints never wait for a training step; a thread worker here drives it
-(ui/run_driver.py) and the run's events arrive as posted messages, handled in
-train_reports.py. Where the lab stands is a ``TrainState`` (ui/train_state.py):
+(run_driver.py) and the run's events arrive as posted messages, handled in
+train_reports.py. Where the lab stands is a ``TrainState`` (train_state.py):
 this pane asks it before acting and draws it. Opening or following a run
 folder is train_folders.py, which reads its records back as events
-(ui/run_follow.py).
+(run_follow.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
 from tui_lab.core.config.lab_config import LabConfig
@@ -44,6 +45,9 @@ def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
 
 class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
     """Drives a training process from a thread worker; events arrive as posted messages."""
+
+    class PhaseChanged(Message):
+        """The training phase moved (the app's status bar says it)."""
 
     BINDINGS = [
         Binding("space", "start", "Start"),
@@ -120,20 +124,20 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
 
     def on_mount(self) -> None:
         """Draw the empty state, start the redraw timer, open a run given on the command line."""
-        if getattr(self.app, "_exit", False):
+        if self.lab.quitting:
             return  # mounted while the app quits: nothing to show
-        self.config = self.app.config
-        if self.app.core is not None:
+        self.config = self.lab.config
+        if self.lab.core is not None:
             self.train_state.core_loaded()  # before the run folder below is opened
         self.set_interval(REDRAW_SECONDS, self._redraw)
         self._update_status()
         self._redraw(force=True)
-        self.app.register_pane("train", self)
+        self.lab.register_pane("train", self)
         if self._follow_at_start is not None:
             self.follow(self._follow_at_start)
         elif self._open_at_start is not None:
             self.open_run_dir(self._open_at_start)
-        if self.app.core is not None:
+        if self.lab.core is not None:
             self.core_ready()
 
     def focus_default(self) -> None:
@@ -159,12 +163,12 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
         self.refresh_bindings()
         # The app's status bar shows "training"/"paused"/"stopping": without this it kept
         # saying "training" after a pause (it was only redrawn when the worker ended).
-        if self.is_attached and not getattr(self.app, "_exit", False):
-            self.app._update_status()
+        if self.is_attached and not self.lab.quitting:
+            self.post_message(self.PhaseChanged())
 
     def _update_status(self) -> None:
         """The pane's title line: the run's name and folder, what the keys do now."""
-        if not self.is_attached or getattr(self.app, "_exit", False):
+        if not self.is_attached or self.lab.quitting:
             return
         name = self.run.config.name if self.run is not None else self.config.name
         where = f" · {self.run_dir}" if self.run_dir else f" · new runs go to {self.runs_root}/"
@@ -214,7 +218,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
 
     def _prewarm(self) -> None:
         """Someone looking at this pane may press space: have a training process ready."""
-        if self.app.core is not None and self._follower is None and self.state is not Phase.RUNNING:
+        if self.lab.core is not None and self._follower is None and self.state is not Phase.RUNNING:
             from tui_lab.core.training.remote import prewarm  # torch-backed: loaded by now
 
             prewarm()
@@ -286,7 +290,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
 
     def action_start(self) -> None:
         """Start training: a new run, or continue a stopped/opened one."""
-        if self.app.core is None:
+        if self.lab.core is None:
             self._start_when_ready = True
             self.notify("training starts as soon as torch has loaded", timeout=3)
             return
@@ -325,7 +329,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
 
     def action_reset(self) -> None:
         """Forget the current run (stopping it first): the next start builds a fresh model."""
-        if not self.train_state.reset(core_loaded=self.app.core is not None):
+        if not self.train_state.reset(core_loaded=self.lab.core is not None):
             return
         self.stop_training()
         self.driver.forget(self.run)

@@ -1,10 +1,10 @@
 """What the Train pane does with what its training process reports.
 
-A mixin of ``TrainPane``, whose attributes it uses (``train_state``, ``driver``,
-``run``, ``last_step``...). The run's events arrive as the messages of
-``ui/messages.py``, posted from the run's reader thread or the pane's worker
-(see ``ui/run_driver.py``); each handler updates what the pane shows and asks
-the state object before it moves.
+A mixin of ``TrainPane``: ``TrainParts`` declares what of the pane it uses
+(``train_state``, ``driver``, ``run``, ``last_step``...). The run's events
+arrive as ``RunDriver``'s messages, posted from the run's reader thread or the
+pane's worker (see ``run_driver.py``); each handler updates what the pane
+shows and asks the state object before it moves.
 """
 
 from __future__ import annotations
@@ -13,16 +13,10 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.messages import (
-    CheckpointSaved,
-    ModelChanged,
-    RunFailed,
-    RunReady,
-    TrainDone,
-    TrainEvaluated,
-    TrainLog,
-)
+from tui_lab.ui.messages import ModelChanged
+from tui_lab.ui.panes.train.run_driver import RunDriver
 from tui_lab.ui.panes.train.run_follow import resting_step
+from tui_lab.ui.panes.train.train_parts import TrainParts
 from tui_lab.ui.panes.train.train_state import Phase
 
 DONE_TITLES = {
@@ -35,10 +29,10 @@ DONE_TITLES = {
 }
 
 
-class RunReports:
+class RunReports(TrainParts):
     """Handlers for the run's events and the training worker's end."""
 
-    def on_train_evaluated(self, message: TrainEvaluated) -> None:
+    def on_run_driver_evaluated(self, message: RunDriver.Evaluated) -> None:
         """Keep the newest evaluation."""
         message.stop()
         self.last_eval = message.event
@@ -46,21 +40,21 @@ class RunReports:
             self.best = max(self.best or 0.0, message.event.exact_match)
         self._figures_dirty = True
 
-    def on_checkpoint_saved(self, message: CheckpointSaved) -> None:
+    def on_run_driver_checkpoint_saved(self, message: RunDriver.CheckpointSaved) -> None:
         """Tell the user a checkpoint landed (not for the empty one at step 0)."""
         message.stop()
         if message.event.step > 0:
             self.notify(f"Checkpoint saved at step {message.event.step:,}", timeout=2)
 
-    def on_train_log(self, message: TrainLog) -> None:
+    def on_run_driver_logged(self, message: RunDriver.Logged) -> None:
         """Show the run's last log line; warnings and errors also notify."""
         message.stop()
         event = message.event
         self.query_one("#train-log", Static).update(f"[dim]log:[/dim] {event.message}", layout=False)
-        if event.level in ("warning", "error") and self.state is not Phase.DONE:
+        if event.level in ("warning", "error") and self.train_state.phase is not Phase.DONE:
             self.notify(event.message, severity=event.level, timeout=6)
 
-    def on_train_done(self, message: TrainDone) -> None:
+    def on_run_driver_done(self, message: RunDriver.Done) -> None:
         """The loop ended: say why, keep the model for decoding."""
         message.stop()
         event = message.event
@@ -75,7 +69,7 @@ class RunReports:
         self.post_message(ModelChanged(self.run))
         self._prewarm()  # for the next run
 
-    def on_run_ready(self, message: RunReady) -> None:
+    def on_run_driver_run_ready(self, message: RunDriver.RunReady) -> None:
         """A run (new or restored) exists: remember it and offer its model to Decode."""
         message.stop()
         run = message.run
@@ -99,7 +93,7 @@ class RunReports:
         self.post_message(ModelChanged(run))
         self._update_status()
 
-    def on_run_failed(self, message: RunFailed) -> None:
+    def on_run_driver_run_failed(self, message: RunDriver.RunFailed) -> None:
         """Building or restoring failed: show why; nothing else changes."""
         message.stop()
         if self.train_state.build_failed(has_run=self.run is not None):
@@ -110,7 +104,7 @@ class RunReports:
         """An error in the training thread ends the run, not the app; a stop that trained no step ends too."""
         if event.worker.group != "train":
             return
-        if event.state == WorkerState.SUCCESS and self.state is Phase.STOPPING:
+        if event.state == WorkerState.SUCCESS and self.train_state.phase is Phase.STOPPING:
             # Stopped before its loop began (s during the build): no DoneEvent will come.
             if self.train_state.finish("stopped"):
                 self._changed()

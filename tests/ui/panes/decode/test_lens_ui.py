@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.ui.helpers import SIZE, tiny_app, wait_until
-from tests.ui.test_decode_attention import decode, open_trained
+from tests.ui.helpers import SIZE, decode, open_trained, tiny_app, wait_until
 from tui_lab.ui.widgets.lens_table import LensView
 
 

@@ -13,7 +13,7 @@ from tui_lab.core.training.events import DoneEvent, EvalEvent, StepEvent
 from tui_lab.ui.panes.train.run_follow import RunFollower, events_of, latest, resting_step
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_state_and_run_folder_modules_import_no_textual_and_no_torch() -> None:
@@ -166,7 +166,6 @@ def test_the_follower_reports_only_news() -> None:
 
 
 def test_events_of_a_forgotten_generation_are_dropped() -> None:
-    from tui_lab.ui.messages import TrainDone
     from tui_lab.ui.panes.train.run_driver import RunDriver
     from tui_lab.ui.panes.train.run_history import RunHistory
 
@@ -182,7 +181,7 @@ def test_events_of_a_forgotten_generation_are_dropped() -> None:
     old(DoneEvent("stopped", "stopped at step 2", 2))
     assert len(history) == 1 and posted == []
     driver.on_event_for(driver.generation)(DoneEvent("finished", "done", 3))
-    assert [type(m) for m in posted] == [TrainDone]
+    assert [type(m) for m in posted] == [RunDriver.Done]
 
 
 @pytest.mark.parametrize("action", ["start", "pause", "resume", "stop", "reset", "open_run"])

@@ -16,7 +16,7 @@ from tui_lab.core.runs.curves import Curve, RunCurves
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.train_pane import TrainPane
-from tui_lab.ui.time_travel.travel import TimeTravel, travel_for
+from tui_lab.ui.time_travel.travel import TimeTravel
 from tui_lab.ui.widgets.snapshot_strip import KEYS_HINT, SHORT_HINT, SnapshotStrip
 
 
@@ -77,7 +77,7 @@ async def test_a_step_paints_its_heatmap_and_reads_each_snapshot_once(
         await wait_until(pilot, lambda: app.last_decode is not None, 30, "the decode")
         await pilot.press("4")
         pane = app.query_one(AttentionPane)
-        travel = travel_for(app)
+        travel = app.travel
         for key in ("left_square_bracket", "left_square_bracket", "right_square_bracket"):
             before = travel.painted
             await pilot.press(key)

@@ -1,4 +1,8 @@
-"""Pilot tests for head ablation in the lab: x/m/X in Attention, the rerun decode, the importance table."""
+"""Pilot tests for head ablation in the lab: x/m/X in Attention, the rerun decode, the importance table.
+
+Both run on the committed copy model that has learned its task, where switching a head
+off changes what it answers (on a model that never learned, every ablation is a no-op).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,7 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from tests.ui.helpers import SIZE, plain, tiny_app, wait_until
-from tests.ui.test_decode_attention import decode, open_trained
+from tests.ui.helpers import SIZE, decode, open_trained, plain, tiny_app, wait_until
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.widgets.importance_view import ImportanceView
@@ -20,8 +23,8 @@ async def rerun_done(pilot, pane: DecodePane, before: object) -> None:  # type: 
     await pilot.pause()
 
 
-async def test_x_ablates_the_head_on_show_and_x_again_restores_it(trained_run: Path) -> None:
-    app = tiny_app(run_dir=str(trained_run))
+async def test_x_ablates_the_head_on_show_and_x_again_restores_it(learned_run: Path) -> None:
+    app = tiny_app(run_dir=str(learned_run))
     async with app.run_test(size=SIZE) as pilot:
         await open_trained(pilot)
         pane = await decode(pilot, "3141")
@@ -52,6 +55,8 @@ async def test_x_ablates_the_head_on_show_and_x_again_restores_it(trained_run: P
         model = pane.run.model
         with ablate(model, [parse_head("decoder.0.cross:0", model)], "zero"):
             expected = generate(model, pane.run.task, "3141", report_k=5)
+        # Without that head the model no longer copies 3141: the rerun shows what it says then.
+        assert expected.output != original.output == "3141"
         assert ablated.output == expected.output
         assert [s.token for s in ablated.steps] == [s.token for s in expected.steps]
         for got, want in zip(ablated.steps, expected.steps, strict=True):
@@ -92,14 +97,49 @@ async def test_x_ablates_the_head_on_show_and_x_again_restores_it(trained_run: P
         assert not pane.ablation.active and pane.result.output == original.output
 
 
-async def test_importance_table_has_a_row_per_head_and_a_baseline(trained_run: Path) -> None:
-    app = tiny_app(run_dir=str(trained_run))
+IMPORTANCE_N = 60  # held-out examples per head: enough for the copying head to stand out
+LEAD = 0.15  # the largest drop leads the next by at least this (about 0.29 at N=250)
+
+
+def exact_match_without(run_dir: Path, head: str | None, n: int) -> float:
+    """Exact match on the run's ``n`` held-out pairs with ``head`` zeroed by hand (None: none).
+
+    Independent of the core's ablation: the head's columns of its module's output
+    projection are set to zero in a fresh copy of the model, so its output adds nothing.
+    """
+    import torch
+
+    from tui_lab.core.decoding.decode import batch_greedy
+    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.training.evaluate import held_out_pairs
+
+    loaded = load_for_inference(run_dir)
+    model = loaded.model
+    if head is not None:
+        name, index = head.rsplit(":", 1)
+        module = next(m for m in model.modules() if getattr(m, "capture_name", None) == name)
+        width = module.d_head
+        with torch.no_grad():
+            module.w_o.weight[:, int(index) * width : (int(index) + 1) * width] = 0.0
+    pairs = held_out_pairs(loaded.task, loaded.config.train, n)
+    outputs = batch_greedy(
+        model,
+        loaded.task,
+        [x for x, _ in pairs],
+        max_new_tokens=loaded.config.sequence_length_needed(),
+    )
+    return sum(out == want for out, (_, want) in zip(outputs, pairs, strict=True)) / len(pairs)
+
+
+async def test_importance_puts_the_head_that_copies_first(learned_run: Path) -> None:
+    """The first row is the head whose loss costs most exact match, worked out here by hand."""
+    app = tiny_app(run_dir=str(learned_run))
     async with app.run_test(size=SIZE) as pilot:
         await open_trained(pilot)
         await decode(pilot, "3141")
         await pilot.press("4")
         attention = app.query_one(AttentionPane)
-        attention.importance_n = 12
+        attention.importance_n = IMPORTANCE_N
         await pilot.press("i")
         view = attention.query_one(ImportanceView)
         assert view.display
@@ -107,15 +147,32 @@ async def test_importance_table_has_a_row_per_head_and_a_baseline(trained_run: P
             pilot, lambda: "baseline" in plain(view.query_one("#importance-status")), 60
         )
         status = plain(view.query_one("#importance-status"))
-        assert "N=12" in status and "zero" in status
+        assert f"N={IMPORTANCE_N}" in status and "zero" in status
         lines = view.query_one("#importance-table", TextTable).text.splitlines()
-        heads = sorted(w[0] for w in map(str.split, lines) if w and ":" in w[0])
-        assert heads == sorted(
+        rows = [w for w in map(str.split, lines) if w and ":" in w[0]]
+        heads = [w[0] for w in rows]
+        assert sorted(heads) == sorted(
             f"{name}:{h}"
-            for name in ("encoder.0.self", "decoder.0.self", "decoder.0.cross")
+            for name in (
+                "encoder.0.self",
+                "decoder.0.self",
+                "decoder.0.cross",
+                "decoder.1.self",
+                "decoder.1.cross",
+            )
             for h in range(2)
         )
+
+        baseline = exact_match_without(learned_run, None, IMPORTANCE_N)
+        drops = {h: baseline - exact_match_without(learned_run, h, IMPORTANCE_N) for h in heads}
+        first, second = sorted(drops, key=drops.__getitem__, reverse=True)[:2]
+        assert drops[first] - drops[second] >= LEAD, drops  # a clear winner, not a near tie
+        assert heads[0] == first, (rows, drops)
+        shown_drop = float(rows[0][2].rstrip("%")) / 100  # "+98.3%": the exact match lost
+        # Within two examples: the lab decodes the same pairs through the core's ablation hook.
+        assert abs(shown_drop - drops[first]) <= 2 / IMPORTANCE_N, (rows[0], drops[first])
+
         # Cached per checkpoint: hidden and shown again, it comes from ablation.json.
-        assert (trained_run / "ablation.json").exists()
+        assert (learned_run / "ablation.json").exists()
         await pilot.press("i", "i")
         await wait_until(pilot, lambda: "cached" in plain(view.query_one("#importance-status")), 30)

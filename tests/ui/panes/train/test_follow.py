@@ -11,7 +11,7 @@ from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
 from tui_lab.core.training.events import EvalEvent, StepEvent
 from tui_lab.ui.panes.train.train_pane import TrainPane
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 async def test_follow_updates_live_while_another_process_trains(trained_run: Path) -> None:
@@ -32,9 +32,14 @@ async def test_follow_updates_live_while_another_process_trains(trained_run: Pat
             assert writer.wait(timeout=120) == 0, writer.stderr.read() if writer.stderr else ""
         assert pane.state == "following"  # the lab watched; it did not take the training over
         assert pane.history.snapshot().steps == list(range(1, 41))
-        await pilot.pause(1.2)  # the next read of the folder
-        assert isinstance(pane.last_step, StepEvent) and pane.last_step.step == 40
-        assert isinstance(pane.last_eval, EvalEvent) and pane.last_eval.step == 40
+        await wait_until(  # the next read of the folder
+            pilot,
+            lambda: getattr(pane.last_step, "step", None) == 40
+            and getattr(pane.last_eval, "step", None) == 40,
+            10,
+            "the last step and evaluation shown",
+        )
+        assert isinstance(pane.last_step, StepEvent) and isinstance(pane.last_eval, EvalEvent)
         # The writer finished the run: state.json says so, and the lab shows it.
         await wait_until(pilot, lambda: pane.train_state.reason == "finished", 10, "the run's end")
         assert pane.state == "following"

@@ -216,7 +216,7 @@ async def test_help_footer_and_palette_list_the_runs_keys() -> None:
 
 
 async def test_a_run_being_written_updates_live(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from tui_lab.ui.panes import runs_pane
+    from tui_lab.ui.panes.runs import runs_pane
 
     monkeypatch.setattr(runs_pane, "REFRESH_SECONDS", 0.2)
     run = write_run(ROOT / "live", steps=20, closing=None)  # no closing line, just written

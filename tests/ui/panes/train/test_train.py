@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from textual.widgets import ProgressBar
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
 from tui_lab.core.training.events import EvalEvent, StepEvent
-from tui_lab.ui.messages import TrainDone
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
+from tui_lab.ui.panes.train.run_driver import RunDriver
 from tui_lab.ui.panes.train.train_pane import TrainPane
 from tui_lab.ui.widgets.status_bar import StatusBar
 
@@ -32,7 +31,9 @@ async def test_train_updates_metrics_chart_and_progress() -> None:
         await ready(pilot)
         pane = await start_training(pilot)
         await wait_until(pilot, lambda: pane.state == "done", 60, "the run to finish")
-        await pilot.pause(0.4)  # one redraw tick
+        await wait_until(  # the redraw tick after the last step
+            pilot, lambda: app.query_one(ProgressBar).progress == 40, 10, "the last redraw"
+        )
         assert pane.reason == "finished"
         data = pane.history.snapshot()
         assert data.steps[-1] == 40 and len(data.steps) == 40
@@ -72,7 +73,10 @@ async def test_pause_resume_stop() -> None:
         assert pane.loop_finished.is_set()
 
 
-async def test_quit_during_training_stops_the_worker_within_a_second() -> None:
+async def test_quit_during_training_stops_the_run_and_saves_it() -> None:
+    """q while training: the loop stops (not left running to its 100,000 steps) and saves.
+
+    How fast it stops is measured by the bench (quit latency), not asserted here."""
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -81,17 +85,14 @@ async def test_quit_during_training_stops_the_worker_within_a_second() -> None:
             pilot, lambda: pane.state == "running" and len(pane.history) >= 3, 60, "a few steps"
         )
         run = pane.run
-        started = time.monotonic()
         await pilot.press("q")
     # The app has exited; the loop noticed the stop and saved its last checkpoint.
-    assert pane.loop_finished.wait(5)
-    assert (
-        time.monotonic() - started < 5
-    )  # generous on a loaded CI machine; typically well under 1 s
+    assert pane.loop_finished.wait(60)  # a hang guard, not a timing
     from tui_lab.core.runs.folder import load_run
 
     loaded = load_run(run.out_dir)
-    assert loaded.state["step"] >= 3
+    assert 3 <= loaded.state["step"] < 100_000
+    assert loaded.state["end"]["reason"] == "stopped"  # it says it was stopped, not that it ended
 
 
 async def test_reset_forgets_the_run_and_log_scale_toggles() -> None:
@@ -138,7 +139,7 @@ async def test_nan_notifies_an_error() -> None:
         await ready(pilot)
         pane = app.query_one(TrainPane)
         pane.post_message(
-            TrainDone(SimpleNamespace(reason="nan", message="loss became nan at step 3", step=3))
+            RunDriver.Done(SimpleNamespace(reason="nan", message="loss became nan at step 3", step=3))
         )
         await pilot.pause()
         assert pane.state == "done" and pane.reason == "nan"

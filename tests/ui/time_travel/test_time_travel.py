@@ -15,7 +15,7 @@ from tests.ui.helpers import ready, tiny_app, type_text, wait_until
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.train_pane import TrainPane
-from tui_lab.ui.time_travel.travel import TimeTravel, sparkline, travel_for, value_at
+from tui_lab.ui.time_travel.travel import TimeTravel, sparkline, value_at
 from tui_lab.ui.widgets.head_atlas import HeadAtlas, bar
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 
@@ -111,13 +111,13 @@ async def test_keys_step_through_the_history_and_play_to_the_end(history_run: Pa
     async with app.run_test(size=(120, 40)) as pilot:
         await _decode(pilot)
         pane = app.query_one(AttentionPane)
-        state = travel_for(app).state
+        state = app.travel.state
 
         async def press(key: str, index: int | None) -> object:
             await pilot.press(key)
             await wait_until(
                 pilot,
-                lambda: state.index == index and pane.result is travel_for(app).shown_result,
+                lambda: state.index == index and pane.result is app.travel.shown_result,
                 30,
                 f"{key} to show snapshot {index}",
             )
@@ -151,7 +151,7 @@ async def test_keys_step_through_the_history_and_play_to_the_end(history_run: Pa
             lambda: (
                 not state.playing
                 and state.index == len(steps) - 1
-                and pane.result is travel_for(app).shown_result
+                and pane.result is app.travel.shown_result
             ),
             60,
             "the end",
