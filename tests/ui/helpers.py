@@ -14,6 +14,7 @@ from tui_lab.ui.app import LabApp
 
 if TYPE_CHECKING:
     from tui_lab.ui.panes.decode.decode_pane import DecodePane
+    from tui_lab.ui.panes.runs.runs_pane import RunsPane
 
 SIZE = (120, 40)
 
@@ -147,4 +148,15 @@ async def decode(pilot: Pilot, text: str) -> DecodePane:
     await pilot.press("enter")
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+    return pane
+
+
+async def runs_pane(pilot: Pilot) -> RunsPane:
+    """Show the Runs pane (6) and wait until its first read of the run folders is on show."""
+    app = pilot.app
+    assert isinstance(app, LabApp)
+    await pilot.press("6")
+    await wait_until(pilot, lambda: app.pane("runs") is not None and app.pane("runs").shown, 20)
+    await pilot.pause()
+    pane: RunsPane = app.pane("runs")
     return pane

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from tests.data.make_pane_runs import write_pane_runs
-from tests.ui.helpers import SIZE, tiny_app, wait_until
+from tests.ui.helpers import SIZE, runs_pane, tiny_app, wait_until
 from tui_lab.core.runs.summary import CSV_COLUMNS, RunSummary
 from tui_lab.ui.export import SCREENSHOTS, write_runs_table
 from tui_lab.ui.keymap import bindings_of
@@ -25,19 +25,11 @@ def _notes(app) -> list[str]:  # type: ignore[no-untyped-def]
     return [str(n.message) for n in app._notifications]
 
 
-async def _runs_pane(pilot):  # type: ignore[no-untyped-def]
-    app = pilot.app
-    await pilot.press("6")
-    await wait_until(pilot, lambda: app.pane("runs") is not None and app.pane("runs").shown, 20)
-    await pilot.pause()
-    return app.pane("runs")
-
-
 async def test_runs_table_exports_as_csv_and_json() -> None:
     write_pane_runs(ROOT)
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         names = [r.summary.name for r in pane.shown]
         await pilot.press("e")
         await wait_until(pilot, lambda: list(ROOT.glob("runs-*.csv")), 5, "the CSV file")
@@ -61,7 +53,7 @@ async def test_f12_saves_the_screen_as_svg_overlay_included() -> None:
     write_pane_runs(ROOT)
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         await pilot.press("space")  # one run marked: the overlay chart has a series
         await pilot.press("f12")
         folder = ROOT / SCREENSHOTS

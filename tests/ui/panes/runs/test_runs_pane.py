@@ -12,21 +12,13 @@ from pathlib import Path
 
 from tests.data.make_pane_runs import write_pane_runs, write_run
 from tests.ui.conftest import TINY_RUN
-from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
+from tests.ui.helpers import SIZE, plain, ready, runs_pane, tiny_app, type_text, wait_until
 from tui_lab.core.runs.summary import RunSummary
 from tui_lab.ui.panes.runs.run_rows import RunRow, cell, filter_rows, sort_rows
 from tui_lab.ui.widgets.overlay_chart import OverlayChart
 from tui_lab.ui.widgets.run_table import GAP, RunTable
 
 ROOT = Path("runs")
-
-
-async def _runs_pane(pilot):  # type: ignore[no-untyped-def]
-    app = pilot.app
-    await pilot.press("6")
-    await wait_until(pilot, lambda: app.pane("runs") is not None and app.pane("runs").rows, 20)
-    await pilot.pause()
-    return app.pane("runs")
 
 
 async def _highlight(pilot, pane, name: str) -> None:  # type: ignore[no-untyped-def]
@@ -42,7 +34,7 @@ async def test_marking_two_runs_overlays_both_with_legends() -> None:
     write_pane_runs(ROOT)
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         for name in ("copy-post", "copy-nowarm"):
             await _highlight(pilot, pane, name)
             await pilot.press("space")
@@ -74,7 +66,7 @@ async def test_sort_by_keys_and_header_and_filter() -> None:
     write_pane_runs(ROOT)
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         assert _names(pane) == ["broken", "copy-long", "copy-nowarm", "copy-post", "copy-pre"]
         await pilot.press("r")
         assert _names(pane)[0] == "copy-pre"
@@ -108,7 +100,7 @@ async def test_damaged_folder_is_a_row_that_says_why() -> None:
     (ROOT / "empty-weights" / "model.safetensors").write_bytes(b"")
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         rows = {r.summary.name: r for r in pane.rows}
         assert rows["broken"].summary.status == "damaged"
         assert rows["empty-weights"].summary.status == "damaged"
@@ -127,7 +119,7 @@ async def test_enter_opens_the_run_in_the_lab() -> None:
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         await _highlight(pilot, pane, "tiny-run")
         await pilot.press("enter")
         train = app.pane("train")
@@ -154,7 +146,7 @@ async def test_sweep_runs_are_grouped_by_arm_with_a_mean_curve() -> None:
     write_run(ROOT / "lone")
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         assert {r.summary.name: r.arm for r in pane.rows}["demo/post-s1"] == "model.norm=post"
         assert _names(pane)[:2] == ["demo/post-s0", "demo/post-s1"]  # an arm's runs together
         for name in ("demo/post-s0", "lone"):  # a sweep's run marks its arm: one mean curve
@@ -204,7 +196,7 @@ async def test_help_footer_and_palette_list_the_runs_keys() -> None:
     write_run(ROOT / "a")
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        await _runs_pane(pilot)
+        await runs_pane(pilot)
         sections = dict(lab_sections(app))
         text = " ".join(f"{k} {v}" for k, v in sections["6 Runs"])
         for binding in RunsPane.BINDINGS:
@@ -216,13 +208,13 @@ async def test_help_footer_and_palette_list_the_runs_keys() -> None:
 
 
 async def test_a_run_being_written_updates_live(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from tui_lab.ui.panes.runs import runs_pane
+    from tui_lab.ui.panes.runs import runs_pane as runs_pane_module
 
-    monkeypatch.setattr(runs_pane, "REFRESH_SECONDS", 0.2)
+    monkeypatch.setattr(runs_pane_module, "REFRESH_SECONDS", 0.2)
     run = write_run(ROOT / "live", steps=20, closing=None)  # no closing line, just written
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         assert pane.rows[0].summary.status == "running" and pane.rows[0].summary.step == 20
         with open(run / "metrics.jsonl", "a") as f:
             f.write(json.dumps({"kind": "step", "step": 21, "loss": 0.5, "elapsed": 1.05}) + "\n")
@@ -235,7 +227,7 @@ async def test_o_adds_a_folder_from_elsewhere(lab_folders: Path) -> None:
     write_run(lab_folders / "elsewhere" / "there", values={"model.norm": "post"})
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        pane = await _runs_pane(pilot)
+        pane = await runs_pane(pilot)
         await pilot.press("o")
         await pilot.pause()
         app.screen.query_one("#run-path").focus()
