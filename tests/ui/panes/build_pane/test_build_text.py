@@ -8,7 +8,7 @@ import pytest
 from textual import events
 
 from tests.ui.helpers import SIZE, edit_field, ready, tiny_app
-from tests.ui.panes.build.test_build import error_text
+from tests.ui.panes.build_pane.test_build import error_text
 from tui_lab.ui.panes.build.config_form import ConfigForm
 from tui_lab.ui.panes.build.form_fields import MIN_TEXT_CHARS
 
