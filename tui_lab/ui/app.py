@@ -147,8 +147,11 @@ class LabApp(ScreenshotMixin):
         yield KeyBar(id="keys")
 
     def pane(self, pane_id: str) -> Any:
-        """The pane widget with this id ('train'...), or None before it is built."""
-        return self.panes.get(pane_id)
+        """The pane widget with this id ('train'...), or None before it is built or while quitting.
+
+        (A message the app routes while it quits would reach a pane whose widgets are gone.)
+        """
+        return None if self.quitting else self.panes.get(pane_id)
 
     @property
     def quitting(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -35,20 +37,20 @@ PANE_EXTRA = {
 }
 
 
-def binding_rows(bindings: list[Binding], app: object) -> list[tuple[str, str]]:
+def binding_rows(bindings: list[Binding], app: App[Any]) -> list[tuple[str, str]]:
     """(keys, what they do) for a BINDINGS list; one key's several actions are joined."""
     rows: dict[str, list[str]] = {}
     for b in bindings:
         if not isinstance(b, Binding):
             b = Binding(*b)
-        key = app.get_key_display(b) if hasattr(app, "get_key_display") else b.key  # type: ignore[attr-defined]
+        key = app.get_key_display(b)
         description = b.tooltip or b.description or b.action  # the footer's label is terser
         if description not in rows.setdefault(key, []):
             rows[key].append(description)
     return [(key, " / ".join(descriptions)) for key, descriptions in rows.items()]
 
 
-def lab_sections(app: App[object]) -> list[tuple[str, list[tuple[str, str]]]]:
+def lab_sections(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
     """The help screen's sections: the app's keys, text fields, then each pane's (from BINDINGS)."""
     sections = [
         ("Everywhere", binding_rows(bindings_of(type(app)), app) + EVERYWHERE_EXTRA),

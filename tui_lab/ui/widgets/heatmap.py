@@ -9,6 +9,7 @@ from rich.color import Color
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -126,9 +127,9 @@ class Heatmap(Widget, can_focus=True):
 
     def _available_height(self) -> int:
         parent = self.parent
-        return parent.size.height if parent is not None and parent.size.height else 24  # type: ignore[attr-defined]
+        return parent.size.height if isinstance(parent, Widget) and parent.size.height else 24
 
-    def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[no-untyped-def]
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows of cells plus the key labels and the legend."""
         if not self.rows:
             return 1

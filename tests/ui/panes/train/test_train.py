@@ -31,8 +31,8 @@ async def test_train_updates_metrics_chart_and_progress() -> None:
         await ready(pilot)
         pane = await start_training(pilot)
         await wait_until(pilot, lambda: pane.state == "done", 60, "the run to finish")
-        await wait_until(  # the redraw tick after the last step
-            pilot, lambda: app.query_one(ProgressBar).progress == 40, 10, "the last redraw"
+        await wait_until(  # the redraw tick after the run's end
+            pilot, lambda: "finished" in plain(app.query_one(MetricsPanel)), 10, "the last redraw"
         )
         assert pane.reason == "finished"
         data = pane.history.snapshot()

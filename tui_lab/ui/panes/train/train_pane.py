@@ -1,6 +1,6 @@
 """Train pane: start/pause/stop/reset a run, live charts and metrics.
 
-The run trains in a child process (core/run_process.py) so that keys and
+The run trains in a child process (core/training/remote.py) so that keys and
 repaints never wait for a training step; a thread worker here drives it
 (run_driver.py) and the run's events arrive as posted messages, handled in
 train_reports.py. Where the lab stands is a ``TrainState`` (train_state.py):

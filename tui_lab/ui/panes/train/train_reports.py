@@ -9,6 +9,7 @@ shows and asks the state object before it moves.
 
 from __future__ import annotations
 
+from textual.notifications import SeverityLevel
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
@@ -19,7 +20,7 @@ from tui_lab.ui.panes.train.run_follow import resting_step
 from tui_lab.ui.panes.train.train_parts import TrainParts
 from tui_lab.ui.panes.train.train_state import Phase
 
-DONE_TITLES = {
+DONE_TITLES: dict[str, tuple[str, SeverityLevel]] = {
     "finished": ("Run finished", "information"),
     "target": ("Target reached", "information"),
     "stopped": ("Training stopped", "information"),
