@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# One intra-op thread per test process, and in every process a test starts (set before
+# torch is imported, so it is torch's default). The suite runs one pytest worker per core:
+# a second torch thread per worker only contends for a core another worker holds, and
+# OpenMP threads waiting on a busy core made small forward passes ten times slower
+# (tests/core/decoding/test_decode.py's cache tests: 45 s with two threads, 4 s with one).
+# Tests of the thread settings themselves set counts explicitly.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from tui_lab.core.config.lab_config import LabConfig, from_dict
 
