@@ -76,7 +76,7 @@ async def test_pause_resume_stop() -> None:
 async def test_quit_during_training_stops_the_run_and_saves_it() -> None:
     """q while training: the loop stops (not left running to its 100,000 steps) and saves.
 
-    How fast it stops is measured by the bench (quit latency), not asserted here."""
+    How fast it stops is measured by bench/ui_quit.py, not asserted here."""
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
