@@ -23,7 +23,7 @@ from tui_lab.core.model.attention import MultiHeadAttention, padding_mask
 from tui_lab.core.model.device import autocast_context, choose_device, resolve_precision
 from tui_lab.core.model.models import build_model
 from tui_lab.core.runs import checkpoint as ckpt
-from tui_lab.core.training.events import DoneEvent, StepEvent
+from tui_lab.core.runs.events import DoneEvent, StepEvent
 from tui_lab.core.training.train import TrainingRun
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tiny_config
+from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
 from tui_lab.core.runs.log import read_metrics
-from tui_lab.core.training.events import EvalEvent, StepEvent, event_from_record
 from tui_lab.core.training.train import TrainingRun
 
 

@@ -9,10 +9,10 @@ import torch
 
 from tests.conftest import tiny_config
 from tui_lab.core.model.models import build_model
+from tui_lab.core.runs.events import EvalEvent, event_from_record
 from tui_lab.core.tasks import make_task
 from tui_lab.core.tasks.vocab import PAD
 from tui_lab.core.training.evaluate import LM_VAL_BATCHES, evaluate
-from tui_lab.core.training.events import EvalEvent, event_from_record
 
 
 def test_bits_per_char_and_next_char_accuracy():

@@ -17,11 +17,11 @@ import torch
 from tests.conftest import tiny_config
 from tui_lab.core.model.models import build_model
 from tui_lab.core.runs import checkpoint as ckpt
+from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
 from tui_lab.core.runs.folder import load_run
 from tui_lab.core.tasks import make_task
 from tui_lab.core.tasks.vocab import PAD
 from tui_lab.core.training import remote as run_process
-from tui_lab.core.training.events import DoneEvent, EvalEvent, StepEvent
 
 
 def wait_for(predicate, seconds: float, what: str) -> None:  # type: ignore[no-untyped-def]

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from tui_lab.core.errors import LabError, one_line
+from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.layout import CONFIG_FILE, LOG_FILE, METRICS_FILE, RunDir, RunError, reason
 from tui_lab.core.runs.log import read_metrics
 from tui_lab.core.runs.status import parse_stamp, read_log_ends
-from tui_lab.core.training.events import EvalEvent, StepEvent, event_from_record
 
 EXTRA_HINT = "pip install 'tfx-lab[tensorboard]'"
 NEEDS_TENSORBOARD = f"export --tensorboard needs the tensorboard package: {EXTRA_HINT}"

@@ -16,7 +16,7 @@ from torch import nn
 from tui_lab.core.config.lab_config import LabConfig, TrainConfig
 from tui_lab.core.decoding.decode import batch_greedy
 from tui_lab.core.model.device import autocast_context, to_device
-from tui_lab.core.training.events import EvalEvent
+from tui_lab.core.runs.events import EvalEvent
 
 HELD_OUT_SEED_OFFSET = 1_000_003  # held-out examples never share the training seed
 EVAL_CHUNK = 256  # held-out examples per loss batch

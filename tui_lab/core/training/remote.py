@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_lab.core.errors import LabError
-from tui_lab.core.training.events import DoneEvent, EvalEvent, StepEvent
+from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tui_lab.core.runs import checkpoint
+from tui_lab.core.runs.events import CheckpointEvent, Event, LogEvent
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.layout import RunError
 from tui_lab.core.runs.log import append_metrics, log
 from tui_lab.core.runs.snapshots import History
-from tui_lab.core.training.events import CheckpointEvent, Event, LogEvent
 
 if TYPE_CHECKING:
     from collections.abc import Callable

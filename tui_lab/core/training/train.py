@@ -33,13 +33,7 @@ from tui_lab.core.model.device import (
     to_device,
 )
 from tui_lab.core.model.models import build_model, build_run_model
-from tui_lab.core.runs.folder import RunFolder
-from tui_lab.core.runs.layout import RunError
-from tui_lab.core.runs.snapshots import History
-from tui_lab.core.tasks import make_task
-from tui_lab.core.training import distributed
-from tui_lab.core.training.evaluate import evaluate, held_out_pairs
-from tui_lab.core.training.events import (
+from tui_lab.core.runs.events import (
     CheckpointEvent,
     DoneEvent,
     EvalEvent,
@@ -47,6 +41,12 @@ from tui_lab.core.training.events import (
     LogEvent,
     StepEvent,
 )
+from tui_lab.core.runs.folder import RunFolder
+from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.snapshots import History
+from tui_lab.core.tasks import make_task
+from tui_lab.core.training import distributed
+from tui_lab.core.training.evaluate import evaluate, held_out_pairs
 from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
 
 if TYPE_CHECKING:

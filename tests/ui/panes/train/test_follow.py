@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
-from tui_lab.core.training.events import EvalEvent, StepEvent
+from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui.panes.train.train_pane import TrainPane
 
 ROOT = Path(__file__).resolve().parents[4]

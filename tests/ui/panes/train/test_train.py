@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.widgets import ProgressBar
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
-from tui_lab.core.training.events import EvalEvent, StepEvent
+from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tui_lab.core.training.events import DoneEvent, EvalEvent, StepEvent
+from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
 from tui_lab.ui.panes.train.run_follow import RunFollower, events_of, latest, resting_step
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
 

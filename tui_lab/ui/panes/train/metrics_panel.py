@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui_lab.core.training.events import EvalEvent, StepEvent
+from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
 from tui_lab.ui.widgets.model_summary import human
 

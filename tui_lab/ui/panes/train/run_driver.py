@@ -19,7 +19,7 @@ from textual.message import Message
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
-from tui_lab.core.training.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent, StepEvent
+from tui_lab.core.runs.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent, StepEvent
 from tui_lab.ui.panes.train.run_history import RunHistory
 
 if TYPE_CHECKING:  # torch-backed: loaded by the time a run is built

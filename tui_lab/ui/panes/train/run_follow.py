@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from tui_lab.core.training.events import EvalEvent, StepEvent, event_from_record
+from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
 
 MetricEvent = StepEvent | EvalEvent
 ReadMetrics = Callable[[Path], list[dict[str, Any]]]  # records of a run folder's metrics.jsonl

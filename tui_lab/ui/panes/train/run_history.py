@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_lab.core.training.events import EvalEvent, StepEvent
+from tui_lab.core.runs.events import EvalEvent, StepEvent
 
 
 @dataclass

@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.core.training.events import EvalEvent, StepEvent
+from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui.messages import ModelChanged
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel

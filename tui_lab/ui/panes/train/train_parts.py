@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.core.training.events import EvalEvent, StepEvent
+from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.panes.train.run_driver import RunDriver
 from tui_lab.ui.panes.train.run_follow import RunFollower
