@@ -14,7 +14,7 @@ fetched from the child when the run has moved on since the last fetch.
 The child stops (saving a checkpoint) when asked, when told to close, and when
 this process dies: its end of the pipe then reads EOF. Spawning and importing
 torch take a second or two, so ``prewarm()`` keeps one started child waiting.
-The child's side (``child_main``) is in run_child.py.
+The child's side (``child_main``) is in remote_child.py.
 """
 
 from __future__ import annotations

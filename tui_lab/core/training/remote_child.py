@@ -1,4 +1,4 @@
-"""The training process's side of ``RemoteRun`` (run_process.py): build the run, obey commands.
+"""The training process's side of ``RemoteRun`` (remote.py): build the run, obey commands.
 
 Started as a fresh interpreter holding one end of a socket pair. It waits for a
 run's spec (a config and folder, or a folder to resume), answers ``ready`` or
