@@ -155,8 +155,9 @@ class LabApp(ScreenshotMixin):
 
     @property
     def quitting(self) -> bool:
-        """True once the app is exiting (it has an exit code): panes mounted now show nothing."""
-        return self.return_code is not None
+        """True once the app is exiting: it has an exit code, or it is shutting down without one
+        (a test's ``run_test`` ending), when panes' widgets are being removed."""
+        return self.return_code is not None or not self.is_running
 
     def register_pane(self, pane_id: str, widget: Any) -> None:
         """Called by each pane when it mounts; hands it what it missed."""
