@@ -1,0 +1,198 @@
+"""The app's routing: the messages that cross panes, each handed to the panes it concerns.
+
+A pane posts a message (``ui/messages.py``) and never fetches another pane; the
+handlers here are the one place that knows which panes a message reaches, and
+what the lab keeps of it (its config, the model Decode uses, the last decode
+and report, where time travel stands). ``LabApp`` owns the state and the
+layout; this mixin only moves messages on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import App
+from textual.message import Message
+
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.ui.messages import (
+    ConfigChanged,
+    ConfigInvalid,
+    Decoded,
+    DecodeRequested,
+    ModelChanged,
+    OpenRunRequested,
+    ReportReady,
+    RunConfigOpened,
+    SnapshotDecoded,
+    TravelMoved,
+)
+from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
+
+if TYPE_CHECKING:
+    from tui_lab.ui.core_access import Core
+    from tui_lab.ui.panes.params.param_count import ParamCounter
+    from tui_lab.ui.time_travel.travel import Travel
+
+
+class PaneRouting(App[None]):
+    """The message handlers of ``LabApp`` that hand what one pane says to the others."""
+
+    # The lab's state, set in LabApp.__init__.
+    config: LabConfig
+    core: Core | None
+    panes: dict[str, Any]
+    current_run: Any
+    last_report: ReportReady | None
+    last_decode: Decoded | None
+    travel: Travel
+    counter: ParamCounter
+    _report_generation: int
+    # LabApp's: the status bar's text, and switching panes.
+    _update_status: Callable[[], None]
+    action_show_pane: Callable[[str], None]
+
+    def pane(self, pane_id: str) -> Any:
+        """The pane widget with this id ('train'...), or None before it is built or while quitting.
+
+        (A message the app routes while it quits would reach a pane whose widgets are gone.)
+        """
+        return None if self.quitting else self.panes.get(pane_id)
+
+    @property
+    def quitting(self) -> bool:
+        """True once the app is exiting: it has an exit code, or it is shutting down without one
+        (a test's ``run_test`` ending), when panes' widgets are being removed."""
+        return self.return_code is not None or not self.is_running
+
+    # ---- the lab's config ---------------------------------------------------------
+
+    def on_config_changed(self, message: ConfigChanged) -> None:
+        """A valid config from Build: Train uses it next, Params recounts it."""
+        self._use_config(message.config, message.edited)
+
+    def on_config_invalid(self, message: ConfigInvalid) -> None:
+        """The form is invalid: Params says its table is stale."""
+        if self.pane("params") is not None:
+            self.pane("params").show_invalid(message.message)
+
+    def on_run_config_opened(self, message: RunConfigOpened) -> None:
+        """An opened run's config becomes the lab's: status bar, Build, Params, Train, Decode, Attention."""
+        config = message.config
+        if self.pane("build") is not None:
+            self.pane("build").show_config(config)
+        self.last_decode = None  # a decode of another model
+        if self.pane("attention") is not None:
+            self.pane("attention").clear()
+        self._use_config(config, edited=False)
+
+    def _use_config(self, config: LabConfig, edited: bool) -> None:
+        self.config = config
+        if self.pane("train") is not None:
+            self.pane("train").config_changed(config)
+        if self.pane("attention") is not None:
+            self.pane("attention").show_config(config)
+        self._update_status()
+        self._request_report(config, edited)
+
+    def _request_report(self, config: LabConfig, edited: bool) -> None:
+        if self.core is None:
+            return
+        self._report_generation += 1
+        self._report_worker(config, edited, self._report_generation)
+
+    # Not exclusive: a count takes milliseconds, and an older one's result is dropped
+    # by its generation (cancelling it would fail whoever waits for the workers).
+    @work(thread=True, exit_on_error=False, group="report")
+    def _report_worker(self, config: LabConfig, edited: bool, generation: int) -> None:
+        """Count parameters on the meta device (thread); cached per config by the core."""
+        message = self.counter.count(config, edited)
+        if message.report is None or generation == self._report_generation:
+            self.post_message(message)
+
+    def on_report_ready(self, message: ReportReady) -> None:
+        """Show the new counts in Build's summary and the Params table; Decode's examples."""
+        params = self.pane("params")
+        if message.report is None:
+            if params is not None:
+                params.show_invalid(message.error or "cannot count")
+            return
+        self.last_report = message
+        if self.pane("build") is not None:
+            self.pane("build").show_report(message.report, message.vocab_size)
+        if params is not None:
+            params.show_report(message.report, message.config, message.vocab_size, message.edited)
+        if self.pane("decode") is not None:
+            self.pane("decode").show_task(message.task)
+
+    # ---- models and decodes ---------------------------------------------------------
+
+    def on_model_changed(self, message: ModelChanged) -> None:
+        """Decode uses the newest model."""
+        self.current_run = message.run
+        if self.pane("decode") is not None:
+            self.pane("decode").set_run(message.run)
+        self._update_status()
+
+    def on_decoded(self, message: Decoded) -> None:
+        """Attention shows the newest decode."""
+        self.last_decode = message
+        if self.pane("attention") is not None:
+            self.pane("attention").set_result(
+                message.result, message.model, message.task, message.options
+            )
+
+    def on_decode_requested(self, message: DecodeRequested) -> None:
+        """Attention switched a head: Decode decodes the input on show again."""
+        decode = self.pane("decode")
+        if decode is not None:
+            decode.decode(message.text)
+
+    def on_snapshot_decoded(self, message: SnapshotDecoded) -> None:
+        """A time-travel step: Attention shows it first (the next frame holds the new heatmap),
+        then the decode goes through Decode's handlers (output, top-k) and back here (last decode)."""
+        decoded = message.decoded
+        attention = self.pane("attention")
+        if attention is not None:
+            attention.set_result(decoded.result, decoded.model, decoded.task, decoded.options)
+        decode = self.pane("decode")
+        if decode is not None:
+            decode.post_message(decoded)
+        else:
+            self.on_decoded(decoded)
+        self.call_after_refresh(self._travel_painted, decoded.result, message.started)
+
+    def _travel_painted(self, result: Any, started: float) -> None:
+        now = perf_counter()
+        self.travel.repaint_ms = (now - started) * 1000
+        self.travel.painted = (result, now)
+
+    def on_travel_moved(self, message: TravelMoved) -> None:
+        """Redraw the snapshot strip of every pane (Decode's and Attention's) for where travel is."""
+        state = self.travel.state
+        curves = message.curves
+        if curves is None and state.run_dir is not None:
+            curves = self.travel.curves.get(state.run_dir, (None, None))[1]
+        total = getattr(self.current_run, "total_steps", None)
+        for strip in self.query(SnapshotStrip):
+            strip.show(state, curves, total)
+
+    def on_open_run_requested(self, message: OpenRunRequested) -> None:
+        """The Runs pane's enter: the Train pane opens the folder and comes on show."""
+        train = self.pane("train")
+        if train is None:
+            self.notify("the Train pane is still loading", severity="warning")
+            return
+        if not train.train_state.can_open:
+            self.notify("stop training first (2, then s)", severity="warning")
+            return
+        train.open_run_dir(message.path)
+        self.action_show_pane("train")
+
+    def on_train_pane_phase_changed(self, message: Message) -> None:
+        """Training started, paused, stopped...: the status bar says so."""
+        self._update_status()
+
