@@ -1,0 +1,114 @@
+"""Random-weight Hugging Face models at the four families' real layouts, for the tests.
+
+``transformers`` is the reference: it builds each model, ``save_pretrained``
+writes the folder exactly as a downloaded checkpoint is laid out, and the
+tests load that folder into the lab and compare. Nothing here is downloaded:
+the tokenizer is a small byte-level BPE trained on a text in this file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# Small shapes that still exercise each family's quirks (several heads, several
+# layers, a head size that rotary fractions divide, grouped key/value heads).
+SMALL: dict[str, dict[str, Any]] = {
+    "gpt2": dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, vocab_size=300),
+    "gpt_neox": dict(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=64, vocab_size=300, rotary_pct=0.25, use_parallel_residual=True,
+    ),
+    "llama": dict(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=64, max_position_embeddings=64, vocab_size=300, rope_theta=10000.0,
+        tie_word_embeddings=False,
+    ),
+    "gpt_neo": dict(
+        hidden_size=32, num_layers=2, num_heads=4, max_position_embeddings=64, vocab_size=300,
+        attention_types=[[["global", "local"], 1]], window_size=8,
+    ),
+}
+
+TEXT = (
+    "The cat sat on the mat. The dog sat on the log. Once upon a time there was a little "
+    "girl who liked to read stories about cats and dogs and the sea. "
+) * 20
+
+
+def hf_config(family: str, **overrides: Any) -> Any:
+    """The ``transformers`` config of ``family`` at the small shape, with ``overrides``."""
+    import transformers
+
+    classes = {
+        "gpt2": transformers.GPT2Config,
+        "gpt_neox": transformers.GPTNeoXConfig,
+        "llama": transformers.LlamaConfig,
+        "gpt_neo": transformers.GPTNeoConfig,
+    }
+    # Token 0 is the BPE's only special token (<|endoftext|>): BOS and EOS, as in GPT-2.
+    kwargs = {"bos_token_id": 0, "eos_token_id": 0, **SMALL[family], **overrides}
+    # Eager attention, so output_attentions returns the weights the lab is compared with.
+    return classes[family](attn_implementation="eager", **kwargs)
+
+
+def hf_model(family: str, seed: int = 0, **overrides: Any) -> Any:
+    """A random-weight causal LM of ``family`` in eval mode (fp32)."""
+    import transformers
+
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(hf_config(family, **overrides))
+    # Random init leaves LayerNorms at 1/0 and some biases at 0: perturb every
+    # parameter so a weight loaded into the wrong slot changes the logits.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+    return model.eval()
+
+
+def train_bpe(vocab_size: int = 300) -> Any:
+    """A byte-level BPE (GPT-2's kind) trained on ``TEXT``: a ``tokenizers.Tokenizer``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator([TEXT], trainer)
+    return tok
+
+
+def save_tokenizer(folder: Path, vocab_size: int = 300) -> None:
+    """``tokenizer.json`` (and the config files ``AutoTokenizer`` reads) into ``folder``."""
+    from transformers import PreTrainedTokenizerFast
+
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=train_bpe(vocab_size),
+        eos_token="<|endoftext|>",
+        bos_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
+    fast.save_pretrained(folder)
+
+
+def save_family(
+    folder: Path, family: str, seed: int = 0, tokenizer: bool = True, **overrides: Any
+) -> Any:
+    """Write a random ``family`` model (and a tokenizer) to ``folder`` with
+    ``save_pretrained``; returns the reference model, in eval mode."""
+    model = hf_model(family, seed, **overrides)
+    model.save_pretrained(folder)  # safetensors by default
+    if tokenizer:
+        save_tokenizer(folder, model.config.vocab_size)
+    return model
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "config.json").read_text())
