@@ -1,0 +1,1 @@
+"""Pretrained models from local files: find them, read their config, weights and tokenizer."""
