@@ -134,12 +134,15 @@ def ablate(
 
 
 @torch.no_grad()
-def head_means(model: nn.Module, batch: Any, device: torch.device | str = "cpu") -> dict[str, Tensor]:
+def head_means(
+    model: nn.Module, batch: Any, device: torch.device | str = "cpu", pad_id: int | None = PAD
+) -> dict[str, Tensor]:
     """Each module's mean per-head output (H, d_head) over ``batch``'s real tokens.
 
     One teacher-forced forward over the probe batch; positions holding padding
     are left out (encoder modules see the source, decoder modules the target
     input), so the mean is that of outputs the model actually produces.
+    ``pad_id=None``: nothing is padding (a real model's text, where id 0 is a token).
     """
     modules = attention_modules(model)
     sums: dict[str, Tensor] = {}
@@ -151,7 +154,8 @@ def head_means(model: nn.Module, batch: Any, device: torch.device | str = "cpu")
         def hook(_: nn.Module, args: tuple[Tensor, ...]) -> None:
             x = args[0].float()  # (B, T, d_model)
             tokens = src if src is not None and name.startswith("encoder") else tgt
-            keep = (tokens != PAD).float()[..., None]  # (B, T, 1)
+            real = torch.ones_like(tokens, dtype=torch.bool) if pad_id is None else tokens != pad_id
+            keep = real.float()[..., None]  # (B, T, 1)
             sums[name] = (x * keep).sum(dim=(0, 1)).view(module.n_heads, module.d_head)
             counts[name] = keep.sum()
 
