@@ -4,9 +4,9 @@ For every decoding step and every decoder layer, the residual stream leaving
 that layer is sent straight through the final norm and the output head
 (``lm_head``); the most likely token and its probability are reported.
 
-Normalisation: each layer's stream is normalised with its *own* mean and
-variance, computed afresh from that layer's vector (``F.layer_norm`` with the
-final norm's learned scale and shift). Statistics cached from the last
+Normalisation: each layer's stream goes through the final norm module itself,
+which computes that vector's *own* statistics afresh (LayerNorm's mean and
+variance, RMSNorm's root mean square) before its learned scale and shift. Statistics cached from the last
 layer's pass are never reused: they belong to a different vector, and reusing
 them is a known way to get a wrong lens.
 
@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tui_lab.core.decoding.decode import DecodeResult, is_decoder_only, max_positions
@@ -85,10 +84,11 @@ def layer_streams(model: nn.Module, run_forward: Any) -> list[Tensor]:
 def lens_probs(model: nn.Module, stream: Tensor) -> Tensor:
     """Next-token probabilities (..., V) read from one layer's residual ``stream`` (..., d_model)."""
     norm = _stack(model).norm
-    x = stream.float()
+    x = stream
     if norm is not None:
-        # This vector's own statistics; the norm module contributes only its scale and shift.
-        x = F.layer_norm(x, norm.normalized_shape, norm.weight.float(), norm.bias.float(), norm.eps)
+        # The final norm module itself, on this vector: LayerNorm's mean and variance
+        # (RMSNorm's root mean square) are computed afresh from this layer's stream.
+        x = norm(stream)
     head = _lab_model(model).lm_head
     return head(x.to(head.weight.dtype)).float().softmax(dim=-1)
 
@@ -111,7 +111,7 @@ def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
         if is_decoder_only(model):
             prompt = ids if task.is_lm else [*ids, SEP]
             limit = max_positions(model)
-            if task.is_lm and len(prompt) >= limit:
+            if task.is_lm and getattr(task, "truncates_prompt", True) and len(prompt) >= limit:
                 prompt = prompt[-(limit // 2) :]  # as generate truncates
             tokens = torch.tensor([[*prompt, *fed_out]], device=device)
             streams = layer_streams(model, lambda: model(tokens))

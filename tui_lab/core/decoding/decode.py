@@ -132,8 +132,9 @@ def clean_input(text: str, task: Any) -> tuple[str, list[str]]:
     )
     if kept != text:
         notes.append(f"removed {len(text) - len(kept)} control/escape character(s)")
+    real = not getattr(task, "truncates_prompt", True)  # a real model's text (tasks/tokenized.py)
     if task.is_lm:
-        kept = kept.replace("\t", " ")
+        kept = kept if real else kept.replace("\t", " ")
     else:
         kept = kept.strip()
     if not kept:
@@ -145,7 +146,7 @@ def clean_input(text: str, task: Any) -> tuple[str, list[str]]:
         raise DecodeInputError(
             f"characters outside the vocabulary: {shown}" + _example_hint(task)
         )
-    if not task.is_lm:
+    if not task.is_lm or real:
         problem = task.validate_input(kept)
         if problem:
             raise DecodeInputError(problem + _example_hint(task))
@@ -195,9 +196,12 @@ def generate(
     gen = torch.Generator(device="cpu").manual_seed(seed) if temperature > 0 else None
     ids = vocab.encode(text)
     decoder_only = is_decoder_only(model)
+    # What ends a continuation: the lab's EOS for its tasks; a real model's own
+    # end-of-text id; nothing for the lab's language models (they run to length).
+    stop_id = getattr(task, "eos_id", None) if task.is_lm else EOS
     if decoder_only:
         prompt = ids if task.is_lm else [*ids, SEP]
-        if task.is_lm and len(prompt) >= limit:
+        if task.is_lm and getattr(task, "truncates_prompt", True) and len(prompt) >= limit:
             prompt = prompt[-(limit // 2) :]
             notes.append(f"prompt truncated to its last {len(prompt)} characters")
         if len(prompt) >= limit:
@@ -245,7 +249,7 @@ def generate(
                 while len(out_ids) < budget:
                     nxt = _record(logits, (temperature, top_k, top_p), gen, vocab, report_k, steps)
                     out_ids.append(nxt)
-                    if nxt == EOS and not task.is_lm:
+                    if nxt == stop_id:
                         stopped = "eos"
                         break
                     if len(out_ids) < budget:
