@@ -3,6 +3,8 @@
 - ``read_safetensors_header`` parses the header by hand, so that a pickle (or
   any other file) where weights belong is named as such and a truncated file
   is reported as truncated, instead of surfacing a Rust deserialisation error.
+  ``safetensors_layout`` is the same check, also giving where the tensors'
+  bytes begin (a pretrained model's files are memory-mapped from there).
 - ``fingerprint`` is the settings a set of weights was trained for, stored in
   the file's metadata: shapes alone cannot tell rope from sinusoidal, gelu
   from relu, or a reverse model from a copy one. ``check_fingerprint`` refuses
@@ -44,13 +46,16 @@ def _not_safetensors(path: Path) -> RunError:
     return RunError(f"{path}: {path.name} is not a safetensors file; refusing to load it")
 
 
-def _open_regular(path: Path) -> IO[bytes]:
+def open_regular(path: Path, follow_symlinks: bool = False) -> IO[bytes]:
     """``path`` opened for reading if it is a regular file, else RunError.
 
-    Never a symlink (O_NOFOLLOW) and never a FIFO or device: opening a FIFO for
-    reading would wait for a writer forever (O_NONBLOCK, then fstat refuses it).
+    Never a FIFO or device: opening a FIFO for reading would wait for a writer
+    forever (O_NONBLOCK, then fstat refuses it). Never a symlink either (O_NOFOLLOW)
+    unless ``follow_symlinks``: a run folder holds saved files only, while the
+    Hugging Face cache's snapshot files are all symlinks to its blobs.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    nofollow = 0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | nofollow
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -65,18 +70,34 @@ def _open_regular(path: Path) -> IO[bytes]:
 
 def read_safetensors_header(path: Path) -> dict[str, Any]:
     """Parse and check a safetensors header by hand, without loading any tensor."""
+    return safetensors_layout(path)[0]
+
+
+def safetensors_layout(
+    path: Path, follow_symlinks: bool = False, remedy: str = "train again"
+) -> tuple[dict[str, Any], int]:
+    """The checked header of a safetensors file, and the offset where its tensors' bytes begin.
+
+    ``remedy`` ends the messages of a damaged file (a run's: train again; a
+    downloaded model's: download it again).
+    """
     try:
-        with _open_regular(path) as f:
+        with open_regular(path, follow_symlinks) as f:
             size = os.fstat(f.fileno()).st_size
             head = f.read(9)
             if size == 0:
-                raise RunError(f"{path}: empty (a save was cut short); train again")
+                raise RunError(f"{path}: empty (a save was cut short); {remedy}")
             n = int.from_bytes(head[:8], "little") if len(head) >= 8 else 0
+            if len(head) >= 9 and head[8:9] == b"{" and n > MAX_HEADER_BYTES:
+                raise RunError(
+                    f"{path}: not a safetensors file (its header claims {n} bytes, over the "
+                    f"{MAX_HEADER_BYTES >> 20} MiB limit); refusing to load it"
+                )
             if len(head) < 9 or head[8:9] != b"{" or not 2 <= n <= MAX_HEADER_BYTES:
                 raise _not_safetensors(path)
             if 8 + n > size:
                 raise RunError(
-                    f"{path}: truncated ({size} bytes, header alone needs {8 + n}); train again"
+                    f"{path}: truncated ({size} bytes, header alone needs {8 + n}); {remedy}"
                 )
             f.seek(8)
             header_bytes = f.read(n)
@@ -99,13 +120,13 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
             or not all(isinstance(o, int) for o in offsets)
             or not isinstance(info.get("shape"), list)
         ):
-            raise RunError(f"{path}: corrupted header (entry {name!r}); train again")
+            raise RunError(f"{path}: corrupted header (entry {name!r}); {remedy}")
         end = max(end, offsets[1])
     if 8 + n + end > size:
-        raise RunError(f"{path}: truncated ({size} of {8 + n + end} bytes); train again")
+        raise RunError(f"{path}: truncated ({size} of {8 + n + end} bytes); {remedy}")
     if 8 + n + end < size:
         raise RunError(f"{path}: corrupted ({size - 8 - n - end} unexpected trailing bytes)")
-    return header
+    return header, 8 + n
 
 
 def metadata(header: dict[str, Any]) -> dict[str, Any]:

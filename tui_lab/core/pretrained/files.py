@@ -1,0 +1,215 @@
+"""A model folder's config and weights, read without copying and without writing anything.
+
+``open_tensors`` memory-maps ``model.safetensors`` (or the shards its index names)
+and makes each tensor a view of the mapped bytes (``torch.frombuffer`` at its
+offset): a 500 MB file costs no memory until its pages are read, and is never held
+twice. The mapping is copy-on-write (``ACCESS_COPY``), so a tensor can be written
+in place without the file changing. ``pytorch_model.bin`` is read only when no
+safetensors exist, and only through ``torch.load(weights_only=True, mmap=True)``,
+which unpickles tensors and plain containers but never runs code.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tui_lab.core.errors import one_line
+from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.safetensors_check import open_regular, safetensors_layout
+
+CONFIG_NAME = "config.json"
+SAFETENSORS_NAME = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+TORCH_NAME = "pytorch_model.bin"
+TORCH_INDEX = "pytorch_model.bin.index.json"
+_REMEDY = "download or save it again"
+
+# safetensors' dtype names (its format spec); the float8/uint kinds only where torch has them.
+_DTYPES: dict[str, torch.dtype] = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+    "U8": torch.uint8, "BOOL": torch.bool,
+}
+for _name, _attr in (
+    ("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"),
+    ("U16", "uint16"), ("U32", "uint32"), ("U64", "uint64"),
+):
+    if hasattr(torch, _attr):
+        _DTYPES[_name] = getattr(torch, _attr)
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """``config.json`` of a model folder as a dict, or one line naming what is wrong."""
+    path = Path(folder) / CONFIG_NAME
+    if not path.is_file():
+        raise PretrainedError(f"{folder}: no {CONFIG_NAME} (a model folder holds it beside its weights)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PretrainedError(f"{path}: cannot read it ({one_line(exc)})") from None
+    try:
+        config = json.loads(text)
+    except ValueError as exc:
+        raise PretrainedError(f"{path}: not JSON ({one_line(exc)})") from None
+    if not isinstance(config, dict):
+        raise PretrainedError(f"{path}: not a JSON object ({type(config).__name__} at the top)")
+    return config
+
+
+class TensorSource(Mapping[str, torch.Tensor]):
+    """A model's tensors by name, read-only, each a view of its memory-mapped file."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], files: dict[str, Path], searched: Path):
+        self._tensors = tensors
+        self._files = files
+        self.searched = searched  # the file (or index) a missing name was looked for in
+        self.paths = tuple(dict.fromkeys(files.values()))
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self._tensors[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    def tensor_file(self, name: str) -> str:
+        """The file holding ``name``; for a name it lacks, the file (or index) searched."""
+        return str(self._files.get(name, self.searched))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all the tensors (the weights' size on disk, less headers)."""
+        return sum(t.numel() * t.element_size() for t in self._tensors.values())
+
+
+def open_tensors(folder: Path) -> TensorSource:
+    """The weights of a model folder: safetensors (single or sharded), else pytorch_model.bin."""
+    folder = Path(folder)
+    for name, index, reader in (
+        (SAFETENSORS_NAME, SAFETENSORS_INDEX, _map_safetensors),
+        (TORCH_NAME, TORCH_INDEX, _load_torch),
+    ):
+        if (folder / name).exists():
+            tensors = reader(folder / name)
+            return TensorSource(tensors, dict.fromkeys(tensors, folder / name), folder / name)
+        if (folder / index).exists():
+            return _sharded(folder / index, reader)
+    raise PretrainedError(
+        f"{folder}: no weights ({SAFETENSORS_NAME}, {SAFETENSORS_INDEX}, {TORCH_NAME} "
+        f"or {TORCH_INDEX})"
+    )
+
+
+def _sharded(index: Path, reader: Any) -> TensorSource:
+    """The tensors of every shard ``index``'s weight_map names, each from its shard."""
+    weight_map = _weight_map(index)
+    tensors: dict[str, torch.Tensor] = {}
+    files: dict[str, Path] = {}
+    for shard_name in dict.fromkeys(weight_map.values()):
+        shard = index.parent / shard_name
+        if not shard.exists():
+            first = next(k for k, v in weight_map.items() if v == shard_name)
+            raise PretrainedError(
+                f"{index}: names shard {shard_name} (for {first}), which is missing; {_REMEDY}"
+            )
+        for name, tensor in reader(shard).items():
+            if weight_map.get(name, shard_name) == shard_name:
+                tensors.setdefault(name, tensor)
+                files.setdefault(name, shard)
+    for name, shard_name in weight_map.items():
+        if name not in tensors:
+            raise PretrainedError(
+                f"{index.parent / shard_name}: has no tensor {name}, which {index.name} places there"
+            )
+    return TensorSource(tensors, files, index)
+
+
+def _weight_map(index: Path) -> dict[str, str]:
+    """The index's ``weight_map`` (tensor name -> shard file name), checked."""
+    try:
+        data = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise PretrainedError(f"{index}: not a readable JSON index ({one_line(exc)})") from None
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise PretrainedError(f"{index}: no weight_map (tensor name -> shard file)")
+    for name, shard in weight_map.items():
+        # A shard lies beside the index: a path elsewhere is not read, whatever the index says.
+        if not isinstance(shard, str) or not shard or Path(shard).name != shard:
+            raise PretrainedError(f"{index}: weight_map[{name!r}] is not a file name ({shard!r})")
+    return weight_map
+
+
+def _map_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of one safetensors file, as views of its copy-on-write mapping."""
+    try:
+        header, start = safetensors_layout(path, follow_symlinks=True, remedy=_REMEDY)
+        with open_regular(path, follow_symlinks=True) as f:
+            buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    except RunError as exc:
+        raise PretrainedError(str(exc)) from None
+    except OSError as exc:
+        raise PretrainedError(f"{path}: cannot map it ({one_line(exc)})") from None
+    if sys.byteorder != "little":
+        raise PretrainedError(f"{path}: safetensors is little-endian; this machine is not")
+    if len(buffer) < start:
+        raise PretrainedError(f"{path}: changed while it was read; {_REMEDY}")
+    tensors: dict[str, torch.Tensor] = {}
+    for name, info in header.items():
+        if name != "__metadata__":
+            tensors[name] = _view(path, buffer, start, name, info)
+    return tensors
+
+
+def _view(path: Path, buffer: mmap.mmap, start: int, name: str, info: dict[str, Any]) -> torch.Tensor:
+    """Tensor ``name`` of the header as a view of ``buffer`` (no copy), its size checked."""
+    raw = info.get("dtype")
+    dtype = _DTYPES.get(raw) if isinstance(raw, str) else None
+    if dtype is None:
+        raise PretrainedError(
+            f"{path}: tensor {name} has dtype {info.get('dtype')!r}, which the lab cannot read "
+            f"(it reads {', '.join(_DTYPES)})"
+        )
+    shape = info["shape"]
+    begin, end = info["data_offsets"]
+    if not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise PretrainedError(f"{path}: tensor {name} has a bad shape {shape}; {_REMEDY}")
+    count = 1
+    for d in shape:
+        count *= d
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if not 0 <= begin <= end or end - begin != count * itemsize or start + end > len(buffer):
+        raise PretrainedError(
+            f"{path}: tensor {name}: bytes {begin}..{end} do not hold {info['dtype']} {shape}; "
+            f"{_REMEDY}"
+        )
+    if count == 0:  # frombuffer refuses an empty view
+        return torch.empty(shape, dtype=dtype)
+    flat = torch.frombuffer(buffer, dtype=dtype, count=count, offset=start + begin)
+    return flat.view(shape)
+
+
+def _load_torch(path: Path) -> dict[str, torch.Tensor]:
+    """A ``pytorch_model.bin`` state dict, memory-mapped, with no code run while unpickling."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is one line for the user
+        raise PretrainedError(
+            f"{path}: not loadable as weights-only PyTorch tensors ({one_line(exc)})"
+        ) from None
+    if not isinstance(state, dict):
+        raise PretrainedError(f"{path}: holds a {type(state).__name__}, not a state dict")
+    for name, tensor in state.items():
+        if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
+            raise PretrainedError(f"{path}: entry {name!r} is not a named tensor")
+    return state
