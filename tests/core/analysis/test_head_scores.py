@@ -1,4 +1,10 @@
-"""Head atlas scores on hand-built attention patterns (worked by hand, no trained model)."""
+"""Head atlas scores on hand-built attention patterns (worked by hand, no trained model).
+
+The task-probe scores (diagonal, previous, first, alignment) on 4-token
+patterns; the repeat-probe scores (previous, first, duplicate, induction) on
+one row ``a b c d a b c d`` (L = 4), where each hand-made head does exactly one
+thing and the others' scores are worked out by hand.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +13,20 @@ import math
 import pytest
 import torch
 
-from tui_lab.core.analysis.head_probes import alignment_sets, make_probe
+from tui_lab.core.analysis.head_probes import REPEAT, RepeatProbe, alignment_sets, make_probe
 from tui_lab.core.analysis.head_scores import (
+    NO_PATTERN,
     entropy,
+    head_scores,
+    mass_on,
+    repeat_patterns,
+    task_patterns,
+)
+from tui_lab.core.analysis.head_targets import (
+    duplicate_targets,
     first_targets,
     induction_targets,
-    mass_on,
     offset_targets,
-    scores_for,
 )
 from tui_lab.core.config.lab_config import TaskConfig
 from tui_lab.core.tasks import make_task
@@ -60,15 +72,23 @@ def test_queries_without_a_target_or_masked_do_not_count():
     assert float(mass_on(DIAGONAL, first_targets(1, T, T), none)[0]) == 0.0
 
 
+def scores_for(weights: torch.Tensor, name: str, probe) -> list:  # type: ignore[no-untyped-def]
+    found, queries = task_patterns(weights, name, probe)
+    return head_scores(name, found, entropy(weights, queries))
+
+
 def test_induction_targets_and_a_perfect_induction_head():
     # prefix of 3 then its repeat: tokens a b c a b c. Query 3 (second a) targets
-    # key 1 (the b after the first a); query 4 (second b) targets key 2 (c).
+    # key 1 (the b after the first a); query 4 (second b) targets key 2 (c); query 5
+    # (second c) key 3: the a that followed the first c.
     targets = induction_targets(torch.tensor([3]), 6)
-    assert targets[0].nonzero().tolist() == [[3, 1], [4, 2]]
+    assert targets[0].nonzero().tolist() == [[3, 1], [4, 2], [5, 3]]
+    assert duplicate_targets(torch.tensor([3]), 6)[0].nonzero().tolist() == [[3, 0], [4, 1], [5, 2]]
     w = torch.zeros(1, 1, 6, 6)
     w[0, 0, :, 0] = 1.0
     w[0, 0, 3, :] = torch.tensor([0, 1.0, 0, 0, 0, 0])
     w[0, 0, 4, :] = torch.tensor([0, 0, 1.0, 0, 0, 0])
+    w[0, 0, 5, :] = torch.tensor([0, 0, 0, 1.0, 0, 0])
     every = torch.ones(1, 6, dtype=torch.bool)
     assert float(mass_on(w, targets, every)[0]) == 1.0
     prev = torch.zeros(1, 1, 6, 6)
@@ -119,3 +139,75 @@ def test_decoder_self_attention_ignores_its_first_query():
     [head] = scores_for(w, "decoder.0.self", probe)
     assert head.best == "first" and head.scores["first"] == 1.0
     assert head.scores["diagonal"] == 0.0  # query 0's trivial self-attention is left out
+
+
+L = 4
+ROW = RepeatProbe(torch.tensor([[7, 8, 9, 10, 7, 8, 9, 10]]), torch.tensor([L]), REPEAT, "a b c d a b c d")
+
+
+def _head(keys: dict[int, int]) -> torch.Tensor:
+    """(1, 1, 2L, 2L): query q puts all its weight on key ``keys[q]`` (on itself when not given)."""
+    w = torch.zeros(1, 1, 2 * L, 2 * L)
+    for q in range(2 * L):
+        w[0, 0, q, keys.get(q, q)] = 1.0
+    return w
+
+
+def _repeat_scores(w: torch.Tensor):  # type: ignore[no-untyped-def]
+    [head] = head_scores("decoder.0.self", repeat_patterns(w, ROW, every=True), torch.zeros(1))
+    return head
+
+
+# Queries 1..7 are scored for previous and first; 4..7 (the repeat) for duplicate and induction.
+PREVIOUS_HEAD = _head({q: q - 1 for q in range(1, 2 * L)})
+DUPLICATE_HEAD = _head({q: q - L for q in range(L, 2 * L)})
+INDUCTION_HEAD = _head({q: q - L + 1 for q in range(L, 2 * L)})
+SINK_HEAD = _head({q: 0 for q in range(2 * L)})
+
+
+def test_an_exact_previous_token_head():
+    head = _repeat_scores(PREVIOUS_HEAD)
+    assert head.scores["previous"] == 1.0
+    assert head.scores["induction"] == 0.0 and head.scores["duplicate"] == 0.0
+    assert head.scores["first"] == pytest.approx(1 / 7, abs=1e-4)  # only query 1's previous is key 0
+    assert head.pattern == "previous" and head.shown == "previous"
+    assert set(head.probes.values()) == {REPEAT}
+
+
+def test_an_exact_induction_head():
+    head = _repeat_scores(INDUCTION_HEAD)
+    assert head.scores["induction"] == 1.0
+    assert head.scores["previous"] == 0.0 and head.scores["duplicate"] == 0.0 and head.scores["first"] == 0.0
+    assert head.pattern == "induction"
+
+
+def test_an_exact_duplicate_token_head():
+    head = _repeat_scores(DUPLICATE_HEAD)
+    assert head.scores["duplicate"] == 1.0
+    assert head.scores["induction"] == 0.0 and head.scores["previous"] == 0.0
+    assert head.scores["first"] == pytest.approx(1 / 7, abs=1e-4)  # query 4 (second a) looks at key 0
+    assert head.pattern == "duplicate"
+
+
+def test_an_attention_sink():
+    head = _repeat_scores(SINK_HEAD)
+    assert head.scores["first"] == 1.0  # query 0 (which can only see itself) is not scored
+    assert head.scores["previous"] == pytest.approx(1 / 7, abs=1e-4)  # query 1's previous is key 0
+    assert head.scores["duplicate"] == pytest.approx(1 / 4, abs=1e-4)  # query 4's earlier copy is key 0
+    assert head.scores["induction"] == 0.0
+    assert head.pattern == "first"
+
+
+def test_a_uniform_head_scores_chance_and_gets_no_label():
+    w = torch.ones(2 * L, 2 * L).tril()
+    w = (w / w.sum(-1, keepdim=True)).view(1, 1, 2 * L, 2 * L)
+    head = _repeat_scores(w)
+    # previous: mean over q = 1..7 of 1/(q+1) = (H(8) - 1) / 7; induction: q = 4..7
+    h8 = sum(1 / k for k in range(1, 9))
+    assert head.scores["previous"] == pytest.approx((h8 - 1) / 7, abs=1e-4)
+    assert head.scores["induction"] == pytest.approx((1 / 5 + 1 / 6 + 1 / 7 + 1 / 8) / 4, abs=1e-4)
+    for pattern, score in head.scores.items():
+        assert head.chance[pattern] == pytest.approx(score, abs=1e-4)
+    assert head.pattern is None and head.shown == NO_PATTERN
+    # previous and first tie here (query q has 1/(q+1) on each): the nearest is still reported
+    assert head.best in ("previous", "first") and head.best_score == head.scores[head.best]

@@ -1,15 +1,25 @@
-"""The fixed probe batch a run's heads are scored on, and where its task says outputs come from.
+"""The fixed probe batches heads are scored on, and where a task says outputs come from.
 
-``make_probe(task, arch, n, seed)`` gives the model's inputs, which query
-positions count (not padding), the task's true alignment as boolean
-(query, key) target sets, and, for decoder-only models, repeated random
-sequences for the induction score. The same arguments give the same probe, so
-scores from two snapshots of a run are comparable.
+Two kinds of probe, named in every score (``HeadScore.probes``):
+
+- ``task``: a lab run's own task (``make_probe(task, arch, n, seed)``): the
+  model's inputs, which query positions count (not padding) and the task's
+  true alignment as boolean (query, key) target sets;
+- ``repeat``: the standard probe for any decoder-only model, with or without a
+  task (``standard_probe(vocab_size, special_ids, ...)``): blocks of random
+  tokens from the model's own vocabulary, each repeated once right after
+  itself, as TransformerLens's ``detect_head`` scores induction. The induction
+  task brings its own repeats (of varying length, with filler after them):
+  those are used for its runs, named ``task``.
+
+The same arguments give the same probe, so scores from two snapshots of a run
+are comparable.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +28,8 @@ import torch
 from tui_lab.core.tasks.vocab import N_SPECIALS, PAD
 
 ALIGNED_TASKS = ("copy", "reverse", "sort", "addition")
+TASK = "task"
+REPEAT = "repeat"
 
 
 def alignment_sets(task: str, text: str, answer: str) -> list[list[int]]:
@@ -50,6 +62,16 @@ def alignment_sets(task: str, text: str, answer: str) -> list[list[int]]:
 
 
 @dataclass(frozen=True)
+class RepeatProbe:
+    """Rows whose first ``lengths[b]`` tokens are repeated once right after themselves."""
+
+    tokens: torch.Tensor  # (B, T), T >= 2L: tokens[b, L:2L] == tokens[b, :L]
+    lengths: torch.Tensor  # (B,) the block's length L per row
+    kind: str  # TASK (a task's own repeats) or REPEAT (standard_probe)
+    description: str  # one line for the output: what the rows are
+
+
+@dataclass(frozen=True)
 class Probe:
     """Inputs to the model and what the scores need to read its attention."""
 
@@ -58,7 +80,8 @@ class Probe:
     tgt_valid: torch.Tensor  # (B, T) bool
     alignment: torch.Tensor | None  # (B, T, S) cross, or (B, T, T) decoder-only self
     arch: str
-    repeated: tuple[torch.Tensor, torch.Tensor] | None  # (B, 2L) tokens, (B,) prefix lengths
+    repeated: RepeatProbe | None  # decoder-only models: the rows for the repeat patterns
+    description: str = ""  # one line for the output: which examples of which task
 
     def queries_for(self, name: str) -> torch.Tensor:
         """(B, Tq) bool: the query rows of module ``name`` that count."""
@@ -91,25 +114,55 @@ def _alignment(task: Any, pairs: list[tuple[str, str]], t_q: int, t_k: int, arch
     return out
 
 
-def repeated_tokens(vocab_size: int, n: int, length: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(n, 2 * length) random ordinary tokens, each row's first half repeated; (n,) lengths."""
+def standard_probe(
+    vocab_size: int, special_ids: Iterable[int], n: int = 16, length: int = 32, seed: int = 0
+) -> RepeatProbe:
+    """``n`` rows of ``length`` distinct random tokens, each row's block repeated once right after.
+
+    Tokens are drawn from ``0..vocab_size-1`` less ``special_ids`` (a BOS or
+    EOS inside the probe would change what the model does), without
+    replacement within a row, so the repeat is the only place a token comes
+    back and each pattern's target is a single key. A vocabulary with fewer
+    ordinary tokens than ``length`` gets shorter blocks. Seeded: the same
+    arguments give the same rows.
+    """
+    allowed = torch.ones(vocab_size, dtype=torch.bool)
+    specials = sorted({i for i in special_ids if 0 <= i < vocab_size})
+    allowed[specials] = False
+    ids = allowed.nonzero().flatten()  # (V',) the ordinary token ids
+    length = min(length, ids.numel())
+    if length < 2:
+        raise ValueError(f"a repeat probe needs 2 ordinary tokens; the vocabulary has {ids.numel()}")
     g = torch.Generator().manual_seed(seed)
-    half = torch.randint(N_SPECIALS, vocab_size, (n, length), generator=g)
-    return torch.cat([half, half], dim=1), torch.full((n,), length)
+    picks = torch.multinomial(torch.ones(n, ids.numel()), length, replacement=False, generator=g)
+    block = ids[picks]  # (n, L)
+    description = (
+        f"{n} blocks of {length} distinct random tokens from the vocabulary's {ids.numel()} "
+        f"ordinary ids ({len(specials)} special ids left out), each repeated once; seed {seed}"
+    )
+    return RepeatProbe(torch.cat([block, block], dim=1), torch.full((n,), length), REPEAT, description)
+
+
+def _task_repeats(task: Any, n: int, seed: int, max_len: int) -> RepeatProbe:
+    """The repeat rows for a lab task: the induction task's own, else the standard probe."""
+    if hasattr(task, "probe"):  # the induction task: its own variable-length repeats
+        tokens, lengths = task.probe(n, seed)
+        lo, hi = int(lengths.min()), int(lengths.max())
+        description = f"{task.name}: {n} of its sequences, a block of {lo}-{hi} tokens repeated once, then filler"
+        return RepeatProbe(tokens, lengths, TASK, description)
+    specials = range(N_SPECIALS)  # the lab's vocabularies put their specials first
+    return standard_probe(len(task.vocab), specials, n, max(2, min(16, max_len // 2)), seed)
 
 
 def make_probe(task: Any, arch: str, n: int = 64, seed: int = 0, max_len: int = 64) -> Probe:
     """The fixed probe for ``task`` on a model of ``arch`` (see the module docstring)."""
-    repeated = None
-    if arch == "decoder-only":
-        if hasattr(task, "probe"):  # the induction task: its own variable-length repeats
-            repeated = task.probe(n, seed)
-        else:
-            repeated = repeated_tokens(len(task.vocab), n, max(2, min(16, max_len // 2)), seed)
+    repeated = _task_repeats(task, n, seed, max_len) if arch == "decoder-only" else None
     if task.is_lm:
         tokens = task.val_batches(n, 1)[0].tgt_in  # (B, T)
         valid = torch.ones_like(tokens, dtype=torch.bool)
-        return Probe((tokens,), None, valid, None, arch, repeated)
+        about = f"{task.name}: {n} validation sequences of {tokens.size(1)} tokens"
+        return Probe((tokens,), None, valid, None, arch, repeated, about)
+    about = f"{task.name}: {n} held-out examples, seed {seed}"
     pairs = task.held_out(n, random.Random(f"probe:{seed}").getrandbits(32))
     batch = task.collate(pairs, arch)
     tgt_valid = batch.tgt_in != PAD
@@ -117,7 +170,7 @@ def make_probe(task: Any, arch: str, n: int = 64, seed: int = 0, max_len: int = 
     if arch == "encoder-decoder":
         src_valid = batch.src != PAD
         align = _alignment(task, pairs, batch.tgt_in.size(1), batch.src.size(1), arch) if aligned else None
-        return Probe((batch.src, batch.tgt_in), src_valid, tgt_valid, align, arch, None)
+        return Probe((batch.src, batch.tgt_in), src_valid, tgt_valid, align, arch, None, about)
     t = batch.tgt_in.size(1)
     align = _alignment(task, pairs, t, t, arch) if aligned else None
-    return Probe((batch.tgt_in,), None, tgt_valid, align, arch, repeated)
+    return Probe((batch.tgt_in,), None, tgt_valid, align, arch, repeated, about)

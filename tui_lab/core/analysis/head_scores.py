@@ -2,38 +2,58 @@
 
 Every score is the same measurement: the attention mass a head puts on a
 *target set* of keys, averaged over the queries that have one. Only the
-target sets differ:
+target sets differ (``head_targets``):
 
 - ``diagonal``: the query's own position (self-attention);
-- ``previous``: the position before it (self-attention, queries from 1 on);
-- ``first``: position 0, an "attention sink";
+- ``previous``: the position before it (self-attention; only queries t >= 1,
+  which have one);
+- ``first``: position 0, an "attention sink" (in a decoder, queries t >= 1:
+  query 0 can only attend to itself);
 - ``alignment``: where the task says the output comes from (copy: output i
   from input i; reverse: from n-1-i; sort: every input position holding that
   digit; addition: the digits of the same column), for cross attention, and
   for a decoder-only model's self-attention from its answer to its input;
-- ``induction``: on a repeated random sequence, from a token's second
-  occurrence to the token right after its first occurrence (Olsson et al.
-  2022, "In-context Learning and Induction Heads").
+- ``duplicate``: on a repeated block, from a token's second occurrence to its
+  first;
+- ``induction``: on a repeated block, from a token's second occurrence to the
+  token right after its first occurrence (Olsson et al. 2022, "In-context
+  Learning and Induction Heads").
 
-``entropy`` (mean over queries, in nats) is reported beside them but is not a
-pattern. A head's best-fitting pattern is its highest score. The functions at
-the top take plain weight tensors, so they can be tested on hand-built
-patterns; ``score_heads`` runs a model on its task's fixed probe batch
-(``head_probes``) through ``capture_attention``.
+Each score says which probe it was taken on (``head_probes``: ``task``, a lab
+run's own task; ``repeat``, random tokens from the vocabulary repeated once).
+``score_atlas`` scores a lab run's model on its task (the repeat patterns on
+repeats); ``score_atlas_on_repeats`` scores any decoder-only model, with no
+task, on the standard probe alone. ``entropy`` (mean over queries, in nats) is
+reported beside the scores but is not a pattern.
+
+A head's best-fitting pattern is its highest score, and it is the head's
+label only if it clears the floor (``head_floor``); otherwise the head is
+shown as "no clear pattern".
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
-from tui_lab.core.analysis.head_probes import Probe, make_probe
+from tui_lab.core.analysis.head_floor import LABEL_FLOOR, clears_floor
+from tui_lab.core.analysis.head_probes import Probe, RepeatProbe, make_probe, standard_probe
+from tui_lab.core.analysis.head_targets import (
+    allowed_keys,
+    duplicate_targets,
+    first_targets,
+    induction_targets,
+    offset_targets,
+    uniform_attention,
+)
 from tui_lab.core.model.capture import capture_attention
 
-PATTERNS = ("diagonal", "previous", "first", "alignment", "induction")
+PATTERNS = ("diagonal", "previous", "first", "alignment", "duplicate", "induction")
+NO_PATTERN = "no clear pattern"
 
 
 def mass_on(weights: torch.Tensor, targets: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
@@ -59,31 +79,22 @@ def entropy(weights: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
     return (rows * queries[:, None].float()).sum((0, 2)) / n
 
 
-def offset_targets(batch: int, t_q: int, t_k: int, offset: int) -> torch.Tensor:
-    """(B, Tq, Tk) bool: query q targets key q - offset (0: diagonal, 1: previous)."""
-    q = torch.arange(t_q)[:, None]
-    k = torch.arange(t_k)[None, :]
-    return (k == q - offset).expand(batch, t_q, t_k)
+@dataclass(frozen=True)
+class Measured:
+    """One pattern on one module: (H,) scores, a uniform head's score, and the probe."""
+
+    scores: torch.Tensor
+    chance: float
+    probe: str
 
 
-def first_targets(batch: int, t_q: int, t_k: int) -> torch.Tensor:
-    """(B, Tq, Tk) bool: every query targets key 0."""
-    out = torch.zeros(batch, t_q, t_k, dtype=torch.bool)
-    out[:, :, 0] = True
-    return out
-
-
-def induction_targets(lengths: torch.Tensor, t_q: int) -> torch.Tensor:
-    """(B, Tq, Tq) for sequences whose first ``lengths[b]`` tokens repeat right after.
-
-    The query at q = L + k holds the prefix's token k again; its target is
-    the token after the first occurrence, k + 1 = q - L + 1, for k in 0..L-2.
-    """
-    q = torch.arange(t_q)[None, :, None]  # (1, Tq, 1)
-    k = torch.arange(t_q)[None, None, :]  # (1, 1, Tk)
-    length = lengths[:, None, None]  # (B, 1, 1)
-    in_repeat = (q >= length) & (q <= 2 * length - 2)
-    return in_repeat & (k == q - length + 1)
+def measure(
+    weights: torch.Tensor, targets: torch.Tensor, queries: torch.Tensor, allowed: torch.Tensor, probe: str
+) -> Measured:
+    """``mass_on`` for every head, and for a head spreading evenly over the ``allowed`` keys."""
+    targets = targets.expand(weights.size(0), -1, -1)
+    chance = float(mass_on(uniform_attention(allowed.expand_as(targets)), targets, queries)[0])
+    return Measured(mass_on(weights, targets, queries), chance, probe)
 
 
 @dataclass(frozen=True)
@@ -94,76 +105,162 @@ class HeadScore:
     head: int
     scores: dict[str, float]  # pattern -> score in [0, 1]; only the patterns that apply
     entropy: float
-    best: str
+    best: str  # the highest-scoring pattern
     best_score: float
+    probes: dict[str, str] = field(default_factory=dict)  # pattern -> the probe it was scored on
+    chance: dict[str, float] = field(default_factory=dict)  # pattern -> a uniform head's score
+    pattern: str | None = None  # ``best`` if it clears the floor, else None
 
     @property
     def label(self) -> str:
         """``decoder.1.self:2``, the form ``--head`` options take."""
         return f"{self.name}:{self.head}"
 
+    @property
+    def shown(self) -> str:
+        """What the atlas calls the head: its pattern, or "no clear pattern"."""
+        return self.pattern or NO_PATTERN
+
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, **asdict(self)}
 
 
-def scores_for(
-    weights: torch.Tensor, name: str, probe: Probe, induction: dict[str, torch.Tensor] | None = None
-) -> list[HeadScore]:
-    """Every head of one attention module on its probe (``weights`` (B, H, Tq, Tk)).
-
-    ``induction``: module name -> (H,) induction scores measured on the
-    repeated sequences, added to that module's heads.
-    """
-    b, h, t_q, t_k = weights.shape
-    queries = probe.queries_for(name)[:, :t_q].clone()
-    if name.startswith("decoder.") and name.endswith(".self"):
-        queries[:, 0] = False  # causal: the first query can only attend to itself
-    found: dict[str, torch.Tensor] = {}
-    if name.endswith(".self"):
-        found["diagonal"] = mass_on(weights, offset_targets(b, t_q, t_k, 0), queries)
-        found["previous"] = mass_on(weights, offset_targets(b, t_q, t_k, 1), queries)
-    found["first"] = mass_on(weights, first_targets(b, t_q, t_k), queries)
-    align = probe.alignment_for(name)
-    if align is not None:
-        found["alignment"] = mass_on(weights, align[:, :t_q, :t_k], queries)
-    ent = entropy(weights, queries)
+def head_scores(name: str, found: dict[str, Measured], ent: torch.Tensor) -> list[HeadScore]:
+    """One ``HeadScore`` per head of module ``name`` from its measured patterns."""
     out: list[HeadScore] = []
-    for i in range(h):
-        scores = {k: round(float(v[i]), 4) for k, v in found.items()}
-        if induction is not None and name in induction:
-            scores["induction"] = round(float(induction[name][i]), 4)
+    for i in range(ent.numel()):
+        scores = {k: round(float(m.scores[i]), 4) for k, m in found.items()}
+        chance = {k: round(m.chance, 4) for k, m in found.items()}
         best = max(scores, key=lambda k: scores[k])
-        out.append(HeadScore(name, i, scores, round(float(ent[i]), 4), best, scores[best]))
+        pattern = best if clears_floor(scores[best], chance[best]) else None
+        probes = {k: m.probe for k, m in found.items()}
+        out.append(HeadScore(name, i, scores, round(float(ent[i]), 4), best, scores[best], probes, chance, pattern))
     return out
 
 
+def task_patterns(weights: torch.Tensor, name: str, probe: Probe) -> tuple[dict[str, Measured], torch.Tensor]:
+    """The task probe's patterns of one module (``weights`` (B, H, Tq, Tk)), and its queries."""
+    b, _, t_q, t_k = weights.shape
+    queries = probe.queries_for(name)[:, :t_q].clone()
+    decoder_self = name.startswith("decoder.") and name.endswith(".self")
+    if decoder_self:
+        queries[:, 0] = False  # causal: the first query can only attend to itself
+    key_valid = None if decoder_self else probe.src_valid
+    allowed = allowed_keys(decoder_self, t_q, t_k, key_valid)
+    task = "task"
+    found: dict[str, Measured] = {}
+    if name.endswith(".self"):
+        found["diagonal"] = measure(weights, offset_targets(b, t_q, t_k, 0), queries, allowed, task)
+        found["previous"] = measure(weights, offset_targets(b, t_q, t_k, 1), queries, allowed, task)
+    found["first"] = measure(weights, first_targets(b, t_q, t_k), queries, allowed, task)
+    align = probe.alignment_for(name)
+    if align is not None:
+        found["alignment"] = measure(weights, align[:, :t_q, :t_k], queries, allowed, task)
+    return found, queries
+
+
+def repeat_patterns(weights: torch.Tensor, repeats: RepeatProbe, every: bool) -> dict[str, Measured]:
+    """Duplicate and induction on causal self-attention over ``repeats`` (and, with ``every``,
+    previous and first over queries t >= 1)."""
+    b, _, t_q, t_k = weights.shape
+    allowed = allowed_keys(True, t_q, t_k, None)
+    queries = torch.ones(b, t_q, dtype=torch.bool)
+    queries[:, 0] = False  # the first query can only attend to itself
+    kind = repeats.kind
+    found: dict[str, Measured] = {}
+    if every:
+        found["previous"] = measure(weights, offset_targets(b, t_q, t_k, 1), queries, allowed, kind)
+        found["first"] = measure(weights, first_targets(b, t_q, t_k), queries, allowed, kind)
+    found["duplicate"] = measure(weights, duplicate_targets(repeats.lengths, t_q, t_k), queries, allowed, kind)
+    found["induction"] = measure(weights, induction_targets(repeats.lengths, t_q, t_k), queries, allowed, kind)
+    return found
+
+
+@dataclass(frozen=True)
+class Atlas:
+    """Every head's scores, best first; ``probes``: probe kind -> what its rows are."""
+
+    heads: list[HeadScore]
+    probes: dict[str, str]
+    floor: float = LABEL_FLOOR
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"floor": self.floor, "probes": self.probes, "heads": [h.to_dict() for h in self.heads]}
+
+
+def _ranked(heads: list[HeadScore]) -> list[HeadScore]:
+    return sorted(heads, key=lambda s: -s.best_score)
+
+
 @torch.no_grad()
-def score_heads(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int = 0) -> list[HeadScore]:
-    """Score every head of ``model`` on ``task``'s fixed probe; best first.
+def _attention(model: nn.Module, *inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every attention module's weights (B, H, Tq, Tk) on one forward pass, on the CPU."""
+    with capture_attention(model) as store:
+        model(*inputs)
+    return {name: w.cpu() for name, w in store.matrices().items()}
+
+
+def _in_eval(model: nn.Module) -> bool:
+    was_training = model.training
+    model.eval()
+    return was_training
+
+
+def score_atlas(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int = 0) -> Atlas:
+    """Score every head of a lab run's ``model`` on ``task``'s fixed probe (and its repeats).
 
     The same ``n`` and ``seed`` give the same probe at every step of a run,
     so scores from two snapshots are comparable.
     """
-    was_training = model.training
-    model.eval()
+    was_training = _in_eval(model)
     try:
         config = getattr(model, "config", None)
         probe = make_probe(task, arch, n, seed, max_len=config.max_len if config else 64)
-        with capture_attention(model) as store:
-            model(*probe.inputs)
-        induction: dict[str, torch.Tensor] | None = None
-        if probe.repeated is not None:  # decoder-only models only
-            tokens, lengths = probe.repeated
-            with capture_attention(model) as rep_store:
-                model(tokens)
-            induction = {}
-            for name, w in rep_store.matrices().items():
-                t = w.size(-1)
-                every = torch.ones(w.size(0), t, dtype=torch.bool)
-                induction[name] = mass_on(w.cpu(), induction_targets(lengths, t), every)
+        on_repeats = _attention(model, probe.repeated.tokens) if probe.repeated is not None else {}
         heads: list[HeadScore] = []
-        for name, w in store.matrices().items():
-            heads.extend(scores_for(w.cpu(), name, probe, induction))
+        for name, w in _attention(model, *probe.inputs).items():
+            found, queries = task_patterns(w, name, probe)
+            if probe.repeated is not None and name in on_repeats:
+                found.update(repeat_patterns(on_repeats[name], probe.repeated, every=False))
+            heads.extend(head_scores(name, found, entropy(w, queries)))
     finally:
         model.train(was_training)
-    return sorted(heads, key=lambda s: -s.best_score)
+    probes = {"task": probe.description}
+    if probe.repeated is not None:
+        probes[probe.repeated.kind] = probe.repeated.description
+    return Atlas(_ranked(heads), probes)
+
+
+def score_heads(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int = 0) -> list[HeadScore]:
+    """``score_atlas``'s heads: every head of ``model`` on ``task``'s fixed probe, best first."""
+    return score_atlas(model, task, arch, n, seed).heads
+
+
+def score_atlas_on_repeats(
+    model: nn.Module,
+    vocab_size: int,
+    special_ids: Iterable[int],
+    n: int = 16,
+    length: int = 32,
+    seed: int = 0,
+) -> Atlas:
+    """Score every head of a decoder-only ``model`` on the standard probe alone (no task needed).
+
+    Previous-token, first-token, duplicate-token and induction scores, all on
+    ``standard_probe(vocab_size, special_ids, n, length, seed)``; ``length`` is
+    cut to fit the model's context (``model.config.max_len``) twice over.
+    """
+    config = getattr(model, "config", None)
+    if config is not None:
+        length = max(2, min(length, config.max_len // 2))
+    repeats = standard_probe(vocab_size, special_ids, n, length, seed)
+    was_training = _in_eval(model)
+    try:
+        heads: list[HeadScore] = []
+        for name, w in _attention(model, repeats.tokens).items():
+            queries = torch.ones(w.size(0), w.size(2), dtype=torch.bool)
+            queries[:, 0] = False
+            heads.extend(head_scores(name, repeat_patterns(w, repeats, every=True), entropy(w, queries)))
+    finally:
+        model.train(was_training)
+    return Atlas(_ranked(heads), {repeats.kind: repeats.description})
