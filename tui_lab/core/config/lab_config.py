@@ -196,6 +196,10 @@ def _coerce(path: str, value: Any, hint: Any) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         return _coerce(path, value, inner[0])
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:  # tuple[int, ...]: any length
+        if not isinstance(value, (list, tuple)):
+            raise _type_error(path, f"expected a list, got {show(value)}")
+        return tuple(_coerce(f"{path}[{i}]", v, args[0]) for i, v in enumerate(value))
     if origin is tuple:
         if not isinstance(value, (list, tuple)) or len(value) != len(args):
             raise _type_error(path, f"expected a list of {len(args)} numbers, got {show(value)}")

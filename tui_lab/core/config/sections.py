@@ -17,7 +17,9 @@ from tui_lab.core.config.error import field_error, show, suggest
 ARCHS = ("encoder-decoder", "decoder-only")
 NORMS = ("pre", "post")
 POSITIONALS = ("sinusoidal", "learned", "rope")
-ACTIVATIONS = ("relu", "gelu")
+# "gelu" is the exact GELU; "gelu_tanh" its tanh approximation (GPT-2's gelu_new).
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+NORM_KINDS = ("layernorm", "rmsnorm")
 TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction")
 SCHEDULES = ("noam", "cosine", "linear", "constant")
 # What a cosine or linear decay runs over: the steps, or the time budget (max_seconds).
@@ -58,8 +60,26 @@ class ModelConfig:
     tie_embeddings: bool = True
     share_embeddings: bool = True
     vocab_size: int | None = None
+    # The options real checkpoints need (GPT-2, GPT-NeoX, Llama, GPT-Neo); the
+    # defaults are the lab's own blocks, so presets and run folders are unchanged.
+    norm_kind: str = "layernorm"
+    norm_eps: float = 1e-5
+    gated_ff: bool = False  # lin2(act(gate(x)) * lin1(x)), Llama's gate/up/down
+    parallel_residual: bool = False  # x + attn(norm1(x)) + ff(norm2(x)), GPT-NeoX
+    rope_fraction: float = 1.0  # rotary on the first int(d_head * f) dims of each head
+    rope_base: float = 10000.0
+    score_scale: float | None = None  # None: 1/sqrt(d_head)
+    # Per decoder layer: 0 = global, w > 0 = each query sees its last w keys (itself included).
+    attention_windows: tuple[int, ...] = ()
+    n_kv_heads: int | None = None  # grouped-query attention; None = n_heads
+    qkv_bias: bool = True
+    out_bias: bool = True
+    ff_bias: bool = True
+    scale_embeddings: bool = True  # token embeddings times sqrt(d_model)
 
     def __post_init__(self) -> None:
+        # A list (from code, not YAML) would make the config unhashable.
+        object.__setattr__(self, "attention_windows", tuple(self.attention_windows))
         _choice("model.arch", self.arch, ARCHS)
         _choice("model.norm", self.norm, NORMS)
         _choice("model.positional", self.positional, POSITIONALS)
@@ -84,19 +104,69 @@ class ModelConfig:
             raise field_error(
                 "model.positional", f"rope needs an even head size, d_model/n_heads = {self.d_head}"
             )
+        self._check_options()
+
+    def _check_options(self) -> None:
+        """The checks of the options real checkpoints need (norm kind to biases)."""
+        _choice("model.norm_kind", self.norm_kind, NORM_KINDS)
+        _positive("model.norm_eps", self.norm_eps)
+        _positive("model.rope_base", self.rope_base)
+        if not 0.0 < self.rope_fraction <= 1.0:
+            raise field_error("model.rope_fraction", f"must be in (0, 1], got {self.rope_fraction}")
+        rotary = self.rotary_dims
+        if self.positional == "rope" and self.rope_fraction < 1.0 and (rotary < 2 or rotary % 2):
+            raise field_error(
+                "model.rope_fraction",
+                f"rotates {rotary} of {self.d_head} head dims; that must be even and at least 2",
+            )
+        if self.score_scale is not None:
+            _positive("model.score_scale", self.score_scale)
+        if self.n_kv_heads is not None:
+            _positive("model.n_kv_heads", self.n_kv_heads)
+            if self.n_heads % self.n_kv_heads:
+                raise field_error(
+                    "model.n_kv_heads", f"{self.n_kv_heads} does not divide n_heads={self.n_heads}"
+                )
+        windows = self.attention_windows
+        if windows and len(windows) != self.n_decoder_layers:
+            raise field_error(
+                "model.attention_windows",
+                f"{len(windows)} windows for {self.n_decoder_layers} decoder layers (one each, 0 = global)",
+            )
+        if any(w < 0 for w in windows):
+            raise field_error("model.attention_windows", f"must be >= 0 (0 = global), got {list(windows)}")
+        if self.parallel_residual and (self.norm != "pre" or self.arch != "decoder-only"):
+            raise field_error(
+                "model.parallel_residual", "needs a decoder-only model with norm: pre"
+            )
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
 
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: ``n_kv_heads``, or one per query head."""
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def rotary_dims(self) -> int:
+        """How many dims of each head rotary positions rotate (``rope_fraction`` of d_head)."""
+        return int(self.d_head * self.rope_fraction)
+
     def estimated_params(self, vocab_size: int | None = None) -> int:
         """Rough upper bound on parameters, computed without building anything."""
         d, f = self.d_model, self.d_ff
         v = self.vocab_size or vocab_size or VOCAB_GUESS
-        attn = 4 * d * d + 4 * d
-        ff = 2 * d * f + d + f if f else 0  # d_ff 0: attention-only (an upper bound still)
+        kv = self.kv_heads * self.d_head  # width of w_k and w_v
+        attn = 2 * d * d + 2 * d * kv
+        attn += (d + 2 * kv if self.qkv_bias else 0) + (d if self.out_bias else 0)
+        n_lin = 3 if self.gated_ff else 2
+        ff_biases = (n_lin - 1) * f + d if self.ff_bias else 0
+        ff = n_lin * d * f + ff_biases if f else 0  # d_ff 0: attention-only (an upper bound still)
+        norm = 2 * d if self.norm_kind == "layernorm" else d  # RMSNorm: a scale, no shift
         enc = self.n_encoder_layers if self.arch == "encoder-decoder" else 0
-        layers = enc * (attn + ff + 4 * d) + self.n_decoder_layers * (2 * attn + ff + 6 * d)
+        layers = enc * (attn + ff + 2 * norm) + self.n_decoder_layers * (2 * attn + ff + 3 * norm)
         return layers + 3 * v * d + self.max_len * d * 2 + v
 
 

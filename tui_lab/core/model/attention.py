@@ -16,6 +16,11 @@ Two code paths compute it:
 Masks are boolean and **True means "may attend"** (the convention of
 ``F.scaled_dot_product_attention``; the opposite of ``nn.MultiheadAttention``'s
 ``key_padding_mask``).
+
+Options real checkpoints need: fewer key/value heads than query heads
+(grouped-query attention: query head i reads key/value head i // (H / H_kv)),
+another score scale than 1/sqrt(d_k) (GPT-Neo uses none), a local window (each
+query sees only its last w keys), and projections without biases.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ def scaled_dot_product_attention(
     k: torch.Tensor,
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
+    scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T / sqrt(d_k)) v, written out so the weights can be returned.
 
@@ -45,10 +51,11 @@ def scaled_dot_product_attention(
 
     A query row whose keys are all masked has nothing to attend to; softmax
     over only ``-inf`` would be NaN, so such rows get zero weights and a zero
-    output instead (matching the fused kernel on CPU).
+    output instead (matching the fused kernel on CPU). ``scale`` replaces
+    1/sqrt(d_k) when given.
     """
-    d_k = q.size(-1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk)
+    scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
+    scores = scores / math.sqrt(q.size(-1)) if scale is None else scores * scale
     if mask is not None:
         # torch.where(mask, x, c) is masked_fill(~mask, c) without building ~mask.
         scores = torch.where(mask, scores, float("-inf"))
@@ -74,6 +81,15 @@ def causal_mask(
     return ones.tril(diagonal=t_k - t_q)
 
 
+def window_mask(
+    t_q: int, t_k: int, window: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Boolean (t_q, t_k) causal band: query i (at position t_k - t_q + i, as in
+    ``causal_mask``) may attend to its last ``window`` keys, itself included."""
+    ones = torch.ones(t_q, t_k, dtype=torch.bool, device=device)
+    return ones.tril(diagonal=t_k - t_q) & ~ones.tril(diagonal=t_k - t_q - window)
+
+
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     """(B, T) token ids -> (B, 1, 1, T) boolean, True at real (non-pad) tokens.
 
@@ -97,12 +113,13 @@ class KVCache:
 
     def __init__(self, static: bool = False) -> None:
         self.static = static
-        self.k: torch.Tensor | None = None  # (B, H, T, d_head)
+        self.k: torch.Tensor | None = None  # (B, H_kv, T, d_head)
         self.v: torch.Tensor | None = None
         # w_q, w_k, w_v weights and biases stacked into one (3 d_model, d_model)
-        # projection, made on the first step: a decode lives as long as its cache
-        # and the weights do not change during it (see MultiHeadAttention).
-        self.packed: tuple[torch.Tensor, torch.Tensor] | None = None
+        # projection (narrower with fewer key/value heads), made on the first
+        # step: a decode lives as long as its cache and the weights do not
+        # change during it (see MultiHeadAttention).
+        self.packed: tuple[torch.Tensor, torch.Tensor | None] | None = None
 
     @property
     def length(self) -> int:
@@ -114,7 +131,7 @@ class KVCache:
         return self.k is not None
 
     def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store (static) or append (B, H, T_new, d_head) keys/values; return all of them."""
+        """Store (static) or append (B, H_kv, T_new, d_head) keys/values; return all of them."""
         if self.k is None or self.v is None or self.static:
             self.k, self.v = k, v
         else:
@@ -149,6 +166,11 @@ class MultiHeadAttention(nn.Module):
       with one matmul on a stacked copy of the weights kept in the cache.
     - ``rope``: a shared ``RotaryEmbedding`` applied to q and k (self-attention);
       ``rope_angles``, its ``angles(offset, Tq)`` when the caller has them.
+    - ``n_kv_heads`` < ``n_heads``: ``w_k``/``w_v`` project to ``n_kv_heads``
+      heads (the cache keeps those), each shared by ``n_heads / n_kv_heads``
+      consecutive query heads; weights are still (B, n_heads, Tq, Tk).
+    - ``score_scale``: multiplies q.k instead of 1/sqrt(d_head); ``window`` > 0:
+      a causal query sees only its last ``window`` keys (with or without cache).
 
     Attention capture: ``capture_name`` is set by the model
     (``decoder.0.cross``...) and ``store`` is None except inside
@@ -163,18 +185,31 @@ class MultiHeadAttention(nn.Module):
         n_heads: int,
         dropout: float = 0.0,
         rope: RotaryEmbedding | None = None,
+        *,
+        n_kv_heads: int | None = None,
+        qkv_bias: bool = True,
+        out_bias: bool = True,
+        score_scale: float | None = None,
+        window: int = 0,
     ) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        kv_heads = n_kv_heads or n_heads
+        if n_heads % kv_heads:
+            raise ValueError(f"n_kv_heads={kv_heads} does not divide n_heads={n_heads}")
         self.d_model = d_model
         self.n_heads = n_heads
+        self.n_kv_heads = kv_heads
         self.d_head = d_model // n_heads
         self.dropout = dropout
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
-        self.w_o = nn.Linear(d_model, d_model)
+        self.score_scale = score_scale
+        self.window = window
+        d_kv = kv_heads * self.d_head
+        self.w_q = nn.Linear(d_model, d_model, bias=qkv_bias)
+        self.w_k = nn.Linear(d_model, d_kv, bias=qkv_bias)
+        self.w_v = nn.Linear(d_model, d_kv, bias=qkv_bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=out_bias)
         self.rope = rope
         self.capture_name: str = "attention"
         self.store: WeightStore | None = None  # an AttentionStore while capturing
@@ -183,8 +218,8 @@ class MultiHeadAttention(nn.Module):
         self.fused: bool = True
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, _ = x.shape
-        return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
+        b, t, width = x.shape
+        return x.view(b, t, width // self.d_head, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
 
     def _packed_qkv(
         self, x: torch.Tensor, cache: KVCache
@@ -197,14 +232,19 @@ class MultiHeadAttention(nn.Module):
         lives in the decode's cache and is made only when no gradient is wanted.
         """
         if cache.packed is None:
+            q_b, k_b, v_b = self.w_q.bias, self.w_k.bias, self.w_v.bias
             cache.packed = (
                 torch.cat((self.w_q.weight, self.w_k.weight, self.w_v.weight)),  # (3D, D)
-                torch.cat((self.w_q.bias, self.w_k.bias, self.w_v.bias)),  # (3D,)
+                None if q_b is None or k_b is None or v_b is None else torch.cat((q_b, k_b, v_b)),
             )
         b, t, _ = x.shape
-        qkv = F.linear(x, *cache.packed).view(b, t, 3, self.n_heads, self.d_head)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # (B, H, T, d_head) each
-        return q, k, v
+        qkv = F.linear(x, *cache.packed)  # (B, T, D + 2 D_kv)
+        if self.n_kv_heads == self.n_heads:
+            q, k, v = qkv.view(b, t, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4).unbind(0)
+            return q, k, v  # (B, H, T, d_head) each
+        d_kv = self.n_kv_heads * self.d_head
+        q, k, v = qkv.split((self.d_model, d_kv, d_kv), dim=-1)
+        return self._split_heads(q), self._split_heads(k), self._split_heads(v)
 
     def forward(
         self,
@@ -249,8 +289,16 @@ class MultiHeadAttention(nn.Module):
                     cos, sin = self.rope.angles(offset, new_k.size(-2))
                 k = self.rope.rotate(new_k, cos, sin)
         if new_k is not None and cache is not None:
-            k, v = cache.update(k, v)  # (B, H, Tk, d_head)
+            k, v = cache.update(k, v)  # (B, H_kv, Tk, d_head)
+        if self.n_kv_heads != self.n_heads:  # each key/value head serves a group of query heads
+            group = self.n_heads // self.n_kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         t_k = k.size(-2)
+        if is_causal and self.window and t_k > self.window:
+            # The band is causal too; keys past the window are hidden from every query.
+            band = window_mask(t_q, t_k, self.window, device=q.device)
+            mask = band if mask is None else mask & band
+            is_causal = False
 
         # A causal query block that is as long as the keys is the plain lower
         # triangle: the fused kernel takes is_causal=True and builds no mask.
@@ -266,12 +314,12 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         if store is None and not need_weights and self.fused:
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=p, is_causal=fused_causal
+                q, k, v, attn_mask=mask, dropout_p=p, is_causal=fused_causal, scale=self.score_scale
             )  # (B, H, Tq, d_head)
         else:
             if fused_causal:
                 mask = causal_mask(t_q, t_k, device=q.device)
-            out, weights = scaled_dot_product_attention(q, k, v, mask)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, self.score_scale)
             if p > 0.0:
                 out = F.dropout(weights, p) @ v  # (B, H, Tq, d_head)
             if store is not None:

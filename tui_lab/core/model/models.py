@@ -5,11 +5,11 @@ Shared pieces, in the seed tutorials' order:
 
 1. token embedding, multiplied by sqrt(d_model) so it is not drowned by the
    positional signal (embeddings start with std d_model^-0.5, so the product
-   has unit scale);
+   has unit scale); ``scale_embeddings: false`` leaves it as is (GPT-2, Llama...);
 2. positions: sinusoidal or learned vectors added here, or RoPE applied to
    queries and keys inside every self-attention;
-3. dropout, the layer stack, a final LayerNorm (pre-LN only: post-LN layers
-   already end in a norm);
+3. dropout, the layer stack, a final norm (pre-LN only: post-LN layers
+   already end in a norm), LayerNorm or RMSNorm as ``norm_kind`` says;
 4. ``lm_head``, a bias-free linear to vocabulary logits, tied to
    ``tgt_embed.weight`` when ``tie_embeddings``.
 
@@ -30,7 +30,14 @@ from torch import nn
 
 from tui_lab.core.config.lab_config import LabConfig, ModelConfig, check_fits_in_memory
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention, padding_mask
-from tui_lab.core.model.layers import DecoderLayer, EncoderLayer, RopeAngles, maybe_dropout
+from tui_lab.core.model.layers import (
+    BlockOptions,
+    DecoderLayer,
+    EncoderLayer,
+    RopeAngles,
+    make_norm,
+    maybe_dropout,
+)
 from tui_lab.core.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
 from tui_lab.core.tasks.vocab import PAD
 
@@ -69,7 +76,26 @@ def _positions(config: ModelConfig) -> nn.Module | None:
 def _rope(config: ModelConfig) -> RotaryEmbedding | None:
     if config.positional != "rope":
         return None
-    return RotaryEmbedding(config.d_head, max_len=config.max_len)
+    return RotaryEmbedding(
+        config.d_head, base=config.rope_base, max_len=config.max_len, fraction=config.rope_fraction
+    )
+
+
+def block_options(config: ModelConfig, window: int = 0) -> BlockOptions:
+    """The block options ``config`` sets; ``window``: this layer's attention window."""
+    c = config
+    return BlockOptions(
+        norm_kind=c.norm_kind,
+        norm_eps=c.norm_eps,
+        gated_ff=c.gated_ff,
+        ff_bias=c.ff_bias,
+        parallel_residual=c.parallel_residual,
+        n_kv_heads=c.n_kv_heads,
+        qkv_bias=c.qkv_bias,
+        out_bias=c.out_bias,
+        score_scale=c.score_scale,
+        window=window,
+    )
 
 
 class TokenEmbedding(nn.Embedding):
@@ -99,22 +125,24 @@ def _stack(
     config: ModelConfig,
     rope: RotaryEmbedding | None,
     name: str,
-) -> tuple[nn.ModuleList, nn.LayerNorm | None]:
-    """``count`` layers of one kind, and the final LayerNorm that pre-LN stacks need.
+) -> tuple[nn.ModuleList, nn.LayerNorm | nn.RMSNorm | None]:
+    """``count`` layers of one kind, and the final norm that pre-LN stacks need.
 
     Each attention is named for capture: ``{name}.{i}.self`` and ``{name}.{i}.cross``.
+    ``attention_windows`` belong to the decoder stack's layers.
     """
     c = config
     pre = c.norm == "pre"
+    windows = c.attention_windows if name == "decoder" and c.attention_windows else (0,) * count
     layers = [
-        layer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, pre, rope)
-        for _ in range(count)
+        layer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, pre, rope, block_options(c, w))
+        for w in windows
     ]
     for i, block in enumerate(layers):
         block.self_attn.capture_name = f"{name}.{i}.self"
         if isinstance(block, DecoderLayer):
             block.cross_attn.capture_name = f"{name}.{i}.cross"
-    return nn.ModuleList(layers), nn.LayerNorm(c.d_model) if pre else None
+    return nn.ModuleList(layers), make_norm(c.d_model, block_options(c)) if pre else None
 
 
 def _angles(rope: RotaryEmbedding | None, offset: int, length: int) -> RopeAngles | None:
@@ -195,12 +223,14 @@ class _Base(nn.Module):
         self.config = config
         self.vocab_size = vocab_size
         self.pad_id = pad_id
-        self.embed_scale = math.sqrt(config.d_model)
+        self.embed_scale = math.sqrt(config.d_model) if config.scale_embeddings else 1.0
         self.drop = nn.Dropout(config.dropout)
 
     def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int) -> torch.Tensor:
         """(B, T) ids -> (B, T, d_model): scaled embedding + positions, then dropout."""
-        x = embedding(tokens) * self.embed_scale  # (B, T, d_model)
+        x = embedding(tokens)  # (B, T, d_model)
+        if self.embed_scale != 1.0:
+            x = x * self.embed_scale
         if self.pos is not None:
             x = self.pos(x, offset)
         return maybe_dropout(self.drop, x)

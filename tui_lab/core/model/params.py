@@ -21,6 +21,10 @@ FLOPs per token (multiply and add counted as 2), with ``C = context_len``:
   ``n_layers``; encoder-decoder ``n_enc + 2 n_dec`` (self + cross), "per
   token" meaning one source token and one target token, source length = target
   length = C;
+- a local attention window ``w`` (``attention_windows``) caps a decoder
+  layer's self-attention at ``min(C, w)`` keys in place of ``C``; fewer
+  key/value heads (grouped-query) shrink ``w_k``/``w_v`` (counted in
+  ``N_layers``) but not the score products, which every query head still makes;
 - ``training = 3 x inference`` (backward costs about twice the forward).
 
 Compared with Kaplan et al. (2020), who give ``2 N + 2 n_layer C d_attn``, this
@@ -129,13 +133,7 @@ def report_for_model(model: nn.Module, context_len: int) -> ParamReport:
     config: ModelConfig | None = getattr(model, "config", None)
     vocab = int(getattr(model, "vocab_size", 0))
     d = config.d_model if config else 0
-    if config is None:
-        n_attn = 0
-    elif config.arch == "encoder-decoder":
-        n_attn = config.n_encoder_layers + 2 * config.n_decoder_layers
-    else:
-        n_attn = config.n_decoder_layers
-    infer = 2 * (stacks + d * vocab) + 4 * context_len * d * n_attn
+    infer = 2 * (stacks + d * vocab) + 4 * d * _keys_attended(config, context_len)
     return ParamReport(
         rows=out_rows,
         total=total,
@@ -147,6 +145,17 @@ def report_for_model(model: nn.Module, context_len: int) -> ParamReport:
         train_bytes=total * TRAIN_BYTES_PER_PARAM,
         context_len=context_len,
     )
+
+
+def _keys_attended(config: ModelConfig | None, context_len: int) -> int:
+    """Keys one token's attention modules read in all, at full context (windows capped)."""
+    if config is None:
+        return 0
+    windows = config.attention_windows or (0,) * config.n_decoder_layers
+    decoder_self = sum(min(context_len, w) if w else context_len for w in windows)
+    if config.arch == "encoder-decoder":  # encoder self + decoder cross read the whole source
+        return decoder_self + (config.n_encoder_layers + config.n_decoder_layers) * context_len
+    return decoder_self
 
 
 @functools.lru_cache(maxsize=64)

@@ -121,31 +121,39 @@ class RotaryEmbedding(nn.Module):
     ``angles(offset, length)`` gives the (cos, sin_signed) rows for a block of
     positions; a layer stack takes them once per forward and hands them to
     every layer (``rotate``), instead of slicing the tables 2 x n_layers times.
+
+    ``fraction`` < 1 (GPT-NeoX's ``rotary_pct``) rotates only the first ``dims =
+    int(d_head * fraction)`` dims of each head, rotate-half within them, with
+    frequencies ``base^(-2j/dims)``; the other dims pass through unchanged.
     """
 
-    # buffers: (d_head/2,), then (max_len, d_head) twice
+    # buffers: (dims/2,), then (max_len, dims) twice
     inv_freq: torch.Tensor
     cos: torch.Tensor
     sin_signed: torch.Tensor
 
-    def __init__(self, d_head: int, base: float = 10000.0, max_len: int = 0) -> None:
+    def __init__(
+        self, d_head: int, base: float = 10000.0, max_len: int = 0, fraction: float = 1.0
+    ) -> None:
         super().__init__()
-        if d_head % 2:
-            raise ValueError(f"rotary embeddings need an even head size, got {d_head}")
+        dims = int(d_head * fraction)
+        if dims % 2 or dims < 2:
+            raise ValueError(f"rotary embeddings need an even number of dims, got {dims} of {d_head}")
         self.d_head = d_head
+        self.dims = dims
         self.base = base
         if _on_meta(None):
-            inv_freq = torch.empty(d_head // 2)
+            inv_freq = torch.empty(dims // 2)
         else:
-            inv_freq = 1.0 / (base ** (torch.arange(0, d_head, 2, dtype=torch.float32) / d_head))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d/2,)
+            inv_freq = 1.0 / (base ** (torch.arange(0, dims, 2, dtype=torch.float32) / dims))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (dims/2,)
         cos, sin_signed = self._tables(max_len)
-        self.register_buffer("cos", cos, persistent=False)  # (max_len, d_head)
+        self.register_buffer("cos", cos, persistent=False)  # (max_len, dims)
         self.register_buffer("sin_signed", sin_signed, persistent=False)
 
     def _tables(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         if self.inv_freq.is_meta:
-            empty = torch.empty(length, self.d_head, device="meta")
+            empty = torch.empty(length, self.dims, device="meta")
             return empty, empty
         # Decoding runs under inference_mode; tables made there would be inference
         # tensors, which a later training step could not use.
@@ -153,10 +161,10 @@ class RotaryEmbedding(nn.Module):
             t = torch.arange(length, dtype=torch.float32, device=self.inv_freq.device)
             freqs = torch.outer(t, self.inv_freq)  # (L, d/2)
             cos, sin = freqs.cos(), freqs.sin()
-            return torch.cat((cos, cos), dim=-1), torch.cat((-sin, sin), dim=-1)  # (L, d_head)
+            return torch.cat((cos, cos), dim=-1), torch.cat((-sin, sin), dim=-1)  # (L, dims)
 
     def angles(self, offset: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(cos, sin_signed), each (length, d_head), for positions ``offset .. offset+length-1``."""
+        """(cos, sin_signed), each (length, dims), for positions ``offset .. offset+length-1``."""
         end = offset + length
         if end > self.cos.size(0):
             self.cos, self.sin_signed = self._tables(max(end, 2 * self.cos.size(0)))
@@ -164,10 +172,17 @@ class RotaryEmbedding(nn.Module):
 
     @staticmethod
     def rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
-        """Rotate ``x`` (..., T, d_head) by ``angles`` rows (T, d_head); keeps x's dtype."""
+        """Rotate ``x`` (..., T, d_head) by ``angles`` rows (T, dims); keeps x's dtype.
+
+        Rows narrower than the head (a rotary fraction) rotate its first dims only.
+        """
         if cos.dtype != x.dtype:  # bf16 activations under autocast; the tables stay fp32
             cos, sin_signed = cos.to(x.dtype), sin_signed.to(x.dtype)
-        return x * cos + x.roll(x.size(-1) // 2, dims=-1) * sin_signed
+        dims = cos.size(-1)
+        if dims != x.size(-1):
+            rot, rest = x[..., :dims], x[..., dims:]
+            return torch.cat((rot * cos + rot.roll(dims // 2, dims=-1) * sin_signed, rest), dim=-1)
+        return x * cos + x.roll(dims // 2, dims=-1) * sin_signed
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x`` (..., T, d_head) as if its rows sat at positions ``offset..offset+T-1``."""
