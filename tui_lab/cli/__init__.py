@@ -20,6 +20,7 @@ from . import (
     decode,
     evaluate,
     export,
+    fourier,
     heads,
     lab,
     params,
@@ -32,7 +33,7 @@ from . import (
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, lab, runs, sweep, ablate, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, fourier, lab, runs, sweep, ablate, serve, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,6 +35,7 @@ from tui_lab.core.config.sections import (
     ARCHS,
     DECAY_CLOCKS,
     DEVICES,
+    FULL_BATCH_TASKS,
     NORMS,
     POSITIONALS,
     PRECISIONS,
@@ -90,8 +91,13 @@ class LabConfig:
 
     def __post_init__(self) -> None:
         m, t = self.model, self.task
-        if t.name in ("char-lm", "induction") and m.arch != "decoder-only":
+        if t.name in ("char-lm", "induction", "modular-addition") and m.arch != "decoder-only":
             raise field_error("task.name", f"{t.name} needs model.arch: decoder-only")
+        if self.train.full_batch and t.name not in FULL_BATCH_TASKS:
+            raise field_error(
+                "train.full_batch",
+                f"needs a task with a finite training set ({', '.join(FULL_BATCH_TASKS)}), not {t.name}",
+            )
         need = self.sequence_length_needed()
         if need > m.max_len:
             raise field_error(
@@ -104,6 +110,8 @@ class LabConfig:
         t = self.task
         if t.name in ("char-lm", "induction"):  # fixed-length windows
             return t.block_size
+        if t.name == "modular-addition":  # a b = answer: one token each, no EOS
+            return 4
         if t.name == "addition":
             src = 2 * t.max_digits + 1
             tgt = t.max_digits + 1

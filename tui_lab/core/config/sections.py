@@ -20,7 +20,12 @@ POSITIONALS = ("sinusoidal", "learned", "rope")
 # "gelu" is the exact GELU; "gelu_tanh" its tanh approximation (GPT-2's gelu_new).
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORM_KINDS = ("layernorm", "rmsnorm")
-TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction")
+TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction", "modular-addition")
+# The tasks with a finite training set, which train.full_batch can use whole every step.
+FULL_BATCH_TASKS = ("modular-addition",)
+# modular-addition's operations: (a op b) mod p; divide is a * b^-1 and needs a prime p.
+MODULAR_OPERATIONS = ("add", "subtract", "multiply", "divide")
+MAX_MODULUS = 1000
 SCHEDULES = ("noam", "cosine", "linear", "constant")
 # What a cosine or linear decay runs over: the steps, or the time budget (max_seconds).
 DECAY_CLOCKS = ("steps", "time")
@@ -181,9 +186,14 @@ class TaskConfig:
     text: str | None = None
     block_size: int = 64
     val_fraction: float = 0.1
+    # modular-addition: (a op b) mod p over every pair; train_fraction of the pairs train.
+    p: int = 59
+    train_fraction: float = 0.5
+    operation: str = "add"
 
     def __post_init__(self) -> None:
         _choice("task.name", self.name, TASKS)
+        self._check_modular()
         for name in ("min_len", "max_len", "max_digits", "block_size"):
             _positive(f"task.{name}", getattr(self, name))
         if self.min_len > self.max_len:
@@ -197,6 +207,16 @@ class TaskConfig:
             raise field_error(
                 "task.max_len", f"2 x {self.max_len} does not fit block_size={self.block_size}"
             )
+
+    def _check_modular(self) -> None:
+        """The checks of modular-addition's settings (p, train_fraction, operation)."""
+        _choice("task.operation", self.operation, MODULAR_OPERATIONS)
+        if not 2 <= self.p <= MAX_MODULUS:
+            raise field_error("task.p", f"must be in [2, {MAX_MODULUS}], got {self.p}")
+        if not 0.0 < self.train_fraction < 1.0:
+            raise field_error("task.train_fraction", f"must be in (0, 1), got {self.train_fraction}")
+        if self.operation == "divide" and any(self.p % k == 0 for k in range(2, math.isqrt(self.p) + 1)):
+            raise field_error("task.p", f"divide needs a prime p (every b != 0 invertible), got {self.p}")
 
 
 @dataclass(frozen=True)
@@ -230,12 +250,16 @@ class TrainConfig:
     max_seconds: float | None = None
     history: bool = True  # weight snapshots at steps 1, 2, 4, ... and every evaluation (history.py)
     history_every: int | None = None  # instead: a snapshot every N steps
+    # Every step on the task's whole training set (batch_size unused); needs a finite one.
+    full_batch: bool = False
 
     def __post_init__(self) -> None:
         _choice("train.schedule", self.schedule, SCHEDULES)
         _choice("train.decay_over", self.decay_over, DECAY_CLOCKS)
         if not isinstance(self.history, bool):  # YAML reads on/off as booleans
             raise field_error("train.history", f"on or off, got {show(self.history)}")
+        if not isinstance(self.full_batch, bool):
+            raise field_error("train.full_batch", f"true or false, got {show(self.full_batch)}")
         if self.history_every is not None:
             _positive("train.history_every", self.history_every)
         _choice("train.device", self.device, DEVICES)

@@ -16,6 +16,12 @@ class StepEvent:
     tokens_per_s: float
     elapsed: float
     eta: float | None
+    # Teacher-forced accuracy of this update's batch (the whole training set under
+    # train.full_batch): the share of rows whose every scored token is the argmax
+    # (language models: of scored tokens). The L2 norm of every weight after the
+    # update, which weight decay shrinks. None in older records.
+    train_accuracy: float | None = None
+    weight_norm: float | None = None
 
 
 @dataclass
@@ -115,6 +121,8 @@ def event_from_record(record: object) -> StepEvent | EvalEvent | None:
                 tokens_per_s=_number(record.get("tokens_per_s"), 0.0),
                 elapsed=_number(record.get("elapsed"), _NAN),
                 eta=_number(record.get("eta")),
+                train_accuracy=_number(record.get("train_accuracy")),
+                weight_norm=_number(record.get("weight_norm")),
             )
         if kind == "eval":
             val_loss = _number(record.get("val_loss"))

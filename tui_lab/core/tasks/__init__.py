@@ -3,7 +3,8 @@
 ``make_task(config.task)`` returns a ``Task`` (``base``: the interface, the
 batch layout for both architectures, and batching); ``digits`` holds copy,
 reverse, sort and addition; ``char_lm`` next-character prediction on a text
-that ``text`` reads and cleans.
+that ``text`` reads and cleans; ``modular`` (a op b) mod p over every pair,
+the grokking task.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from tui_lab.core.tasks.base import IGNORE, Batch, Task
 from tui_lab.core.tasks.char_lm import CharLMTask
 from tui_lab.core.tasks.digits import AdditionTask, DigitTask
 from tui_lab.core.tasks.induction import InductionTask
+from tui_lab.core.tasks.modular import ModularTask
 from tui_lab.core.tasks.text import default_text
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "CharLMTask",
     "DigitTask",
     "InductionTask",
+    "ModularTask",
     "Task",
     "default_text",
     "make_task",
@@ -39,4 +42,6 @@ def make_task(task: TaskConfig) -> Task:
         return CharLMTask(task)
     if task.name == "induction":
         return InductionTask(task)
+    if task.name == "modular-addition":
+        return ModularTask(task)
     raise field_error("task.name", f"unknown task {task.name!r}")

@@ -159,6 +159,10 @@ class Task:
         """How many distinct inputs exist (None: effectively unbounded)."""
         return None
 
+    def training_set(self) -> list[tuple[str, str]] | None:
+        """The whole training set, for a task that has a finite one (None: drawn at random)."""
+        return None
+
     # -- batches ----------------------------------------------------------------
     def batch(self, rng: random.Random, batch_size: int, arch: str) -> Batch:
         """A random training batch for ``arch``."""

@@ -30,11 +30,12 @@ def held_out_pairs(task: Any, train: TrainConfig, n: int) -> list[tuple[str, str
 
 def _scored_batch(
     model: nn.Module, batch: Any, config: LabConfig, device: torch.device
-) -> tuple[float, int, int]:
-    """(mean cross-entropy, right argmax predictions, scored tokens) of ``model`` on ``batch``.
+) -> tuple[float, int, int, int]:
+    """(mean cross-entropy, right argmax predictions, scored tokens, rows all right) on ``batch``.
 
-    One forward pass gives both the loss and the next-token accuracy; padding
-    and unscored positions (-100) are ignored, and there is no label smoothing.
+    One forward pass gives the loss, the next-token accuracy and the rows whose
+    every scored token is right; padding and unscored positions (-100) are
+    ignored, and there is no label smoothing.
     """
     batch = to_device(batch, device)
     with autocast_context(device, config.train.precision):
@@ -46,8 +47,9 @@ def _scored_batch(
     # (B, T, V) -> (B*T, V) against (B*T,) targets
     loss = float(F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100))
     scored = targets != -100
-    right = int((logits.argmax(-1) == targets)[scored].sum())  # (B, T) predictions
-    return loss, right, int(scored.sum())
+    hits = logits.argmax(-1) == targets  # (B, T) predictions
+    rows = int((hits | ~scored).all(-1).sum())
+    return loss, int(hits[scored].sum()), int(scored.sum()), rows
 
 
 @torch.no_grad()
@@ -88,13 +90,18 @@ def evaluate(
             )
         if pairs is None:
             pairs = held_out_pairs(task, train, train.eval_examples)
-        total = 0.0
+        total, rows_right = 0.0, 0
         for i in range(0, len(pairs), EVAL_CHUNK):
             chunk = pairs[i : i + EVAL_CHUNK]
-            total += _scored_batch(model, task.collate(chunk, config.model.arch), config, device)[0] * len(chunk)
-        max_new = config.sequence_length_needed()
-        outs = batch_greedy(model, task, [p[0] for p in pairs], max_new_tokens=max_new)
-        correct = sum(o == p[1] for o, p in zip(outs, pairs, strict=False))
+            loss, _, _, rows = _scored_batch(model, task.collate(chunk, config.model.arch), config, device)
+            total, rows_right = total + loss * len(chunk), rows_right + rows
+        if getattr(task, "exact_from_forward", False):
+            # A fixed one-token answer without EOS: the teacher-forced argmax is the greedy answer.
+            correct = rows_right
+        else:
+            max_new = config.sequence_length_needed()
+            outs = batch_greedy(model, task, [p[0] for p in pairs], max_new_tokens=max_new)
+            correct = sum(o == p[1] for o, p in zip(outs, pairs, strict=False))
         overlap = sum(p[0] in seen_inputs for p in pairs) if seen_inputs else None
         return EvalEvent(step, total / len(pairs), correct / len(pairs), len(pairs), overlap)
     finally:

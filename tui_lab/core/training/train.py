@@ -47,6 +47,7 @@ from tui_lab.core.runs.snapshots import History
 from tui_lab.core.tasks import make_task
 from tui_lab.core.training import distributed
 from tui_lab.core.training.evaluate import evaluate, held_out_pairs
+from tui_lab.core.training.full_batch import batch_accuracy, full_batch, weight_norm
 from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
 
 if TYPE_CHECKING:
@@ -122,6 +123,12 @@ class TrainingRun(RunKeeping):
         self._running = threading.Event()
         self._running.set()
         self._held_out: list[tuple[str, str]] | None = None
+        self._full: Any = None  # train.full_batch: the whole training set, built once
+        if config.train.full_batch:
+            self._full = full_batch(self.task, self.arch, self.device, self.dist.rank, self.dist.world_size)
+            self.accumulation = 1
+            self._seen_inputs.update(p[0] for p in self._full.examples or [])
+        self._train_solved = False  # training accuracy has reached 100% (snapshot that step)
         self.history: History | None = None  # weight snapshots, made with the run folder
         if folder is not None:
             self._restore(folder)
@@ -167,7 +174,7 @@ class TrainingRun(RunKeeping):
                     continue
                 t0 = time.perf_counter()
                 lr = set_lr(self.optimizer, self.step + 1, cfg, self.elapsed)  # this update's rate
-                loss, grad_norm, tokens = self._train_step()
+                loss, grad_norm, tokens, train_acc = self._train_step()
                 dt = time.perf_counter() - t0
                 # Gradients are averaged across ranks, so a non-finite norm is seen by all.
                 if not (math.isfinite(loss) and math.isfinite(grad_norm)):
@@ -187,13 +194,15 @@ class TrainingRun(RunKeeping):
                 if window_time > 2.0:  # a sliding estimate that follows speed changes
                     window_tokens, window_time = int(tps * 1.0), 1.0
                 eta = (cfg.steps - self.step) * (self.elapsed / max(1, self.step - self._start_step))
-                event = StepEvent(self.step, cfg.steps, loss, lr, grad_norm, tps, self.elapsed, eta)
+                event = StepEvent(self.step, cfg.steps, loss, lr, grad_norm, tps, self.elapsed, eta,
+                                  train_acc, weight_norm(self.model))
                 self.last_step = event
                 self._emit(event)
                 self._metric({"kind": "step", **asdict(event)})
                 ended = self._check_end()
                 if self.history is not None:  # after the evaluation: evaluated steps are kept
                     self.history.after_step(self.step)
+                self._note_solved(train_acc)
                 if self.dist.enabled and distributed.any_rank(
                     ended is not None or self._stop.is_set(), self.dist, self.device
                 ):
@@ -247,14 +256,26 @@ class TrainingRun(RunKeeping):
             return "time", f"time limit of {cfg.max_seconds:g} s reached at step {self.step}"
         return None
 
-    def _train_step(self) -> tuple[float, float, int]:
-        """One optimizer update over ``batch_size`` examples (all ranks, all micro-batches)."""
+    def _note_solved(self, train_acc: float | None) -> None:
+        """The first step at 100% training accuracy: logged, and kept in the history."""
+        if self._train_solved or train_acc is None or train_acc < 1.0:
+            return
+        self._train_solved = True
+        self._log(f"training accuracy reached 100% at step {self.step}")
+        if self.history is not None and self.history.enabled:
+            self.history.save(self.step)
+
+    def _train_step(self) -> tuple[float, float, int, float | None]:
+        """One optimizer update over ``batch_size`` examples (all ranks, all micro-batches).
+
+        Returns the loss, the gradient norm, the tokens and the batch's training accuracy.
+        """
         cfg = self.config.train
         self.train_model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        loss_total, tokens = 0.0, 0
+        loss_total, tokens, right, counted = 0.0, 0, 0, 0
         for i in range(self.accumulation):
-            batch = self._next_batch(self.micro_batch)
+            batch = self._full if self._full is not None else self._next_batch(self.micro_batch)
             last = i == self.accumulation - 1
             # DDP averages gradients once, on the last micro-batch of the update.
             sync = nullcontext() if last or self._ddp is None else self._ddp.no_sync()
@@ -273,13 +294,16 @@ class TrainingRun(RunKeeping):
                 # gradient all-reduce, and the NaN then shows in every rank's norm.
                 (loss / self.accumulation).backward()
             loss_total += float(loss.detach()) / self.accumulation
+            r, c = batch_accuracy(logits, batch.tgt_out, per_token=self.task.is_lm)
+            right, counted = right + r, counted + c
             tokens += batch.tgt_in.numel() + (batch.src.numel() if batch.src is not None else 0)
         max_norm = cfg.clip if cfg.clip > 0 else float("inf")
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
+        accuracy = right / counted if counted else None
         if not (math.isfinite(grad_norm) and math.isfinite(loss_total)):
-            return loss_total, grad_norm, 0
+            return loss_total, grad_norm, 0, accuracy
         self.optimizer.step()
-        return loss_total, grad_norm, tokens * self.dist.world_size
+        return loss_total, grad_norm, tokens * self.dist.world_size, accuracy
 
     def _next_batch(self, size: int) -> Any:
         batch = self.task.batch(self._rng, size, self.arch)
