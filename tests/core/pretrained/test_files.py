@@ -252,3 +252,20 @@ def test_a_save_pretrained_folder_holds_the_reference_models_weights(tmp_path: P
     for name, tensor in tensors.items():
         assert tensor.dtype == torch.float32 and torch.equal(tensor, state[name]), name
     assert read_config(tmp_path)["model_type"] == "gpt2"
+
+
+@pytest.mark.usefixtures("no_network")
+def test_a_cached_model_is_read_whole_without_any_socket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save_pretrained folder put in a hub cache: config, weights and tokenizer, offline."""
+    from tests.pretrained.hf_factory import save_family
+    from tui_lab.core.pretrained.source import resolve_source
+    from tui_lab.core.pretrained.tokenizer import load_tokenizer
+
+    model = save_family(tmp_path / "saved", "gpt_neox")
+    write_cache(tmp_path / "hub", "EleutherAI/pythia-14m", tmp_path / "saved")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    found = resolve_source("EleutherAI/pythia-14m")
+    assert read_config(found.folder)["model_type"] == "gpt_neox"
+    tensors = open_tensors(found.folder)
+    assert torch.equal(tensors["gpt_neox.embed_in.weight"], model.state_dict()["gpt_neox.embed_in.weight"])
+    assert load_tokenizer(found.folder).encode("The cat sat")

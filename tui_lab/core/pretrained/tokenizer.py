@@ -89,7 +89,7 @@ class PretrainedTokenizer:
         if piece is None:
             return f"<id {id}>"
         if id in self._added:
-            return piece
+            return _visible(piece)
         if self._byte_level and all(ch in _BYTE_OF for ch in piece):
             return _readable(bytes(_BYTE_OF[ch] for ch in piece))
         # SentencePiece-style pieces mark a word's leading space with ▁; <0x0A> stays as is.
