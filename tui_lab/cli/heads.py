@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .shared import Subparsers, add_at_step, add_json, add_run, emit_json, load_run
 
@@ -17,20 +18,44 @@ def add_parser(sub: Subparsers) -> None:
 
 def heads(args: argparse.Namespace) -> int:
     """Score every attention head of a run on its task's probe batch; best first."""
-    from tui_lab.core.analysis.head_scores import score_heads
+    from tui_lab.core.analysis.head_scores import atlas_for
 
     run = load_run(args.run, "cpu", args.at_step)
-    scores = score_heads(run.model, run.task, run.config.model.arch)
+    atlas = atlas_for(run.model, run.task, run.config.model.arch)
     if args.json:
-        emit_json({
-            "run": args.run,
-            "step": run.step,
-            "task": run.config.task.name,
-            "heads": [s.to_dict() for s in scores],
-        })
+        emit_json({"run": args.run, "step": run.step, "task": run.config.task.name, **atlas.to_dict()})
         return 0
     print(f"{args.run}: step {run.step}, task {run.config.task.name}; heads by best score")
-    for s in scores:
-        others = "  ".join(f"{k} {v:.2f}" for k, v in s.scores.items() if k != s.best)
-        print(f"{s.label:<20} {s.best:<10} {s.best_score:5.2f}   {others}  entropy {s.entropy:.2f}")
+    print_atlas(atlas)
     return 0
+
+
+def probe_lines(atlas: Any) -> list[str]:
+    """One line per probe: the patterns scored on it and what its rows are; then the floor."""
+    from tui_lab.core.analysis.head_scores import PATTERNS
+
+    on: dict[str, set[str]] = {kind: set() for kind in atlas.probes}
+    for h in atlas.heads:
+        for pattern, kind in h.probes.items():
+            on.setdefault(kind, set()).add(pattern)
+    lines = []
+    for kind, about in atlas.probes.items():
+        names = ", ".join(p for p in PATTERNS if p in on[kind])
+        lines.append(f"probe {kind} ({names}): {about}")
+    lines.append(
+        f"a head is labelled with its best pattern when that score's lift over chance "
+        f"reaches {atlas.floor:.2f}; else: no clear pattern"
+    )
+    return lines
+
+
+def print_atlas(atlas: Any) -> None:
+    """The probes, the floor, then a row per head: label, what it is called, best pattern and score."""
+    for line in probe_lines(atlas):
+        print(line)
+    for s in atlas.heads:
+        others = "  ".join(f"{k} {v:.2f}" for k, v in s.scores.items() if k != s.best)
+        print(
+            f"{s.label:<20} {s.shown:<16} {s.best:<10} {s.best_score:5.2f}   {others}  "
+            f"entropy {s.entropy:.2f}"
+        )

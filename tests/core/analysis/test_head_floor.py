@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import torch
 
 from tui_lab.core.analysis.head_floor import LABEL_FLOOR, clears_floor, lift
-from tui_lab.core.analysis.head_scores import NO_PATTERN, score_atlas, score_atlas_on_repeats
+from tui_lab.core.analysis.head_scores import (
+    NO_PATTERN,
+    atlas_for,
+    score_atlas,
+    score_atlas_on_repeats,
+    special_ids_of,
+)
+from tui_lab.core.config.lab_config import ModelConfig
 from tui_lab.core.decoding.inference import load_for_inference
+from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks.vocab import N_SPECIALS
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -52,3 +62,30 @@ def test_trained_heads_with_a_pattern_keep_their_label():
     heads = score_atlas(learned.model, learned.task, learned.config.model.arch).heads
     cross = [h for h in heads if h.name.endswith(".cross")]
     assert len(cross) == 4 and all(h.pattern == "alignment" for h in cross), cross
+
+
+class _Text:
+    """A real model's text task as the atlas sees it: a vocabulary and a tokenizer's special ids."""
+
+    def __init__(self, size: int, eos: int) -> None:
+        self.vocab = range(size)
+        self.tokenizer = SimpleNamespace(eos_id=eos, bos_id=eos, pad_id=None)
+
+
+def test_random_weight_heads_on_the_standard_probe_get_no_label():
+    """A task with no examples of its own gets the standard probe; random heads stay unlabelled."""
+    torch.manual_seed(0)
+    config = ModelConfig(
+        arch="decoder-only", n_encoder_layers=0, n_decoder_layers=2, d_model=32, n_heads=4,
+        d_ff=64, positional="learned", max_len=64, scale_embeddings=False,
+    )
+    model = build_model(config, 500)
+    task = _Text(500, eos=499)
+    assert special_ids_of(task) == [499]
+    atlas = atlas_for(model, task, "decoder-only")
+    assert set(atlas.probes) == {"repeat"} and "1 special ids left out" in atlas.probes["repeat"]
+    assert len(atlas.heads) == 8
+    for head in atlas.heads:
+        assert set(head.scores) == {"previous", "first", "duplicate", "induction"}
+        assert set(head.probes.values()) == {"repeat"}
+        assert head.pattern is None, head

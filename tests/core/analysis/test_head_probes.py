@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tui_lab.core.analysis.head_probes import REPEAT, TASK, make_probe, standard_probe
+from tui_lab.core.analysis.head_probes import REPEAT, TASK_REPEATS, make_probe, standard_probe
 from tui_lab.core.config.lab_config import TaskConfig
 from tui_lab.core.tasks import make_task
 from tui_lab.core.tasks.vocab import N_SPECIALS
@@ -61,7 +61,7 @@ def test_the_induction_task_brings_its_own_repeats():
     task = make_task(TaskConfig(name="induction", min_len=3, max_len=8, block_size=20))
     probe = make_probe(task, "decoder-only", n=16, seed=0)
     rep = probe.repeated
-    assert rep is not None and rep.kind == TASK
+    assert rep is not None and rep.kind == TASK_REPEATS
     assert len(set(rep.lengths.tolist())) > 1  # the task's own varying lengths
     for row, length in zip(rep.tokens, rep.lengths.tolist(), strict=True):
         assert torch.equal(row[length : 2 * length], row[:length])

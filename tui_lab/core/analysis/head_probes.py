@@ -8,9 +8,9 @@ Two kinds of probe, named in every score (``HeadScore.probes``):
 - ``repeat``: the standard probe for any decoder-only model, with or without a
   task (``standard_probe(vocab_size, special_ids, ...)``): blocks of random
   tokens from the model's own vocabulary, each repeated once right after
-  itself, as TransformerLens's ``detect_head`` scores induction. The induction
-  task brings its own repeats (of varying length, with filler after them):
-  those are used for its runs, named ``task``.
+  itself, as TransformerLens's ``detect_head`` scores induction;
+- ``task-repeats``: the induction task's own repeats (of varying length, with
+  filler after them), used in place of ``repeat`` for its runs.
 
 The same arguments give the same probe, so scores from two snapshots of a run
 are comparable.
@@ -30,6 +30,7 @@ from tui_lab.core.tasks.vocab import N_SPECIALS, PAD
 ALIGNED_TASKS = ("copy", "reverse", "sort", "addition")
 TASK = "task"
 REPEAT = "repeat"
+TASK_REPEATS = "task-repeats"
 
 
 def alignment_sets(task: str, text: str, answer: str) -> list[list[int]]:
@@ -67,7 +68,7 @@ class RepeatProbe:
 
     tokens: torch.Tensor  # (B, T), T >= 2L: tokens[b, L:2L] == tokens[b, :L]
     lengths: torch.Tensor  # (B,) the block's length L per row
-    kind: str  # TASK (a task's own repeats) or REPEAT (standard_probe)
+    kind: str  # REPEAT (standard_probe) or TASK_REPEATS (a task's own)
     description: str  # one line for the output: what the rows are
 
 
@@ -149,7 +150,7 @@ def _task_repeats(task: Any, n: int, seed: int, max_len: int) -> RepeatProbe:
         tokens, lengths = task.probe(n, seed)
         lo, hi = int(lengths.min()), int(lengths.max())
         description = f"{task.name}: {n} of its sequences, a block of {lo}-{hi} tokens repeated once, then filler"
-        return RepeatProbe(tokens, lengths, TASK, description)
+        return RepeatProbe(tokens, lengths, TASK_REPEATS, description)
     specials = range(N_SPECIALS)  # the lab's vocabularies put their specials first
     return standard_probe(len(task.vocab), specials, n, max(2, min(16, max_len // 2)), seed)
 

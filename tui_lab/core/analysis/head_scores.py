@@ -20,10 +20,11 @@ target sets differ (``head_targets``):
   Learning and Induction Heads").
 
 Each score says which probe it was taken on (``head_probes``: ``task``, a lab
-run's own task; ``repeat``, random tokens from the vocabulary repeated once).
+run's own task; ``repeat``, random tokens from the vocabulary repeated once;
+``task-repeats``, the induction task's own repeats).
 ``score_atlas`` scores a lab run's model on its task (the repeat patterns on
 repeats); ``score_atlas_on_repeats`` scores any decoder-only model, with no
-task, on the standard probe alone. ``entropy`` (mean over queries, in nats) is
+task, on the standard probe alone; ``atlas_for`` picks between them. ``entropy`` (mean over queries, in nats) is
 reported beside the scores but is not a pattern.
 
 A head's best-fitting pattern is its highest score, and it is the head's
@@ -41,7 +42,7 @@ import torch
 from torch import nn
 
 from tui_lab.core.analysis.head_floor import LABEL_FLOOR, clears_floor
-from tui_lab.core.analysis.head_probes import Probe, RepeatProbe, make_probe, standard_probe
+from tui_lab.core.analysis.head_probes import TASK, Probe, RepeatProbe, make_probe, standard_probe
 from tui_lab.core.analysis.head_targets import (
     allowed_keys,
     duplicate_targets,
@@ -147,7 +148,7 @@ def task_patterns(weights: torch.Tensor, name: str, probe: Probe) -> tuple[dict[
         queries[:, 0] = False  # causal: the first query can only attend to itself
     key_valid = None if decoder_self else probe.src_valid
     allowed = allowed_keys(decoder_self, t_q, t_k, key_valid)
-    task = "task"
+    task = TASK
     found: dict[str, Measured] = {}
     if name.endswith(".self"):
         found["diagonal"] = measure(weights, offset_targets(b, t_q, t_k, 0), queries, allowed, task)
@@ -225,7 +226,7 @@ def score_atlas(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int =
             heads.extend(head_scores(name, found, entropy(w, queries)))
     finally:
         model.train(was_training)
-    probes = {"task": probe.description}
+    probes = {TASK: probe.description}
     if probe.repeated is not None:
         probes[probe.repeated.kind] = probe.repeated.description
     return Atlas(_ranked(heads), probes)
@@ -264,3 +265,18 @@ def score_atlas_on_repeats(
     finally:
         model.train(was_training)
     return Atlas(_ranked(heads), {repeats.kind: repeats.description})
+
+
+def special_ids_of(task: Any) -> list[int]:
+    """The ids a task's tokenizer reserves (EOS, BOS, pad), for the probe to leave out."""
+    tokenizer = getattr(task, "tokenizer", None)
+    found = [getattr(tokenizer, attr, None) for attr in ("eos_id", "bos_id", "pad_id")]
+    return sorted({i for i in found if isinstance(i, int)})
+
+
+def atlas_for(model: nn.Module, task: Any, arch: str) -> Atlas:
+    """A lab task's probes (``score_atlas``); a task with no examples of its own (a real
+    model's text) gets the standard probe over its vocabulary, its special ids left out."""
+    if hasattr(task, "held_out") or hasattr(task, "val_batches"):
+        return score_atlas(model, task, arch)
+    return score_atlas_on_repeats(model, len(task.vocab), special_ids_of(task))
