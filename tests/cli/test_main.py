@@ -24,6 +24,8 @@ CONTRACT = {
     "compare": ["--json", "--csv", "--plot"],
     "sweep": ["--preset", "--vary", "--seeds", "--parallel", "--steps", "--out", "--json"],
     "heads": ["--run", "--at-step", "--json"],
+    "basics": ["--preset", "--run", "--model", "--json"],
+    "fourier": ["--run", "--at-step", "--json"],
     "ablate": ["--run", "--head", "--mode", "--n", "--json"],
     "watch": [],
     "serve": ["--host", "--port", "--preset", "--run"],

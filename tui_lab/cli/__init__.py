@@ -17,6 +17,7 @@ from tui_lab import __version__
 
 from . import (
     ablate,
+    basics,
     decode,
     evaluate,
     export,
@@ -33,7 +34,7 @@ from . import (
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, fourier, lab, runs, sweep, ablate, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, fourier, basics, lab, runs, sweep, ablate, serve, export)
 
 
 def build_parser() -> argparse.ArgumentParser:
