@@ -30,28 +30,9 @@ def heads(args: argparse.Namespace) -> int:
     return 0
 
 
-def probe_lines(atlas: Any) -> list[str]:
-    """One line per probe: the patterns scored on it and what its rows are; then the floor."""
-    from tui_lab.core.analysis.head_scores import PATTERNS
-
-    on: dict[str, set[str]] = {kind: set() for kind in atlas.probes}
-    for h in atlas.heads:
-        for pattern, kind in h.probes.items():
-            on.setdefault(kind, set()).add(pattern)
-    lines = []
-    for kind, about in atlas.probes.items():
-        names = ", ".join(p for p in PATTERNS if p in on[kind])
-        lines.append(f"probe {kind} ({names}): {about}")
-    lines.append(
-        f"a head is labelled with its best pattern when that score's lift over chance "
-        f"reaches {atlas.floor:.2f}; else: no clear pattern"
-    )
-    return lines
-
-
 def print_atlas(atlas: Any) -> None:
     """The probes, the floor, then a row per head: label, what it is called, best pattern and score."""
-    for line in probe_lines(atlas):
+    for line in atlas.probe_lines():
         print(line)
     for s in atlas.heads:
         others = "  ".join(f"{k} {v:.2f}" for k, v in s.scores.items() if k != s.best)

@@ -188,6 +188,29 @@ class Atlas:
     def to_dict(self) -> dict[str, Any]:
         return {"floor": self.floor, "probes": self.probes, "heads": [h.to_dict() for h in self.heads]}
 
+    def probe_lines(self) -> list[str]:
+        """One line per probe (the patterns scored on it, what its rows are), then the floor."""
+        return probe_lines(self.heads, self.probes, self.floor)
+
+
+def probe_lines(heads: list[HeadScore], probes: dict[str, str], floor: float = LABEL_FLOOR) -> list[str]:
+    """One line per probe the ``heads`` were scored on (with ``probes``' description when
+    given): the patterns scored on it and what its rows are; then a line stating the floor."""
+    on: dict[str, set[str]] = {kind: set() for kind in probes}
+    for h in heads:
+        for pattern, kind in h.probes.items():
+            on.setdefault(kind, set()).add(pattern)
+    lines = []
+    for kind, patterns in on.items():
+        names = ", ".join(p for p in PATTERNS if p in patterns)
+        about = probes.get(kind)
+        lines.append(f"probe {kind} ({names})" + (f": {about}" if about else ""))
+    lines.append(
+        f"a head is labelled with its best pattern when that score's lift over chance "
+        f"reaches {floor:.2f}; else: {NO_PATTERN}"
+    )
+    return lines
+
 
 def _ranked(heads: list[HeadScore]) -> list[HeadScore]:
     return sorted(heads, key=lambda s: -s.best_score)
