@@ -5,8 +5,14 @@
 On top, what ``AutoTokenizer`` adds from ``tokenizer_config.json``: the special
 tokens it names (so ``<|endoftext|>`` in a text is one token), and, for a
 vocab.json + merges.txt folder, the BOS/EOS its ``add_bos_token``/``add_eos_token``
-ask for (a tokenizer.json's own post-processor decides that for it). Truncation and padding saved in
-the file are turned off: the lab checks a text against the model's context itself.
+ask for (a tokenizer.json's own post-processor decides that for it). Truncation
+and padding saved in the file are turned off: the lab checks a text against the
+model's context itself.
+
+One difference is deliberate: transformers 5 rebuilds a ``LlamaTokenizer``'s
+pre-tokenizer from its class (Metaspace) instead of the saved normalizer, which
+for older files changes runs of leading spaces and the text after a special
+token; the saved file is what the model was trained with, so it is used as is.
 """
 
 from __future__ import annotations
