@@ -1,0 +1,56 @@
+"""A real checkpoint as the lab's own ``DecoderOnly`` model, its weights used in place.
+
+The model is built on the meta device (shapes, no storage), then the family's
+mapped tensors are assigned as its parameters (``load_state_dict(assign=True)``):
+no parameter is allocated and filled, so the weights are never held twice
+(those of a memory-mapped fp32 file stay in the file's pages). A tied head is
+tied again afterwards, and the rotary tables, which are buffers and not
+weights, are computed for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from tui_lab.core.config.sections import ModelConfig
+from tui_lab.core.model.models import DecoderOnly
+from tui_lab.core.model.positions import RotaryEmbedding
+from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.pretrained.families import family_for
+
+
+def build_pretrained(
+    config: dict[str, Any], tensors: Mapping[str, torch.Tensor]
+) -> tuple[ModelConfig, DecoderOnly]:
+    """(the lab's settings, the model in eval mode) for a config.json and its tensors."""
+    family = family_for(config)
+    model_config = family.model_config(config)
+    state = family.lab_state_dict(tensors, model_config)
+    with torch.device("meta"):
+        model = DecoderOnly(model_config, model_config.vocab_size or 0)
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    expected_missing = ["lm_head.weight"] if model_config.tie_embeddings else []
+    if sorted(missing) != expected_missing or unexpected:
+        # A mapping that disagrees with the model it maps onto: the lab's fault, not the file's.
+        raise PretrainedError(
+            f"{family.model_type}: the weights map onto the wrong names "
+            f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})"
+        )
+    if model_config.tie_embeddings:
+        model.lm_head.weight = model.tgt_embed.weight
+    _real_buffers(model, model_config)
+    return model_config, model.eval()
+
+
+def _real_buffers(model: torch.nn.Module, config: ModelConfig) -> None:
+    """Replace the meta buffers (RoPE's tables; shared by every layer) with computed ones."""
+    for module in model.modules():
+        if isinstance(module, RotaryEmbedding):
+            fresh = RotaryEmbedding(module.d_head, module.base, config.max_len, config.rope_fraction)
+            module.inv_freq, module.cos, module.sin_signed = fresh.inv_freq, fresh.cos, fresh.sin_signed
+    for name, buffer in model.named_buffers():
+        if buffer.is_meta:
+            raise PretrainedError(f"{name}: a buffer was left without data")

@@ -1,0 +1,169 @@
+"""What the four families share: reading config.json settings, finding tensors
+under a family's prefix with their shapes checked, and the ``Family`` record.
+
+Every refusal is one ``PretrainedError`` line naming the file and the key or
+tensor at fault (a tensor's file comes from ``TensorSource.tensor_file`` when
+the mapping has it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tui_lab.core.config.error import ConfigError
+from tui_lab.core.config.sections import ModelConfig
+from tui_lab.core.pretrained.errors import PretrainedError
+
+CONFIG_FILE = "config.json"
+# Hugging Face's activation names (ACT2FN) -> the lab's. gelu_new, gelu_fast and
+# gelu_pytorch_tanh are one function, GELU's tanh approximation, written three ways.
+ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+}
+_MISSING = object()
+
+Tensors = Mapping[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One ``model_type``: how its config.json becomes a ``ModelConfig`` and its
+    tensors the lab's parameter names."""
+
+    model_type: str
+    title: str  # for display: "GPT-2", "GPT-NeoX (Pythia)"...
+    model_config: Callable[[dict[str, Any]], ModelConfig]
+    lab_state_dict: Callable[[Tensors, ModelConfig], dict[str, torch.Tensor]]
+
+
+def setting(config: dict[str, Any], key: str, kind: type, default: Any = _MISSING) -> Any:
+    """``config[key]`` checked to be a ``kind`` (an int is a float too); ``default``
+    when absent or null (no default: the key is required)."""
+    value = config.get(key)
+    if value is None:
+        if default is _MISSING:
+            raise PretrainedError(f"{CONFIG_FILE}: {key} is missing")
+        return default
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is float and number:
+        return float(value)
+    if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+        return value
+    wanted = {float: "a number", int: "a whole number", bool: "true or false", str: "text"}
+    raise PretrainedError(f"{CONFIG_FILE}: {key} is {value!r}, expected {wanted.get(kind, kind.__name__)}")
+
+
+def positive(config: dict[str, Any], key: str, default: Any = _MISSING) -> int:
+    """A required (or defaulted) whole number > 0."""
+    value = int(setting(config, key, int, default))
+    if value <= 0:
+        raise PretrainedError(f"{CONFIG_FILE}: {key} is {value}, expected a whole number > 0")
+    return value
+
+
+def activation(config: dict[str, Any], key: str, default: str) -> str:
+    """The lab's name for the family's activation setting."""
+    name = setting(config, key, str, default)
+    if name not in ACTIVATIONS:
+        raise PretrainedError(
+            f"{CONFIG_FILE}: {key} {name!r} is not supported (the lab has {', '.join(ACTIVATIONS)})"
+        )
+    return ACTIVATIONS[name]
+
+
+def rope_settings(
+    config: dict[str, Any], theta_key: str, fraction_key: str | None, fraction_default: float
+) -> tuple[float, float]:
+    """(rope_base, rope_fraction) from the old keys (``rope_theta``, ``rotary_pct``...)
+    or the newer ``rope_parameters``; a scaled rotary (``rope_scaling``, a
+    ``rope_type`` other than default) is refused, naming the setting."""
+    scaling = config.get("rope_scaling")
+    if scaling is not None:
+        kind = scaling.get("rope_type", scaling.get("type")) if isinstance(scaling, dict) else scaling
+        raise PretrainedError(
+            f"{CONFIG_FILE}: rope_scaling {kind!r} is not supported (plain rotary positions only)"
+        )
+    params = config.get("rope_parameters")
+    if params is not None and not isinstance(params, dict):
+        raise PretrainedError(f"{CONFIG_FILE}: rope_parameters is {params!r}, expected an object")
+    params = params or {}
+    kind = params.get("rope_type", "default")
+    if kind != "default":
+        raise PretrainedError(
+            f"{CONFIG_FILE}: rope_parameters.rope_type {kind!r} is not supported (plain rotary positions only)"
+        )
+    base = setting(params, "rope_theta", float, None)
+    if base is None:
+        base = setting(config, theta_key, float, 10000.0)
+    fraction = setting(params, "partial_rotary_factor", float, None)
+    if fraction is None:
+        fraction = setting(config, fraction_key, float, fraction_default) if fraction_key else 1.0
+    return base, fraction
+
+
+def decoder_config(family: str, **values: Any) -> ModelConfig:
+    """A decoder-only, pre-norm ``ModelConfig`` of ``values``; a refusal becomes one line."""
+    try:
+        return ModelConfig(
+            arch="decoder-only", norm="pre", n_encoder_layers=0, dropout=0.0, **values
+        )
+    except ConfigError as exc:
+        raise PretrainedError(f"{CONFIG_FILE}: {family} settings the lab cannot build: {exc}") from None
+
+
+class Weights:
+    """A checkpoint's tensors under a family prefix, fetched by name with their shapes checked.
+
+    ``prefix`` is taken from the first candidate under which ``probe`` exists
+    (``transformer.wte.weight`` or the hub's bare ``wte.weight``); names are
+    then looked up under it.
+    """
+
+    def __init__(self, tensors: Tensors, family: str, prefixes: tuple[str, ...], probe: str) -> None:
+        self.tensors = tensors
+        self.family = family
+        self.prefix = next((p for p in prefixes if p + probe in tensors), prefixes[0])
+
+    def file_of(self, name: str) -> str:
+        finder = getattr(self.tensors, "tensor_file", None)
+        return str(finder(name)) if callable(finder) else "the weights"
+
+    def get(self, name: str, shape: tuple[int, ...], top_level: bool = False) -> torch.Tensor:
+        """Tensor ``name`` (under the prefix unless ``top_level``), of exactly ``shape``."""
+        full = name if top_level else self.prefix + name
+        if full not in self.tensors:
+            raise PretrainedError(
+                f"{self.file_of(full)}: tensor {full} is missing (a {self.family} checkpoint has it)"
+            )
+        tensor = self.tensors[full]
+        if tuple(tensor.shape) != shape:
+            raise PretrainedError(
+                f"{self.file_of(full)}: tensor {full} has shape {list(tensor.shape)}, but config.json's "
+                f"sizes need {list(shape)}"
+            )
+        return tensor
+
+    def first(self, names: tuple[str, ...], shape: tuple[int, ...]) -> torch.Tensor:
+        """The first of ``names`` (top-level names, e.g. ``embed_out.weight``/``lm_head.weight``) present."""
+        for name in names:
+            if name in self.tensors:
+                return self.get(name, shape, top_level=True)
+        return self.get(names[0], shape, top_level=True)
+
+
+def head(weights: Weights, config: ModelConfig, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """``lm_head.weight`` when the head is untied (a tied head is the embedding itself)."""
+    if config.tie_embeddings:
+        return {}
+    vocab = config.vocab_size or 0
+    return {"lm_head.weight": weights.first(names, (vocab, config.d_model))}
