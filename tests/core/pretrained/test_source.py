@@ -88,6 +88,8 @@ def test_a_revision_is_a_branch_or_a_commit(tmp_path: Path, cache: Path) -> None
     assert (dev.revision, dev.commit) == ("dev", OTHER)
     assert json.loads((dev.folder / "config.json").read_text())["n_layer"] == 3
     assert resolve_source("gpt2", revision=OTHER).folder.name == OTHER
+    (cache / "models--gpt2" / "refs" / "dev").write_text(OTHER + "\n")  # edited by hand
+    assert resolve_source("gpt2", revision="dev").commit == OTHER
 
 
 @pytest.mark.usefixtures("no_network")

@@ -86,6 +86,8 @@ def _from_cache(repo_id: str, revision: str | None) -> ModelSource:
         )
     found = try_to_load_from_cache(repo_id, CONFIG_NAME, cache_dir=cache, revision=wanted)
     commit = _commit_of(repo, wanted)
+    if not isinstance(found, str) and commit and (repo / "snapshots" / commit / CONFIG_NAME).is_file():
+        found = str(repo / "snapshots" / commit / CONFIG_NAME)  # a ref file edited by hand (a newline)
     if not isinstance(found, str):
         if commit is None or not (repo / "snapshots" / commit).is_dir():
             have = ", ".join(_cached_revisions(repo)) or "none"
