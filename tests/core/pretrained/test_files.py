@@ -269,3 +269,10 @@ def test_a_cached_model_is_read_whole_without_any_socket(tmp_path: Path, monkeyp
     tensors = open_tensors(found.folder)
     assert torch.equal(tensors["gpt_neox.embed_in.weight"], model.state_dict()["gpt_neox.embed_in.weight"])
     assert load_tokenizer(found.folder).encode("The cat sat")
+
+
+def test_a_cache_link_to_a_missing_blob_is_named(tmp_path: Path) -> None:
+    snapshot = write_cache(tmp_path / "hub", "gpt2", _folder(tmp_path / "src"))
+    (snapshot / "model.safetensors").resolve().unlink()
+    with pytest.raises(PretrainedError, match=r"snapshots/a{40}/model.safetensors: a link to a missing file"):
+        open_tensors(snapshot)

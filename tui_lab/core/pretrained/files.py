@@ -99,7 +99,7 @@ def open_tensors(folder: Path) -> TensorSource:
         (SAFETENSORS_NAME, SAFETENSORS_INDEX, _map_safetensors),
         (TORCH_NAME, TORCH_INDEX, _load_torch),
     ):
-        if (folder / name).exists():
+        if (folder / name).exists() or (folder / name).is_symlink():  # a dangling link: named below
             tensors = reader(folder / name)
             return TensorSource(tensors, dict.fromkeys(tensors, folder / name), folder / name)
         if (folder / index).exists():
@@ -152,6 +152,8 @@ def _weight_map(index: Path) -> dict[str, str]:
 
 def _map_safetensors(path: Path) -> dict[str, torch.Tensor]:
     """Every tensor of one safetensors file, as views of its copy-on-write mapping."""
+    if path.is_symlink() and not path.exists():
+        raise PretrainedError(f"{path}: a link to a missing file (a cache blob deleted?); {_REMEDY}")
     try:
         header, start = safetensors_layout(path, follow_symlinks=True, remedy=_REMEDY)
         with open_regular(path, follow_symlinks=True) as f:

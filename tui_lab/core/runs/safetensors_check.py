@@ -59,7 +59,7 @@ def open_regular(path: Path, follow_symlinks: bool = False) -> IO[bytes]:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        if exc.errno == errno.ELOOP or path.is_symlink():
+        if not follow_symlinks and (exc.errno == errno.ELOOP or path.is_symlink()):
             raise RunError(f"{path}: a symlink, not a saved file; refusing to follow it") from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
