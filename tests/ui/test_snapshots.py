@@ -45,10 +45,13 @@ def fixed_head_scores(model, task, arch, *args, **kwargs):  # type: ignore[no-un
 
     patterns = ("diagonal", "first", "alignment")
     heads = [str(ref).rsplit(":", 1) for ref in all_heads(model)]
-    scores = [
-        HeadScore(name, int(h), {patterns[i % 3]: 0.9 - 0.1 * i}, 1.0, patterns[i % 3], 0.9 - 0.1 * i)
-        for i, (name, h) in enumerate(heads)
-    ]
+    scores = []
+    for i, (name, h) in enumerate(heads):
+        pattern, score = patterns[i % 3], round(0.9 - 0.1 * i, 2)
+        label = pattern if score >= 0.5 else None  # the weakest shown as no clear pattern
+        scores.append(HeadScore(
+            name, int(h), {pattern: score}, 1.0, pattern, score, {pattern: "task"}, {pattern: 0.1}, label
+        ))
     return scores
 
 

@@ -179,14 +179,21 @@ async def test_atlas_labels_every_head_with_a_pattern(history_run: Path) -> None
         heads = atlas.heads
         assert len(heads) == 6  # encoder self, decoder self, cross; 2 heads each
         assert [h.best_score for h in heads] == sorted((h.best_score for h in heads), reverse=True)
-        for h in heads:  # one line per head: its label, best pattern and a score curve
+        for h in heads:  # one line per head: its label, pattern (or none clear), score and curve
             (line,) = [line for line in lines if h.label in line.split()]
-            assert h.best in line and f"{h.best_score:.2f}" in line
+            assert f"{h.best_score:.2f}" in line
+            if h.pattern is None:  # below the floor: not given the nearest pattern's name
+                assert "no clear pattern" in line and h.best not in line
+            else:
+                assert h.pattern == h.best and h.best in line
             assert any(ch in line for ch in "▁▂▃▄▅▆▇█")
             assert 0.0 <= h.best_score <= 1.0
         curves = atlas.curves
         assert len(curves.steps) >= 4
         assert len(curves.curve(heads[0].label, heads[0].best)) == len(curves.steps)
+        # Which probe the scores were taken on, and the floor, are said under the table.
+        assert any(line.strip().startswith("probe task (diagonal, previous, first, alignment)") for line in lines)
+        assert any("label floor: lift over chance ≥ 0.30" in line for line in lines), lines
         # The curves' x axis is said: how many snapshots, from which step to which.
         caption = f"at the run's {len(curves.steps)} snapshots, step {curves.steps[0]:,} to {curves.steps[-1]:,}"
         assert any(caption in line for line in lines), lines

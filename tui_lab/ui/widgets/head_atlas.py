@@ -1,7 +1,10 @@
 """The head atlas: every head with its best-fitting pattern and score, best first.
 
-Scores come from ``core.head_scores.score_heads`` on the model of the decode
-on show (the live model or a history snapshot), in a thread worker. With a
+Scores come from the core's ``head_scores`` on the model of the decode on
+show (the live model or a history snapshot), in a thread worker: a lab run's
+task probes, or the standard repeat probe for a model opened from files.
+A head whose best score does not clear the floor is shown as "no clear
+pattern"; lines under the table say which probe each score was taken on. With a
 history, each head's best-pattern score is also drawn over training steps
 (``core.head_curves.score_curves``: computed once per run folder in a
 background worker, progress shown, kept in memory for the lab's session).
@@ -42,11 +45,16 @@ class HeadAtlas(Static):
     """
 
     class Scored(Message):
-        """Scores of the model on show arrived (``heads`` None: ``error`` says why not)."""
+        """Scores of the model on show arrived (``heads`` None: ``error`` says why not).
 
-        def __init__(self, model: Any, heads: list[Any] | None, error: str | None = None) -> None:
+        ``heads``: the core's ``Atlas`` (its probes described) or its list of heads.
+        """
+
+        def __init__(self, model: Any, heads: Any | None, error: str | None = None) -> None:
             super().__init__()
-            self.model, self.heads, self.error = model, heads, error
+            self.model, self.error = model, error
+            self.probes: dict[str, str] = getattr(heads, "probes", {})
+            self.heads: list[Any] | None = getattr(heads, "heads", heads)
 
     @dataclass
     class CurvesScored(Message):
@@ -61,6 +69,7 @@ class HeadAtlas(Static):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.heads: list[Any] | None = None
+        self.probe_lines: list[str] = []  # which probe each score was taken on, and the floor
         self.error: str | None = None
         self._model: Any = None  # the model the scores are (being) computed for
         self.run_dir: Path | None = None
@@ -149,7 +158,15 @@ class HeadAtlas(Static):
                 self._score_worker(*pending)
         if message.model is self._model:
             self.heads, self.error = message.heads, message.error
+            self.probe_lines = [] if message.heads is None else self._probe_lines(message)
             self._draw()
+
+    @staticmethod
+    def _probe_lines(message: HeadAtlas.Scored) -> list[str]:
+        """Which probe each score was taken on, and the label floor."""
+        from tui_lab.core.analysis.head_scores import probe_lines
+
+        return probe_lines(message.heads or [], message.probes)
 
     def on_head_atlas_curves_scored(self, message: HeadAtlas.CurvesScored) -> None:
         """Grow the score curves; keep them for the folder once every snapshot is scored."""
@@ -188,11 +205,12 @@ class HeadAtlas(Static):
         for _ in range(5 if self.curves is not None else 4):
             table.add_column(no_wrap=True)
         for h in self.heads:
+            clear = h.pattern is not None
             row = [
                 Text(h.label, style="bold"),
-                Text(h.best, style="cyan"),
-                Text(f"{h.best_score:.2f}"),
-                Text(bar(h.best_score), style="yellow"),
+                Text(h.shown, style="cyan" if clear else "dim italic"),
+                Text(f"{h.best_score:.2f}", style="" if clear else "dim"),
+                Text(bar(h.best_score), style="yellow" if clear else "dim"),
             ]
             if self.curves is not None:
                 points = self.curves.curve(h.label, h.best)
@@ -200,7 +218,7 @@ class HeadAtlas(Static):
             table.add_row(*row)
         from rich.console import Group
 
-        parts: list[Any] = [title, table]
+        parts: list[Any] = [title, table, *(Text(line, style="dim") for line in self.probe_lines)]
         if self.curves is not None and self.curves.steps:
             steps = self.curves.steps  # snapshots are denser early (1, 2, 4, ...): say what x is
             parts.append(Text(
