@@ -205,10 +205,7 @@ def probe_lines(heads: list[HeadScore], probes: dict[str, str], floor: float = L
         names = ", ".join(p for p in PATTERNS if p in patterns)
         about = probes.get(kind)
         lines.append(f"probe {kind} ({names})" + (f": {about}" if about else ""))
-    lines.append(
-        f"a head is labelled with its best pattern when that score's lift over chance "
-        f"reaches {floor:.2f}; else: {NO_PATTERN}"
-    )
+    lines.append(f"label floor: lift over chance ≥ {floor:.2f}, else {NO_PATTERN}")
     return lines
 
 
