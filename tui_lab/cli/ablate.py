@@ -1,4 +1,5 @@
-"""`tfx-lab ablate --run DIR [--head NAME:H ...] [--mode zero|mean]`: exact match with heads off."""
+"""`tfx-lab ablate (--run DIR | --model SOURCE --text FILE) [--head NAME:H ...] [--mode zero|mean]`:
+exact match (a run) or the loss of a text (a real model) with heads switched off."""
 
 from __future__ import annotations
 
@@ -13,16 +14,21 @@ from .shared import (
     add_device,
     add_examples,
     add_json,
-    add_run,
+    add_run_or_model,
     check_examples,
     emit_json,
     load_run,
+    open_real_model,
 )
 
 
 def add_parser(sub: Subparsers) -> None:
-    s = sub.add_parser("ablate", help="exact match with attention heads switched off")
-    add_run(s)
+    s = sub.add_parser("ablate", help="exact match (a run) or a text's loss (a real model) "
+                       "with attention heads switched off")
+    add_run_or_model(s)
+    text = s.add_mutually_exclusive_group()
+    text.add_argument("--text", metavar="FILE", help="with --model: the text whose loss is measured")
+    text.add_argument("--input", metavar="TEXT", help="with --model: the text, typed")
     s.add_argument("--head", action="append", default=[], metavar="NAME:H",
                    help="a head to switch off, e.g. decoder.0.cross:2 (repeat; none: one row per head)")
     s.add_argument("--mode", default="zero",
@@ -41,6 +47,10 @@ def _pct(x: float) -> str:
 def ablate(args: argparse.Namespace) -> int:
     """Exact match with heads switched off; without --head, one row per head sorted by drop."""
     check_examples(args.n)
+    if args.model is not None:
+        return ablate_text(args)
+    if args.text is not None or args.input is not None or args.revision is not None:
+        raise LabError("--text, --input and --revision go with --model (a run is scored on its task)")
     from tui_lab.core.analysis.ablation import check_mode, parse_head
     from tui_lab.core.analysis.head_importance import (
         ablated_accuracy,
@@ -92,4 +102,60 @@ def ablate(args: argparse.Namespace) -> int:
     print(f"{'head':<{width}}  {'exact':>7}  {'drop':>7}")
     for r in table.rows:
         print(f"{r.head:<{width}}  {_pct(r.exact_match):>7}  {r.drop:>+7.1%}")
+    return 0
+
+
+def _read_text(args: argparse.Namespace) -> str:
+    if args.input is not None:
+        return str(args.input)
+    if args.text is None:
+        raise LabError("ablate --model measures the loss of a text: give --text FILE or --input TEXT")
+    from tui_lab.core.tasks.text import read_text_file
+
+    return read_text_file(args.text)
+
+
+def ablate_text(args: argparse.Namespace) -> int:
+    """A real model: the loss of a text with heads off; without --head, one row per head by rise."""
+    from tui_lab.core.analysis.ablation import check_mode, parse_head
+    from tui_lab.core.analysis.text_ablation import (
+        loss_with_heads_off,
+        text_ids,
+        text_importance,
+        text_means,
+    )
+
+    mode = check_mode(args.mode)
+    if args.at_step is not None:
+        raise LabError("--at-step reads a run's history; a model opened with --model has none")
+    text = _read_text(args)
+    run = open_real_model(args, args.device)
+    ids = text_ids(run.task, text, run.config.model.max_len)
+    heads = [parse_head(h, run.model) for h in args.head]
+    if heads:
+        means = text_means(run.model, ids) if mode == "mean" else None
+        baseline = loss_with_heads_off(run.model, ids, [])
+        loss = loss_with_heads_off(run.model, ids, heads, mode, means)
+        names = [str(h) for h in heads]
+        if args.json:
+            emit_json({"model": args.model, "heads": names, "mode": mode, "n_tokens": len(ids) - 1,
+                       "baseline": baseline, "loss": loss, "rise": loss - baseline})
+        else:
+            print(f"{args.model}: {len(ids) - 1} predicted tokens, mode {mode}")
+            print(f"baseline loss {baseline:.4f}; with {', '.join(names)} ablated {loss:.4f} "
+                  f"(rise {loss - baseline:+.4f})")
+        return 0
+    progress = CountLine("ablating head", enabled=not args.json)
+    try:
+        table = text_importance(run.model, ids, mode, progress)
+    finally:
+        progress.close()
+    if args.json:
+        emit_json({"model": args.model, **table.to_json()})
+        return 0
+    print(f"{args.model}: {table.n_tokens} predicted tokens, mode {mode}, baseline loss {table.baseline:.4f}")
+    width = max(len(r.head) for r in table.rows)
+    print(f"{'head':<{width}}  {'loss':>8}  {'rise':>8}")
+    for r in table.rows:
+        print(f"{r.head:<{width}}  {r.loss:>8.4f}  {r.rise:>+8.4f}")
     return 0

@@ -8,12 +8,20 @@ from typing import Any
 
 from tui_lab.core.errors import LabError
 
-from .shared import Subparsers, add_at_step, add_json, add_run, emit_json, load_run, say_notes
+from .shared import (
+    Subparsers,
+    add_at_step,
+    add_json,
+    add_run_or_model,
+    emit_json,
+    load_target,
+    say_notes,
+)
 
 
 def add_parser(sub: Subparsers) -> None:
-    s = sub.add_parser("decode", help="greedy decoding of typed input with a trained run")
-    add_run(s)
+    s = sub.add_parser("decode", help="greedy decoding of typed input with a trained run or a real model")
+    add_run_or_model(s)
     s.add_argument("--input", required=True, help="input text, e.g. 31415")
     add_at_step(s)
     s.add_argument("--attention", action="store_true", help="print attention heatmaps")
@@ -38,11 +46,11 @@ def _sampling(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def decode(args: argparse.Namespace) -> int:
-    """Decode one input with a trained run; JSON, or the output and what was asked for."""
+    """Decode one input with a trained run or a real model; JSON, or the output and what was asked for."""
     from tui_lab.core.analysis.logit_lens import logit_lens
     from tui_lab.core.decoding.decode import generate
 
-    run = load_run(args.run, "cpu", args.at_step)
+    run = load_target(args, "cpu", args.at_step)
     result = generate(run.model, run.task, args.input, **_sampling(args),
                       capture=args.attention or args.json or bool(args.explain))
     lens = logit_lens(run.model, run.task, result) if args.lens else None
@@ -102,7 +110,8 @@ def explain(run: Any, result: Any, spec: str, options: dict[str, Any]) -> dict[s
     w = walk(proj, result, ref.name, ref.head, row)
     return {"head": str(ref), "row": row, "d_head": w.d_head, "query": w.query, "keys": w.keys,
             "raw": w.raw, "scaled": w.scaled, "weights": w.weights, "masked": w.masked,
-            "output": w.output, "captured": w.captured, "max_diff": w.max_diff}
+            "output": w.output, "captured": w.captured, "max_diff": w.max_diff,
+            "scale": w.scale_label}
 
 
 def _print_attention(result: Any) -> None:
@@ -117,7 +126,7 @@ def _print_attention(result: Any) -> None:
 
 def _print_explain(e: dict[str, Any]) -> None:
     print(f"\n{e['head']} query row {e['row']} ({e['query']!r}), d_head = {e['d_head']}")
-    print(f"{'key':>6} {'q.k':>9} {'/sqrt(d)':>9} {'softmax':>9}")
+    print(f"{'key':>6} {'q.k':>9} {e['scale']:>9} {'softmax':>9}")
     for key, raw, scaled, weight, masked in zip(e["keys"], e["raw"], e["scaled"], e["weights"],
                                                 e["masked"], strict=False):
         print(f"{key!r:>6} {raw:>9.4f} {scaled:>9.4f} {weight:>9.4f}{'  (masked)' if masked else ''}")

@@ -1,15 +1,19 @@
-"""`tfx-lab params --preset P [--json]`: a preset's parameter breakdown, before anything is built."""
+"""`tfx-lab params (--preset P | --model SOURCE) [--json]`: a preset's parameter breakdown, before
+anything is built, or a real model's, counted on its weights."""
 
 from __future__ import annotations
 
 import argparse
 
-from .shared import Subparsers, add_json, add_preset, console, emit_json
+from .shared import MODEL_HELP, Subparsers, add_json, console, emit_json, open_real_model
 
 
 def add_parser(sub: Subparsers) -> None:
-    s = sub.add_parser("params", help="parameter breakdown of a preset")
-    add_preset(s)
+    s = sub.add_parser("params", help="parameter breakdown of a preset or a real model")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
+    which.add_argument("--model", metavar="SOURCE", help=MODEL_HELP)
+    s.add_argument("--revision", help="with --model: a branch or commit of the cached model")
     add_json(s)
     s.set_defaults(handler=params)
 
@@ -20,11 +24,18 @@ def params(args: argparse.Namespace) -> int:
     from tui_lab.core.model.params import parameter_report
     from tui_lab.core.tasks import make_task
 
-    cfg = load_preset(args.preset)
-    report = parameter_report(cfg.model, len(make_task(cfg.task).vocab))
+    if args.model is not None:
+        from tui_lab.core.model.params import report_for_model
+
+        loaded = open_real_model(args)
+        cfg = loaded.config
+        report = report_for_model(loaded.model, cfg.model.max_len)
+    else:
+        cfg = load_preset(args.preset)
+        report = parameter_report(cfg.model, len(make_task(cfg.task).vocab))
     if args.json:
         emit_json({
-            "preset": cfg.name,
+            "model" if args.model is not None else "preset": cfg.name,
             "total": report.total,
             "rows": [{"name": r.name, "params": r.params, "group": r.group} for r in report.rows],
             "fp32_bytes": report.fp32_bytes,

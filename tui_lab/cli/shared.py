@@ -31,6 +31,23 @@ def add_run(s: argparse.ArgumentParser) -> None:
     s.add_argument("--run", required=True, help="run folder")
 
 
+MODEL_HELP = ("a real model, offline: a folder holding config.json and *.safetensors, or a hub "
+              "name (gpt2, EleutherAI/pythia-14m) already in the local Hugging Face cache")
+
+
+def add_model(s: argparse.ArgumentParser, group: Any = None) -> None:
+    """``--model SOURCE`` and ``--revision`` (on ``group`` when given: exclusive with --run or --preset)."""
+    (group or s).add_argument("--model", metavar="SOURCE", help=MODEL_HELP)
+    s.add_argument("--revision", help="with --model: a branch or commit of the cached model")
+
+
+def add_run_or_model(s: argparse.ArgumentParser) -> None:
+    """``--run DIR`` or ``--model SOURCE``, exactly one."""
+    group = s.add_mutually_exclusive_group(required=True)
+    group.add_argument("--run", help="run folder")
+    add_model(s, group)
+
+
 def add_at_step(s: argparse.ArgumentParser) -> None:
     s.add_argument("--at-step", type=int, metavar="N", help="use the history snapshot of step N")
 
@@ -76,6 +93,33 @@ def console() -> Any:
     from rich.console import Console
 
     return Console()
+
+
+def open_real_model(args: argparse.Namespace, device: str = "cpu") -> LoadedModel:
+    """The model ``--model`` names, opened offline; its notes go to stderr."""
+    from tui_lab.core.decoding.opened import open_model
+
+    loaded = open_model(args.model, device, args.revision)
+    say_notes(loaded.notes)
+    return loaded
+
+
+def load_target(args: argparse.Namespace, device: str = "cpu", at_step: int | None = None) -> LoadedModel:
+    """The run (``--run``) or the real model (``--model``) a command works on."""
+    from tui_lab.core.errors import LabError
+
+    if getattr(args, "model", None) is None:
+        if getattr(args, "revision", None):
+            raise LabError("--revision goes with --model")
+        return load_run(args.run, device, at_step)
+    if at_step is not None:
+        raise LabError("--at-step reads a run's history; a model opened with --model has none")
+    return open_real_model(args, device)
+
+
+def target_name(args: argparse.Namespace) -> str:
+    """What the command works on, as the user named it (a run folder or a model)."""
+    return str(args.model if getattr(args, "model", None) is not None else args.run)
 
 
 def load_run(run_dir: str, device: str = "cpu", at_step: int | None = None) -> LoadedModel:

@@ -4,7 +4,8 @@
 with a forward pre-hook on every attention module, then projects the inputs it
 saw with the module's own ``w_q``, ``w_k`` and ``w_v`` (with the KV cache each
 step brings only the new tokens: the projections are concatenated). ``walk`` then writes the formula out for one head and one
-query row: raw scores ``q·k``, scaled by ``1/sqrt(d_head)``, the softmax, and
+query row: raw scores ``q·k``, scaled by ``1/sqrt(d_head)`` (or the model's own
+scale: GPT-Neo uses none), masked to the past (and to a local layer's window), the softmax, and
 the weighted sum of the value rows; the weights are compared with those the
 decode captured. Torch is imported only when these run (after the lab loaded it).
 """
@@ -21,9 +22,11 @@ class Projections:
     """Full-sequence projections of one attention module, split into heads."""
 
     q: Any  # (H, Tq, d_head), after RoPE if the module uses it
-    k: Any  # (H, Tk, d_head)
+    k: Any  # (H, Tk, d_head): with grouped-query attention, each query head's shared key head
     v: Any  # (H, Tk, d_head)
     causal: bool
+    scale: float | None = None  # what multiplies q.k; None: 1/sqrt(d_head)
+    window: int = 0  # > 0: a query sees only its last ``window`` keys
 
 
 @dataclass
@@ -42,6 +45,12 @@ class WalkRow:
     masked: list[bool]
     output: list[float]
     captured: list[float]
+    scale: float | None = None  # None: 1/sqrt(d_head)
+
+    @property
+    def scale_label(self) -> str:
+        """How the scores were scaled, as a column head: ``/√16``, or ``×1`` (GPT-Neo: none)."""
+        return f"/√{self.d_head}" if self.scale is None else f"×{self.scale:g}"
 
     @property
     def max_diff(self) -> float:
@@ -99,10 +108,8 @@ def collect_projections(
                 continue
 
             def heads(x: Any, module: Any = module) -> Any:
-                x = x[0].float()  # (T, d_model)
-                return x.view(x.size(0), module.n_heads, module.d_head).transpose(
-                    0, 1
-                )  # (H, T, d_head)
+                x = x[0].float()  # (T, width): d_model, or fewer key/value heads' width
+                return x.view(x.size(0), -1, module.d_head).transpose(0, 1)  # (heads, T, d_head)
 
             q = torch.cat([heads(module.w_q(query)) for query, _, _, _ in recorded], dim=1)
             fresh = [(key, value) for _, key, value, reused in recorded if not reused]
@@ -110,8 +117,12 @@ def collect_projections(
             v = torch.cat([heads(module.w_v(value)) for _, value in fresh], dim=1)
             if module.rope is not None:
                 q, k = module.rope(q, 0), module.rope(k, 0)
+            group = module.n_heads // k.size(0)  # query heads per key/value head
+            if group > 1:
+                k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
             found[name] = Projections(
-                q, k, v, causal=name.startswith("decoder") and name.endswith(".self")
+                q, k, v, causal=name.startswith("decoder") and name.endswith(".self"),
+                scale=module.score_scale, window=module.window,
             )
     return found
 
@@ -126,12 +137,14 @@ def walk(proj: Projections, result: Any, name: str, head: int, row: int) -> Walk
     d_head = q.numel()
     n_keys = k.size(0)
     if proj.causal:
-        # Query ``row`` sits at position row (the prompt and every fed token).
-        masked = [j > row for j in range(n_keys)]
+        # Query ``row`` sits at position row (the prompt and every fed token); a
+        # local layer also hides the keys ``window`` or more positions back.
+        far = row - proj.window if proj.window else -1
+        masked = [j > row or j <= far for j in range(n_keys)]
     else:
         masked = [False] * n_keys
     raw = k @ q  # (Tk,)
-    scaled = raw / math.sqrt(d_head)
+    scaled = raw / math.sqrt(d_head) if proj.scale is None else raw * proj.scale
     allowed = torch.tensor([not m for m in masked])
     weights = torch.softmax(scaled.masked_fill(~allowed, float("-inf")), dim=-1)
     output = weights @ v  # (d_head,)
@@ -153,4 +166,5 @@ def walk(proj: Projections, result: Any, name: str, head: int, row: int) -> Walk
         masked=masked,
         output=[float(x) for x in output],
         captured=captured,
+        scale=proj.scale,
     )

@@ -91,7 +91,7 @@ class LabConfig:
 
     def __post_init__(self) -> None:
         m, t = self.model, self.task
-        if t.name in ("char-lm", "induction", "modular-addition") and m.arch != "decoder-only":
+        if t.name in ("char-lm", "induction", "modular-addition", "token-lm") and m.arch != "decoder-only":
             raise field_error("task.name", f"{t.name} needs model.arch: decoder-only")
         if self.train.full_batch and t.name not in FULL_BATCH_TASKS:
             raise field_error(
@@ -108,7 +108,7 @@ class LabConfig:
     def sequence_length_needed(self) -> int:
         """Longest sequence (source or target, with BOS/EOS/SEP) the task produces."""
         t = self.task
-        if t.name in ("char-lm", "induction"):  # fixed-length windows
+        if t.name in ("char-lm", "induction", "token-lm"):  # fixed-length windows
             return t.block_size
         if t.name == "modular-addition":  # a b = answer: one token each, no EOS
             return 4

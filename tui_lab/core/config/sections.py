@@ -20,7 +20,7 @@ POSITIONALS = ("sinusoidal", "learned", "rope")
 # "gelu" is the exact GELU; "gelu_tanh" its tanh approximation (GPT-2's gelu_new).
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORM_KINDS = ("layernorm", "rmsnorm")
-TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction", "modular-addition")
+TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction", "modular-addition", "token-lm")
 # The tasks with a finite training set, which train.full_batch can use whole every step.
 FULL_BATCH_TASKS = ("modular-addition",)
 # modular-addition's operations: (a op b) mod p; divide is a * b^-1 and needs a prime p.

@@ -25,7 +25,7 @@ from tui_lab.core.tasks import make_task
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A run's config (named after its preset), task, model (in eval mode) and step."""
+    """A run's (or an opened model's) config, task, model (in eval mode) and step."""
 
     config: LabConfig
     task: Any
@@ -33,6 +33,8 @@ class LoadedModel:
     step: int
     device: torch.device
     notes: list[str]  # what loading the weights noticed (a save cut off midway)
+    # A model opened from files (``opened.py``): its ModelCard; None for a run's model.
+    card: Any = None
 
 
 def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: int | None = None) -> LoadedModel:

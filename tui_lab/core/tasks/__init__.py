@@ -44,4 +44,7 @@ def make_task(task: TaskConfig) -> Task:
         return InductionTask(task)
     if task.name == "modular-addition":
         return ModularTask(task)
+    if task.name == "token-lm":
+        # Its vocabulary is a real model's tokenizer, which a config does not hold.
+        raise field_error("task.name", "token-lm is the task of a model opened with --model SOURCE")
     raise field_error("task.name", f"unknown task {task.name!r}")

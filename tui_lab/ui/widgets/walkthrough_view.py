@@ -28,11 +28,12 @@ class WalkthroughView(Static):
         title.append(f"{row.name} head {row.head + 1}, query ", style="dim")
         title.append(f"{row.query!r}", style="bold")
         title.append(f" (row {row.row + 1})", style="dim")
-        formula = Text(f"w = softmax(q·k / √{row.d_head}),  out = Σ w·v", style="italic dim")
+        scores = f"q·k / √{row.d_head}" if row.scale is None else f"q·k × {row.scale:g}"
+        formula = Text(f"w = softmax({scores}),  out = Σ w·v", style="italic dim")
         table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
         table.add_column("key", no_wrap=True)
         table.add_column("q·k", justify="right")
-        table.add_column(f"/√{row.d_head}", justify="right")
+        table.add_column(row.scale_label, justify="right")
         table.add_column("softmax", justify="right")
         for j, key in enumerate(row.keys):
             if row.masked[j]:

@@ -1,0 +1,177 @@
+"""A real model opened from files (``--model SOURCE``), ready for every pane and command.
+
+``open_model`` is to a Hugging Face folder or cache name what
+``load_for_inference`` is to a run folder: it returns the same
+``LoadedModel`` (config, task, model in eval mode), so decoding, the
+attention views, the atlas, ablation, the lens and the parameter report work
+on it unchanged. The steps, each in ``core/pretrained/``: find the folder
+(offline; ``source.py``), read ``config.json`` and map the weights without
+copying them (``files.py``), build the lab's own model of that family around
+them (``build.py``), read the tokenizer (``tokenizer.py``). The ``ModelCard``
+says what was read from which file, for Build's card and ``params``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig
+from tui_lab.core.decoding.inference import LoadedModel
+from tui_lab.core.model.device import choose_device, set_threads
+from tui_lab.core.pretrained.build import build_pretrained
+from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.pretrained.files import open_tensors, read_config
+from tui_lab.core.pretrained.source import ModelSource, resolve_source
+from tui_lab.core.pretrained.tokenizer import load_tokenizer
+from tui_lab.core.tasks.tokenized import TokenizedText
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What an opened model is and where each part of it came from (read-only, for display)."""
+
+    name: str  # what the user typed: a folder or a hub name
+    family: str  # config.json's model_type
+    origin: str  # "folder" or "cache"
+    folder: Path
+    revision: str | None
+    commit: str | None
+    n_params: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_model: int
+    d_ff: int
+    context: int
+    vocab_size: int
+    tokenizer_size: int
+    stored_dtype: str  # the weights' dtype in the files
+    files: dict[str, list[str]] = field(default_factory=dict)  # role -> file names read
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows of the card, in reading order."""
+        kv = f" ({self.n_kv_heads} key/value)" if self.n_kv_heads != self.n_heads else ""
+        if self.origin == "folder":
+            where = "a folder"
+        else:
+            where = "the local Hugging Face cache" + (f" @ {self.commit[:12]}" if self.commit else "")
+        rows = [
+            ("model", self.name),
+            ("family", self.family),
+            ("from", where),
+            ("folder", str(self.folder)),
+            ("parameters", f"{self.n_params:,}"),
+            ("layers", str(self.n_layers)),
+            ("heads", f"{self.n_heads}{kv}"),
+            ("d_model / d_ff", f"{self.d_model} / {self.d_ff}"),
+            ("context", f"{self.context:,} tokens"),
+            ("vocabulary", f"{self.vocab_size:,} (tokenizer: {self.tokenizer_size:,})"),
+            ("weights", self.stored_dtype),
+        ]
+        # "weights" above is the stored dtype: each file row says which role it was read for.
+        rows += [(f"{role} from", ", ".join(names)) for role, names in self.files.items()]
+        return rows
+
+
+def open_model(
+    source: str, device: str = "cpu", revision: str | None = None
+) -> LoadedModel:
+    """The model ``source`` names (a folder or a cached hub name), offline; PretrainedError if not."""
+    where = choose_device(device)
+    found = resolve_source(source, revision)
+    raw = read_config(found.folder)
+    tensors = open_tensors(found.folder)
+    stored = _stored_dtype(tensors)
+    model_config, model = build_pretrained(raw, tensors)
+    tokenizer = load_tokenizer(found.folder)
+    vocab = model_config.vocab_size or 0
+    if len(tokenizer) > vocab:
+        raise PretrainedError(
+            f"{found.folder}: the tokenizer has {len(tokenizer):,} tokens but the weights "
+            f"hold {vocab:,} embeddings: the tokenizer files belong to another model"
+        )
+    notes: list[str] = []
+    if any(p.dtype != torch.float32 for p in model.parameters()):
+        # Half-precision weights are widened on load: CPU kernels for them are slow,
+        # and the lab compares with the reference in fp32.
+        model = model.float()
+        notes.append(f"weights stored as {stored}, widened to float32")
+    if "auto_map" in raw:
+        notes.append("config.json names custom code (auto_map): it was not run")
+    model = model.to(where).eval()
+    n_params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    if where.type == "cpu":
+        set_threads(0, n_params)
+    config = LabConfig(
+        name=found.name,
+        description=f"{raw.get('model_type')} model opened from {found.folder}",
+        model=model_config,
+        task=TaskConfig(name="token-lm", block_size=model_config.max_len),
+        train=TrainConfig(),
+        source=str(found.folder),
+    )
+    task = TokenizedText(tokenizer, model_config.max_len)
+    card = _card(found, raw, model_config, n_params, len(tokenizer), stored, tensors, notes)
+    return LoadedModel(config, task, model, 0, where, notes, card=card)
+
+
+def _stored_dtype(tensors: Any) -> str:
+    dtypes = {str(t.dtype).removeprefix("torch.") for t in _sample(tensors)}
+    return "/".join(sorted(dtypes)) or "none"
+
+
+def _sample(tensors: Any) -> list[torch.Tensor]:
+    keys = list(tensors.keys())
+    step = max(1, len(keys) // 8)
+    return [tensors[k] for k in keys[::step]]
+
+
+def _card(
+    found: ModelSource,
+    raw: dict[str, Any],
+    config: Any,
+    n_params: int,
+    tokenizer_size: int,
+    stored: str,
+    tensors: Any,
+    notes: list[str],
+) -> ModelCard:
+    folder = found.folder
+    weight_files = sorted({Path(tensors.tensor_file(k)).name for k in tensors.keys()})
+    tokenizer_files = [
+        n for n in ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json")
+        if (folder / n).is_file()
+    ]
+    config_files = [n for n in ("config.json", "generation_config.json") if (folder / n).is_file()]
+    return ModelCard(
+        name=found.name,
+        family=str(raw.get("model_type")),
+        origin=found.origin,
+        folder=folder,
+        revision=found.revision,
+        commit=found.commit,
+        n_params=n_params,
+        n_layers=config.n_decoder_layers,
+        n_heads=config.n_heads,
+        n_kv_heads=config.n_kv_heads or config.n_heads,
+        d_model=config.d_model,
+        d_ff=config.d_ff,
+        context=config.max_len,
+        vocab_size=config.vocab_size or 0,
+        tokenizer_size=tokenizer_size,
+        stored_dtype=stored,
+        files={"config": config_files, "weights": weight_files, "tokenizer": tokenizer_files},
+        notes=list(notes),
+    )
+
+
+def weight_bytes(model: torch.nn.Module) -> int:
+    """Bytes of the model's parameters, tied ones once (what a token reads from memory)."""
+    unique = {p.data_ptr(): p for p in model.parameters()}
+    return sum(p.numel() * p.element_size() for p in unique.values())
+
