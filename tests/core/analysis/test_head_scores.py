@@ -23,6 +23,7 @@ from tui_lab.core.analysis.head_scores import (
     task_patterns,
 )
 from tui_lab.core.analysis.head_targets import (
+    allowed_keys,
     duplicate_targets,
     first_targets,
     induction_targets,
@@ -211,3 +212,14 @@ def test_a_uniform_head_scores_chance_and_gets_no_label():
     assert head.pattern is None and head.shown == NO_PATTERN
     # previous and first tie here (query q has 1/(q+1) on each): the nearest is still reported
     assert head.best in ("previous", "first") and head.best_score == head.scores[head.best]
+
+
+def test_a_local_window_limits_the_keys_a_uniform_head_spreads_over():
+    allowed = allowed_keys(True, 4, 4, None, window=2)  # each query sees itself and the key before
+    assert allowed[0].int().tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]]
+    row = RepeatProbe(torch.tensor([[7, 8, 7, 8]]), torch.tensor([2]), REPEAT, "a b a b")
+    uniform = (allowed.float() / allowed.float().sum(-1, keepdim=True))[:, None]  # (1, 1, 4, 4)
+    found = repeat_patterns(uniform, row, every=True, window=2)
+    assert found["previous"].chance == pytest.approx(0.5)  # half of each row's two keys
+    assert found["duplicate"].chance == 0.0  # q - L = q - 2 lies outside a window of 2
+    assert float(found["previous"].scores[0]) == pytest.approx(0.5)

@@ -139,7 +139,9 @@ def head_scores(name: str, found: dict[str, Measured], ent: torch.Tensor) -> lis
     return out
 
 
-def task_patterns(weights: torch.Tensor, name: str, probe: Probe) -> tuple[dict[str, Measured], torch.Tensor]:
+def task_patterns(
+    weights: torch.Tensor, name: str, probe: Probe, window: int = 0
+) -> tuple[dict[str, Measured], torch.Tensor]:
     """The task probe's patterns of one module (``weights`` (B, H, Tq, Tk)), and its queries."""
     b, _, t_q, t_k = weights.shape
     queries = probe.queries_for(name)[:, :t_q].clone()
@@ -147,7 +149,7 @@ def task_patterns(weights: torch.Tensor, name: str, probe: Probe) -> tuple[dict[
     if decoder_self:
         queries[:, 0] = False  # causal: the first query can only attend to itself
     key_valid = None if decoder_self else probe.src_valid
-    allowed = allowed_keys(decoder_self, t_q, t_k, key_valid)
+    allowed = allowed_keys(decoder_self, t_q, t_k, key_valid, window)
     task = TASK
     found: dict[str, Measured] = {}
     if name.endswith(".self"):
@@ -160,11 +162,13 @@ def task_patterns(weights: torch.Tensor, name: str, probe: Probe) -> tuple[dict[
     return found, queries
 
 
-def repeat_patterns(weights: torch.Tensor, repeats: RepeatProbe, every: bool) -> dict[str, Measured]:
+def repeat_patterns(
+    weights: torch.Tensor, repeats: RepeatProbe, every: bool, window: int = 0
+) -> dict[str, Measured]:
     """Duplicate and induction on causal self-attention over ``repeats`` (and, with ``every``,
-    previous and first over queries t >= 1)."""
+    previous and first over queries t >= 1); ``window``: the layer's local window (0: none)."""
     b, _, t_q, t_k = weights.shape
-    allowed = allowed_keys(True, t_q, t_k, None)
+    allowed = allowed_keys(True, t_q, t_k, None, window)
     queries = torch.ones(b, t_q, dtype=torch.bool)
     queries[:, 0] = False  # the first query can only attend to itself
     kind = repeats.kind
@@ -221,6 +225,15 @@ def _attention(model: nn.Module, *inputs: torch.Tensor) -> dict[str, torch.Tenso
     return {name: w.cpu() for name, w in store.matrices().items()}
 
 
+def layer_window(model: nn.Module, name: str) -> int:
+    """The local attention window of decoder self-attention ``name`` (0: global or none)."""
+    windows = getattr(getattr(model, "config", None), "attention_windows", ())
+    parts = name.split(".")
+    if not windows or parts[0] != "decoder" or parts[-1] != "self":
+        return 0
+    return int(windows[int(parts[1])])
+
+
 def _in_eval(model: nn.Module) -> bool:
     was_training = model.training
     model.eval()
@@ -240,9 +253,10 @@ def score_atlas(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int =
         on_repeats = _attention(model, probe.repeated.tokens) if probe.repeated is not None else {}
         heads: list[HeadScore] = []
         for name, w in _attention(model, *probe.inputs).items():
-            found, queries = task_patterns(w, name, probe)
+            window = layer_window(model, name)
+            found, queries = task_patterns(w, name, probe, window)
             if probe.repeated is not None and name in on_repeats:
-                found.update(repeat_patterns(on_repeats[name], probe.repeated, every=False))
+                found.update(repeat_patterns(on_repeats[name], probe.repeated, False, window))
             heads.extend(head_scores(name, found, entropy(w, queries)))
     finally:
         model.train(was_training)
@@ -281,7 +295,8 @@ def score_atlas_on_repeats(
         for name, w in _attention(model, repeats.tokens).items():
             queries = torch.ones(w.size(0), w.size(2), dtype=torch.bool)
             queries[:, 0] = False
-            heads.extend(head_scores(name, repeat_patterns(w, repeats, every=True), entropy(w, queries)))
+            found = repeat_patterns(w, repeats, True, layer_window(model, name))
+            heads.extend(head_scores(name, found, entropy(w, queries)))
     finally:
         model.train(was_training)
     return Atlas(_ranked(heads), {repeats.kind: repeats.description})

@@ -61,11 +61,16 @@ def duplicate_targets(lengths: torch.Tensor, t_q: int, t_k: int | None = None) -
     return _repeat_offset_targets(lengths, t_q, t_q if t_k is None else t_k, 0)
 
 
-def allowed_keys(causal: bool, t_q: int, t_k: int, key_valid: torch.Tensor | None) -> torch.Tensor:
-    """(B or 1, Tq, Tk) bool: the keys a query may attend to (causal and/or not padding)."""
+def allowed_keys(
+    causal: bool, t_q: int, t_k: int, key_valid: torch.Tensor | None, window: int = 0
+) -> torch.Tensor:
+    """(B or 1, Tq, Tk) bool: the keys a query may attend to (causal and/or not padding;
+    ``window`` > 0: only the last ``window`` keys, itself included, as a local layer sees)."""
     out = torch.ones(1, t_q, t_k, dtype=torch.bool)
     if causal:
         out = out & torch.ones(t_q, t_k, dtype=torch.bool).tril()[None]
+    if window > 0:
+        out = out & torch.ones(t_q, t_k, dtype=torch.bool).triu(1 - window)[None]
     if key_valid is not None:
         out = out & key_valid[:, None, :t_k]
     return out
