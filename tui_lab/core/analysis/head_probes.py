@@ -116,7 +116,7 @@ def _alignment(task: Any, pairs: list[tuple[str, str]], t_q: int, t_k: int, arch
 
 
 def standard_probe(
-    vocab_size: int, special_ids: Iterable[int], n: int = 16, length: int = 32, seed: int = 0
+    vocab_size: int, special_ids: Iterable[int], n: int = 8, length: int = 32, seed: int = 0
 ) -> RepeatProbe:
     """``n`` rows of ``length`` distinct random tokens, each row's block repeated once right after.
 
