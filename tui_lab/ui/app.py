@@ -83,6 +83,10 @@ class LabApp(PaneRouting, ScreenshotMixin):
             for i, pane in enumerate(PANES, start=1)
         ),
         Binding("question_mark", "help", "Help"),
+        Binding(
+            "b", "basics", "Basics", show=False,
+            tooltip="Basics: the tutorials' pictures (positions, masks, scaling, schedule)",
+        ),
         SAVE_SVG,  # f12
         Binding("q", "quit", "Quit"),
         Binding("escape", "leave_field", "Leave field", show=False),
@@ -273,6 +277,12 @@ class LabApp(PaneRouting, ScreenshotMixin):
         from tui_lab.ui.screens.help import HelpScreen, lab_sections
 
         self.push_screen(HelpScreen(lab_sections(self)))
+
+    def action_basics(self, view: str = "positions") -> None:
+        """Open the basics: positional table, masks, sqrt(d_k) scaling, schedule of the lab's model."""
+        from tui_lab.ui.screens.basics.basics_screen import BasicsScreen, lab_source
+
+        self.push_screen(BasicsScreen(lab_source(self), view))
 
     def action_leave_field(self) -> None:
         """Escape: leave a text field so the single-key bindings work again."""

@@ -35,6 +35,7 @@ def lab_commands(app: LabApp) -> Iterator[SystemCommand]:
             title = binding.description
             help_text = f"{action_help(type(app), binding.action)} ({key})"
         yield SystemCommand(title, help_text, lambda a=binding.action: app.run_action(a))
+    yield from basics_commands(app)
     for keys in pane_keys():
         for binding in bindings_of(keys.owner):
             key = app.get_key_display(first_key(binding))
@@ -43,3 +44,18 @@ def lab_commands(app: LabApp) -> Iterator[SystemCommand]:
                 f"{action_help(keys.owner, binding.action)} ({key})",
                 lambda p=keys.pane, a=binding.action: app.run_pane_action(p, a),
             )
+
+
+def basics_commands(app: LabApp) -> Iterator[SystemCommand]:
+    """One command per view of the basics screen ("Basics: Masks"), opening it on that view."""
+    from tui_lab.ui.screens.basics.basics_screen import BasicsScreen
+
+    for binding in bindings_of(BasicsScreen):
+        if not binding.action.startswith("view("):
+            continue
+        key = app.get_key_display(first_key(binding))
+        yield SystemCommand(
+            f"Basics: {binding.description}",
+            f"{binding.tooltip} (b, then {key})",
+            lambda a=binding.action: app.run_action(a.replace("view(", "basics(", 1)),
+        )

@@ -67,6 +67,9 @@ def lab_sections(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
             else:
                 rows += widget_rows
         sections.append((title, rows + PANE_EXTRA.get(keys.pane, [])))
+    from tui_lab.ui.screens.basics.basics_screen import BasicsScreen
+
+    sections.append(("b Basics (over any pane)", binding_rows(bindings_of(BasicsScreen), app)))
     return sections
 
 

@@ -1,0 +1,69 @@
+"""The basics screen: reached with b from any pane, each view by its key, closed with escape;
+it draws the lab's config (untrained) or the run Decode uses, and lists itself in help and palette."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import ContentSwitcher
+
+from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
+from tui_lab.ui.screens.basics.basics_screen import BasicsScreen
+from tui_lab.ui.widgets.heatmap import Heatmap
+
+
+async def _open(pilot, *keys: str) -> BasicsScreen:  # type: ignore[no-untyped-def]
+    await pilot.press(*keys, "b")
+    screen = pilot.app.screen
+    assert isinstance(screen, BasicsScreen)
+    await wait_until(pilot, lambda: screen.data is not None, 60, "the pictures")
+    await pilot.pause()
+    return screen
+
+
+async def test_every_view_by_keyboard_on_the_lab_config() -> None:
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        screen = await _open(pilot, "5")  # from the Params pane
+        data = screen.data
+        assert data is not None and not data.errors
+        assert "untrained" in data.label
+        switcher = screen.query_one(ContentSwitcher)
+        assert switcher.current == "positions"
+        table = screen.query_one("#pos-table", Heatmap)
+        # tiny.yaml: sinusoidal, d_model 16: the heatmap is 16 positions x 16 dims, row 0 = sin 0, cos 0
+        assert len(table.rows) == 16 and len(table.cols) == 16
+        assert table.weights[0][0] == 0.5 and table.weights[0][1] == 1.0  # (sin 0 + 1) / 2, (cos 0 + 1) / 2
+        for key, view in (("m", "masks"), ("s", "scaling"), ("r", "schedule"), ("p", "positions")):
+            await pilot.press(key)
+            assert switcher.current == view
+        causal = screen.query_one("#mask-1", Heatmap).weights
+        assert causal == [[1.0 if j <= i else 0.0 for j in range(len(causal))] for i in range(len(causal))]
+        await pilot.press("escape")
+        assert not isinstance(app.screen, BasicsScreen)
+        assert app.active_pane == "params"
+
+
+async def test_the_run_decode_uses(trained_run: Path) -> None:
+    app = tiny_app(run_dir=trained_run)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.current_run is not None, 60, "the run's model")
+        screen = await _open(pilot)
+        assert screen.data is not None and "at step 30" in screen.data.label
+        await pilot.press("m")
+        assert screen.query_one(ContentSwitcher).current == "masks"
+
+
+def test_help_and_palette_list_it() -> None:
+    from tui_lab.ui.app import LabApp
+    from tui_lab.ui.palette import lab_commands
+    from tui_lab.ui.screens.help import lab_sections
+
+    app = LabApp(preset=None, load_core=False)
+    sections = dict(lab_sections(app))
+    assert "Basics" in dict(sections["Everywhere"]).get("b", "")
+    assert set(dict(sections["b Basics (over any pane)"])) >= {"p", "m", "s", "r"}
+    titles = [c.title for c in lab_commands(app)]
+    assert {"Basics", "Basics: Positions", "Basics: Masks", "Basics: Scaling", "Basics: Schedule"} <= set(titles)

@@ -1,0 +1,1 @@
+"""The basics screen (``b``): the tutorials' pictures drawn from the lab's own model."""
