@@ -93,3 +93,14 @@ def test_a_name_missing_from_the_cache_says_how_to_get_it(tmp_path, monkeypatch,
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     proc = tfx("decode", "--model", "EleutherAI/pythia-14m", "--input", "hello")
     assert_one_line_error(proc, "hf download EleutherAI/pythia-14m")
+
+
+def test_heads_scores_a_real_model_on_the_standard_probe(neox) -> None:
+    folder, _ = neox
+    out = json.loads(tfx("heads", "--model", str(folder), "--json").stdout)
+    assert out["model"] == str(folder) and out["task"] == "token-lm"
+    assert set(out["probes"]) == {"repeat"}
+    assert len(out["heads"]) == 2 * 4
+    table = tfx("heads", "--model", str(folder)).stdout.splitlines()
+    assert table[0] == f"{folder}: gpt_neox model; heads by best score"
+    assert any("no clear pattern" in line for line in table)  # random weights: no pattern

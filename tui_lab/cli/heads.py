@@ -1,31 +1,46 @@
-"""`tfx-lab heads --run DIR`: the head atlas's scores for a run (or one of its history snapshots)."""
+"""`tfx-lab heads (--run DIR | --model SOURCE)`: the head atlas's scores for a run (or one of its
+history snapshots), or for a real model on the standard repeat probe."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from .shared import Subparsers, add_at_step, add_json, add_run, emit_json, load_run
+from .shared import (
+    Subparsers,
+    add_at_step,
+    add_json,
+    add_run_or_model,
+    emit_json,
+    load_target,
+    target_name,
+)
 
 
 def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser("heads", help="the head atlas: what each attention head does, scored")
-    add_run(s)
+    add_run_or_model(s)
     add_at_step(s)
     add_json(s)
     s.set_defaults(handler=heads)
 
 
 def heads(args: argparse.Namespace) -> int:
-    """Score every attention head of a run on its task's probe batch; best first."""
+    """Score every attention head of a run on its task's probe batch (a real model: the
+    standard repeat probe over its vocabulary); best first."""
     from tui_lab.core.analysis.head_scores import atlas_for
 
-    run = load_run(args.run, "cpu", args.at_step)
+    run = load_target(args, "cpu", args.at_step)
     atlas = atlas_for(run.model, run.task, run.config.model.arch)
+    which = "model" if args.model is not None else "run"
     if args.json:
-        emit_json({"run": args.run, "step": run.step, "task": run.config.task.name, **atlas.to_dict()})
+        emit_json({which: target_name(args), "step": run.step, "task": run.config.task.name,
+                   **atlas.to_dict()})
         return 0
-    print(f"{args.run}: step {run.step}, task {run.config.task.name}; heads by best score")
+    if args.model is not None:
+        print(f"{args.model}: {run.card.family} model; heads by best score")
+    else:
+        print(f"{args.run}: step {run.step}, task {run.config.task.name}; heads by best score")
     print_atlas(atlas)
     return 0
 
