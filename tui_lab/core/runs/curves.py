@@ -1,4 +1,4 @@
-"""A run's metric curves (train loss, validation loss, exact match), for overlay charts.
+"""A run's metric curves (losses, exact match, training accuracy, weight norm), for overlay charts.
 
 Each curve is indexed both by step and by training seconds, so a chart can
 switch its x axis. A resumed run repeats the steps after its last checkpoint
@@ -36,18 +36,27 @@ class RunCurves:
     train_loss: Curve
     val_loss: Curve
     exact_match: Curve
+    # Per step (older runs have none): the update's training accuracy, the weights' L2 norm.
+    train_accuracy: Curve = field(default_factory=Curve)
+    weight_norm: Curve = field(default_factory=Curve)
 
     def curve(self, metric: str) -> Curve:
-        """``metric`` is ``"train_loss"``, ``"val_loss"`` or ``"exact_match"``."""
+        """``metric`` is one of ``METRICS``."""
         return getattr(self, metric)
 
 
-METRICS = ("train_loss", "val_loss", "exact_match")
+METRICS = ("train_loss", "val_loss", "exact_match", "train_accuracy", "weight_norm")
+
+
+def first_step_at(curve: Curve, threshold: float) -> int | None:
+    """The first step whose value is at least ``threshold`` (None if none is)."""
+    return next((s for s, v in zip(curve.steps, curve.values, strict=True) if v >= threshold), None)
 
 
 def read_curves(run_dir: RunDir) -> RunCurves:
     """The curves of ``run_dir``; empty curves when it has no metrics yet."""
     train: dict[int, tuple[float, float]] = {}
+    per_step: dict[int, tuple[float | None, float | None]] = {}  # train accuracy, weight norm
     evals: dict[int, tuple[float | None, float | None]] = {}
     for rec in read_metrics(run_dir):
         step = rec.get("step")
@@ -58,13 +67,19 @@ def read_curves(run_dir: RunDir) -> RunCurves:
             if loss is not None:
                 train.pop(step, None)  # re-insert: a repeated step moves to the end
                 train[step] = (loss, elapsed if elapsed is not None else float("nan"))
+                per_step[step] = (_num(rec.get("train_accuracy")), _num(rec.get("weight_norm")))
         elif rec.get("kind") == "eval":
             evals.pop(step, None)
             evals[step] = (_num(rec.get("val_loss")), _num(rec.get("exact_match")))
-    train_loss, val_loss, exact = Curve(), Curve(), Curve()
+    train_loss, val_loss, exact, train_acc, norm = Curve(), Curve(), Curve(), Curve(), Curve()
     for step in sorted(train):
         loss, seconds = train[step]
         _add(train_loss, step, seconds, loss)
+        acc, size = per_step[step]
+        if acc is not None:
+            _add(train_acc, step, seconds, acc)
+        if size is not None:
+            _add(norm, step, seconds, size)
     for step in sorted(evals):
         seconds = train[step][1] if step in train else float("nan")
         val, em = evals[step]
@@ -72,7 +87,7 @@ def read_curves(run_dir: RunDir) -> RunCurves:
             _add(val_loss, step, seconds, val)
         if em is not None:
             _add(exact, step, seconds, em)
-    return RunCurves(str(Path(run_dir)), train_loss, val_loss, exact)
+    return RunCurves(str(Path(run_dir)), train_loss, val_loss, exact, train_acc, norm)
 
 
 def _add(curve: Curve, step: int, seconds: float, value: float) -> None:

@@ -26,6 +26,8 @@ METRIC_TITLES = {
     "train_loss": "train loss",
     "val_loss": "validation loss",
     "exact_match": "exact match",
+    "train_accuracy": "training accuracy",
+    "weight_norm": "weight norm",
 }
 
 

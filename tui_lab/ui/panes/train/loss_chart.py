@@ -1,4 +1,4 @@
-"""Plotext charts of a run: train/validation loss (linear or log) and the learning rate.
+"""Plotext charts of a run: train/validation loss (linear or log), accuracy and the learning rate.
 
 ``PlotextPlot.render`` rebuilds the whole plot on every repaint (about 10 ms
 each); these charts keep the last build and reuse it until their data or
@@ -134,6 +134,7 @@ class RunCharts(Vertical):
     def __init__(self, history: RunHistory, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.history = history
+        self.accuracy = False  # the accuracy chart on show (a, or a full-batch run)
         self.log_scale: bool | None = None  # None: log once the loss spans two decades
         self.drawn = -1  # the history version on show
         self._loss_at = 0.0
@@ -141,8 +142,22 @@ class RunCharts(Vertical):
 
     def compose(self) -> ComposeResult:
         """The loss chart above the learning-rate chart."""
+        from tui_lab.ui.panes.train.accuracy_chart import AccuracyChart
+
         yield LossChart(id="loss-chart")
+        chart = AccuracyChart(id="accuracy-chart")
+        chart.display = self.accuracy
+        yield chart
         yield LrChart(id="lr-chart")
+
+    def show_accuracy(self, on: bool) -> None:
+        """Show or hide the accuracy chart (train and held-out accuracy, weight norm)."""
+        from tui_lab.ui.panes.train.accuracy_chart import AccuracyChart
+
+        self.accuracy = on
+        if self.is_mounted:
+            self.query_one(AccuracyChart).display = on
+            self.draw(force=True)
 
     def use_log(self, data: HistorySnapshot) -> bool:
         """Log scale: as the user set it with ``l``, else once the loss spans two decades."""
@@ -168,6 +183,10 @@ class RunCharts(Vertical):
         self._loss_at = now
         data = self.history.snapshot()
         self.query_one(LossChart).draw(data, self.use_log(data))
+        if self.accuracy:
+            from tui_lab.ui.panes.train.accuracy_chart import AccuracyChart
+
+            self.query_one(AccuracyChart).draw(data)
         if force or not training or now - self._lr_at >= LR_REDRAW_SECONDS:
             self._lr_at = now
             self.query_one(LrChart).draw(data)

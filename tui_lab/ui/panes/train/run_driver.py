@@ -99,7 +99,7 @@ class RunDriver:
             if generation != self.generation:
                 return  # a run the user has reset away
             if isinstance(event, StepEvent):
-                self.history.add_step(event.step, event.loss, event.lr)
+                self.history.add_step(event.step, event.loss, event.lr, event.train_accuracy, event.weight_norm)
                 self.newest_step = event
             elif isinstance(event, EvalEvent):
                 self.history.add_eval(event.step, event.val_loss, event.exact_match)

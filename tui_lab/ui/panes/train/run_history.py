@@ -25,6 +25,9 @@ class HistorySnapshot:
     eval_steps: list[int] = field(default_factory=list)
     val_loss: list[float] = field(default_factory=list)
     accuracy: list[float | None] = field(default_factory=list)
+    # Per step, beside loss and lr: the batch's training accuracy and the weights' L2 norm.
+    train_accuracy: list[float | None] = field(default_factory=list)
+    weight_norm: list[float | None] = field(default_factory=list)
 
 
 class RunHistory:
@@ -41,11 +44,13 @@ class RunHistory:
             self._data = HistorySnapshot()
             self.version += 1
 
-    def add_step(self, step: int, loss: float, lr: float) -> None:
+    def add_step(self, step: int, loss: float, lr: float,
+                 train_accuracy: float | None = None, weight_norm: float | None = None) -> None:
         """Append a training step (any thread)."""
         with self._lock:
             d = self._data
-            _append_newest(step, d.steps, (d.loss, loss), (d.lr, lr))
+            _append_newest(step, d.steps, (d.loss, loss), (d.lr, lr),
+                           (d.train_accuracy, train_accuracy), (d.weight_norm, weight_norm))
             self.version += 1
 
     def add_eval(self, step: int, val_loss: float, accuracy: float | None) -> None:
@@ -59,7 +64,7 @@ class RunHistory:
         """Fill from a run's ``StepEvent``s and ``EvalEvent``s (read back from its folder)."""
         for event in events:
             if isinstance(event, StepEvent):
-                self.add_step(event.step, event.loss, event.lr)
+                self.add_step(event.step, event.loss, event.lr, event.train_accuracy, event.weight_norm)
             elif isinstance(event, EvalEvent):
                 self.add_eval(event.step, event.val_loss, event.exact_match)
 
@@ -74,6 +79,8 @@ class RunHistory:
                 list(d.eval_steps),
                 list(d.val_loss),
                 list(d.accuracy),
+                list(d.train_accuracy),
+                list(d.weight_norm),
             )
 
     def __len__(self) -> int:

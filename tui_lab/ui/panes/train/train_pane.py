@@ -33,6 +33,7 @@ from tui_lab.ui.panes.train.run_history import RunHistory
 from tui_lab.ui.panes.train.train_folders import RunFolders
 from tui_lab.ui.panes.train.train_reports import RunReports
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
+from tui_lab.ui.panes.train.train_views import TrainViews
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
@@ -43,7 +44,7 @@ def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
     return (config.model, config.task, config.train)
 
 
-class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
+class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
     """Drives a training process from a thread worker; events arrive as posted messages."""
 
     class PhaseChanged(Message):
@@ -57,6 +58,8 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
         Binding("r", "reset", "Reset"),
         Binding("l", "toggle_log", "Log scale"),
         Binding("o", "open_run", "Open run"),
+        Binding("a", "toggle_accuracy", "Accuracy chart", show=False),
+        Binding("f", "fourier", "Fourier", tooltip="The embedding's spectrum (modular-addition runs)"),
     ]
 
     def __init__(
@@ -191,6 +194,7 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
     def _redraw_now(self, force: bool = False) -> None:
         """Redraw the charts and figures that changed (timer; on_show catches up when hidden)."""
         self._take_newest_step()
+        self.sync_views()  # the accuracy chart's default follows the config on show
         if not force and not self.display:  # the pane switcher hides the panes not on show
             return
         if self.query_one(RunCharts).draw(training=self.state is Phase.RUNNING, force=force):
@@ -286,6 +290,8 @@ class TrainPane(RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer space as start, pause or resume, and s, r and o, as the state allows."""
+        if action == "fourier":
+            return self.offers_fourier()
         return self.train_state.offers(action)
 
     def action_start(self) -> None:
