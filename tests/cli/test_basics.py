@@ -56,3 +56,37 @@ def test_one_line_errors() -> None:
     assert_one_line_error(tfx("basics", "masks", "--preset", "copy", "--input", "abc"), "the input")
     assert_one_line_error(tfx("basics", "positions", "--preset", "no-such-preset"), "no-such-preset")
     assert_one_line_error(tfx("basics", "positions", "--run", str(TINY_RUN), "--length", "0"), "--length")
+
+
+@pytest.fixture(scope="module")
+def real_models(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    from tests.pretrained.hf_factory import save_family
+
+    root = tmp_path_factory.mktemp("basics-models")
+    return {family: (root / family, save_family(root / family, family)) for family in ("gpt2", "llama")}
+
+
+def test_a_real_models_positions(real_models: dict) -> None:
+    # GPT-2 adds learned rows: the table is its wpe weight, as transformers holds it.
+    folder, reference = real_models["gpt2"]
+    pos = _json("positions", "--model", str(folder), "--length", "5")
+    assert pos["kind"] == "learned" and pos["dims"] == 32
+    for got, want in zip(pos["table"], reference.transformer.wpe.weight[:5].tolist(), strict=True):
+        assert got == pytest.approx(want, abs=1e-5)
+    # Llama rotates (head size 8: 4 pairs at rope_theta 10000): angle p * 10000^(-2j/8) mod 2 pi.
+    folder, _ = real_models["llama"]
+    rope = _json("positions", "--model", str(folder), "--length", "6")
+    assert rope["kind"] == "rope" and rope["dims"] == 4
+    for p, j in ((1, 0), (3, 1), (5, 3)):
+        theta = p * 10000 ** (-2 * j / 8)
+        assert math.cos(rope["table"][p][j]) == pytest.approx(math.cos(theta), abs=1e-4)
+        assert math.sin(rope["table"][p][j]) == pytest.approx(math.sin(theta), abs=1e-4)
+
+
+def test_a_real_models_masks_and_scaling(real_models: dict) -> None:
+    folder, _ = real_models["llama"]
+    masks = _json("masks", "--model", str(folder), "--input", "The cat")
+    n, t = masks["lengths"][masks["row"]], len(masks["tokens"])
+    assert n < t and masks["combined"] == [[int(j <= i and j < n) for j in range(t)] for i in range(t)]
+    scaling = _json("scaling", "--model", str(folder))
+    assert [r["name"] for r in scaling["model"]] == ["decoder.0.self", "decoder.1.self"]

@@ -101,6 +101,7 @@ class HeadsQK:
     v: torch.Tensor  # (B, H, T, d_head)
     score_scale: float | None  # what multiplies q.k; None: 1/sqrt(d_head)
     causal: bool  # the module masks the future (decoder self-attention)
+    window: int = 0  # > 0: a query sees only its last ``window`` keys (a local layer)
 
 
 def self_attention_modules(model: nn.Module) -> list[MultiHeadAttention]:
@@ -162,7 +163,7 @@ def self_attention_qk(model: nn.Module, batch: ExampleBatch) -> list[HeadsQK]:
             q, k, v = _project(module, x)
             out.append(HeadsQK(
                 module.capture_name, q.cpu(), k.cpu(), v.cpu(), module.score_scale,
-                causal=module.capture_name.startswith("decoder"),
+                causal=module.capture_name.startswith("decoder"), window=module.window,
             ))
     return out
 

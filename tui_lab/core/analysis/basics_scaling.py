@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from tui_lab.core.analysis.basics_example import example_batch, self_attention_qk
-from tui_lab.core.model.attention import causal_mask, scaled_dot_product_attention
+from tui_lab.core.model.attention import causal_mask, scaled_dot_product_attention, window_mask
 
 RANDOM_D_K = (16, 32, 64, 128, 256, 512, 1024)
 RANDOM_KEYS = 16  # keys per softmax row
@@ -85,7 +85,7 @@ def scaling_real(model: nn.Module, task: object, arch: str, text: str | None = N
         real = torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]  # (B, T)
         allowed = real[:, None, :, None] & real[:, None, None, :]  # (B, 1, T, T) real pairs
         if qk.causal:
-            allowed = allowed & causal_mask(t)
+            allowed = allowed & (window_mask(t, t, qk.window) if qk.window else causal_mask(t))
         rows.append(measure(qk.name, qk.q, qk.k, allowed, qk.score_scale))
     return rows
 
