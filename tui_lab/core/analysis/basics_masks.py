@@ -1,6 +1,7 @@
 """The tutorials' masks picture: padding, causal and both, and what they do to a row of attention.
 
-On a padded batch (``basics_example``), for the row with the most padding:
+On a padded batch (``basics_example``), for the typed input's row (when it is
+padded; else the row with the most padding):
 the padding mask (``attention.padding_mask``: no query may look at a pad), the
 causal "subsequent" mask (``attention.causal_mask``: no query may look ahead)
 and their combination, each a (query, key) grid, True = may attend. Then one
@@ -27,7 +28,7 @@ class MaskPicture:
     """The three masks of one batch row as (T, T) grids, and one attention row before and after."""
 
     batch: ExampleBatch
-    row: int  # the batch row shown: the one with the most padding
+    row: int  # the batch row shown: the typed input's if padded, else the one with the most padding
     padding: torch.Tensor  # (T, T) bool: key j is a real token (the same for every query)
     causal: torch.Tensor  # (T, T) bool: key j <= query i
     combined: torch.Tensor  # (T, T) bool: both
@@ -55,8 +56,11 @@ def mask_picture(
     of the model's first causal self-attention (``query``: default the middle real token)."""
     batch = example_batch(task, arch, text)
     padding, causal, combined = batch.masks()  # (B,1,1,T), (T,T), (B,1,T,T)
-    row = min(range(len(batch.lengths)), key=lambda b: (batch.lengths[b], b))
     t = batch.tokens.size(1)
+    # The typed input's row when it is padded, else the row with the most padding.
+    row = 0 if text and batch.lengths[0] < t else min(
+        range(len(batch.lengths)), key=lambda b: (batch.lengths[b], b)
+    )
     grid_padding = padding[row, 0].expand(t, t)  # (T, T): the same key columns for every query
     grid_combined = combined[row, 0]  # (T, T)
     found = [qk for qk in self_attention_qk(model, batch) if qk.causal]
