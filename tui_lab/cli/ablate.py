@@ -1,9 +1,11 @@
 """`tfx-lab ablate (--run DIR | --model SOURCE --text FILE) [--head NAME:H ...] [--mode zero|mean]`:
-exact match (a run) or the loss of a text (a real model) with heads switched off."""
+exact match (a run) or the loss of a text (a real model, or a run fine-tuned from one) with heads
+switched off."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tui_lab.core.errors import LabError
 
@@ -19,6 +21,7 @@ from .shared import (
     emit_json,
     load_run,
     open_real_model,
+    target_name,
 )
 
 
@@ -27,8 +30,9 @@ def add_parser(sub: Subparsers) -> None:
                        "with attention heads switched off")
     add_run_or_model(s)
     text = s.add_mutually_exclusive_group()
-    text.add_argument("--text", metavar="FILE", help="with --model: the text whose loss is measured")
-    text.add_argument("--input", metavar="TEXT", help="with --model: the text, typed")
+    text.add_argument("--text", metavar="FILE", help="with --model (or a fine-tuned run, whose "
+                      "validation text is the default): the text whose loss is measured")
+    text.add_argument("--input", metavar="TEXT", help="with --model or a fine-tuned run: the text, typed")
     s.add_argument("--head", action="append", default=[], metavar="NAME:H",
                    help="a head to switch off, e.g. decoder.0.cross:2 (repeat; none: one row per head)")
     s.add_argument("--mode", default="zero",
@@ -49,8 +53,13 @@ def ablate(args: argparse.Namespace) -> int:
     check_examples(args.n)
     if args.model is not None:
         return ablate_text(args)
-    if args.text is not None or args.input is not None or args.revision is not None:
-        raise LabError("--text, --input and --revision go with --model (a run is scored on its task)")
+    if args.revision is not None:
+        raise LabError("--revision goes with --model")
+    run = load_run(args.run, args.device, args.at_step)
+    if run.config.task.name == "token-lm":  # fine-tuned from a real model: scored on a text too
+        return ablate_text(args, run)
+    if args.text is not None or args.input is not None:
+        raise LabError("--text and --input go with --model or a fine-tuned run (a run is scored on its task)")
     from tui_lab.core.analysis.ablation import check_mode, parse_head
     from tui_lab.core.analysis.head_importance import (
         ablated_accuracy,
@@ -62,7 +71,6 @@ def ablate(args: argparse.Namespace) -> int:
     from tui_lab.core.training.evaluate import held_out_pairs
 
     mode = check_mode(args.mode)
-    run = load_run(args.run, args.device, args.at_step)
     if run.task.is_lm:
         raise LabError(f"{args.run}: ablate measures exact match; "
                        f"{run.config.task.name} has no single right answer")
@@ -115,8 +123,15 @@ def _read_text(args: argparse.Namespace) -> str:
     return read_text_file(args.text)
 
 
-def ablate_text(args: argparse.Namespace) -> int:
-    """A real model: the loss of a text with heads off; without --head, one row per head by rise."""
+def _run_text_ids(run: Any) -> list[int]:
+    """A fine-tuned run's default text: the start of its validation split, one context long."""
+    task = run.task
+    return [int(i) for i in task.data[task.split : task.split + run.config.model.max_len].tolist()]
+
+
+def ablate_text(args: argparse.Namespace, run: Any = None) -> int:
+    """A real model (or a run fine-tuned from one, ``run``): the loss of a text with heads off;
+    without --head, one row per head by rise."""
     from tui_lab.core.analysis.ablation import check_mode, parse_head
     from tui_lab.core.analysis.text_ablation import (
         loss_with_heads_off,
@@ -126,11 +141,16 @@ def ablate_text(args: argparse.Namespace) -> int:
     )
 
     mode = check_mode(args.mode)
-    if args.at_step is not None:
+    if run is None and args.at_step is not None:
         raise LabError("--at-step reads a run's history; a model opened with --model has none")
-    text = _read_text(args)
-    run = open_real_model(args, args.device)
-    ids = text_ids(run.task, text, run.config.model.max_len)
+    if run is not None and args.text is None and args.input is None:
+        ids = _run_text_ids(run)
+    else:
+        text = _read_text(args)
+        run = run if run is not None else open_real_model(args, args.device)
+        ids = text_ids(run.task, text, run.config.model.max_len)
+    name = target_name(args)
+    where: dict[str, Any] = {"model": args.model} if args.model is not None else {"run": args.run, "step": run.step}
     heads = [parse_head(h, run.model) for h in args.head]
     if heads:
         means = text_means(run.model, ids) if mode == "mean" else None
@@ -138,10 +158,10 @@ def ablate_text(args: argparse.Namespace) -> int:
         loss = loss_with_heads_off(run.model, ids, heads, mode, means)
         names = [str(h) for h in heads]
         if args.json:
-            emit_json({"model": args.model, "heads": names, "mode": mode, "n_tokens": len(ids) - 1,
+            emit_json({**where, "heads": names, "mode": mode, "n_tokens": len(ids) - 1,
                        "baseline": baseline, "loss": loss, "rise": loss - baseline})
         else:
-            print(f"{args.model}: {len(ids) - 1} predicted tokens, mode {mode}")
+            print(f"{name}: {len(ids) - 1} predicted tokens, mode {mode}")
             print(f"baseline loss {baseline:.4f}; with {', '.join(names)} ablated {loss:.4f} "
                   f"(rise {loss - baseline:+.4f})")
         return 0
@@ -151,9 +171,9 @@ def ablate_text(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.json:
-        emit_json({"model": args.model, **table.to_json()})
+        emit_json({**where, **table.to_json()})
         return 0
-    print(f"{args.model}: {table.n_tokens} predicted tokens, mode {mode}, baseline loss {table.baseline:.4f}")
+    print(f"{name}: {table.n_tokens} predicted tokens, mode {mode}, baseline loss {table.baseline:.4f}")
     width = max(len(r.head) for r in table.rows)
     print(f"{'head':<{width}}  {'loss':>8}  {'rise':>8}")
     for r in table.rows:

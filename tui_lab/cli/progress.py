@@ -4,6 +4,7 @@ terminal, nothing when piped (a log file gets no carriage returns)."""
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from typing import Any
@@ -15,6 +16,11 @@ def _fmt_acc(value: float | None) -> str:
 
 def eval_line(event: Any) -> str:
     """One evaluation, with how many held-out examples training has also seen."""
+    if event.exact_match is None and event.next_char_accuracy is not None:
+        # A language model has no exact answer: its perplexity and next-token accuracy instead.
+        return (f"step {event.step}: val loss {event.val_loss:.4f} (perplexity "
+                f"{math.exp(min(event.val_loss, 700.0)):,.1f}), next-token accuracy "
+                f"{_fmt_acc(event.next_char_accuracy)}")
     text = f"step {event.step}: val loss {event.val_loss:.4f}, exact match {_fmt_acc(event.exact_match)}"
     if event.overlap is not None:
         text += f" ({event.overlap} of {event.n} held-out also seen in training)"

@@ -1,4 +1,5 @@
-"""`tfx-lab train`: train a preset headless (or resume a run); writes a run folder."""
+"""`tfx-lab train`: train a preset headless, fine-tune a real model on a text (--model SOURCE
+--text FILE), or resume a run; writes a run folder."""
 
 from __future__ import annotations
 
@@ -10,15 +11,25 @@ from typing import Any
 
 from tui_lab.core.errors import LabError
 
-from .shared import Subparsers, add_json, add_preset, emit_json
+from .shared import MODEL_HELP, Subparsers, add_json, emit_json
 
 # How a run may end and still be a success (exit 0); "nan" and "error" exit 1.
 GOOD_ENDS = ("finished", "target", "stopped", "time")
 
 
 def add_parser(sub: Subparsers) -> None:
-    s = sub.add_parser("train", help="train a preset headless; writes a run folder")
-    add_preset(s)
+    s = sub.add_parser("train", help="train a preset headless, or fine-tune a real model on a "
+                       "text; writes a run folder")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
+    which.add_argument("--model", metavar="SOURCE", help="fine-tune a real model on --text FILE "
+                       f"({MODEL_HELP}); on a CPU this is for small models (TinyStories-1M, "
+                       "pythia-14m): one too large for this machine's memory is refused")
+    s.add_argument("--revision", help="with --model: a branch or commit of the cached model")
+    s.add_argument("--text", metavar="FILE", help="with --model: the text to fine-tune on "
+                   "(its last tenth validates)")
+    s.add_argument("--block", type=int, metavar="N", help="with --model: tokens per training window "
+                   "(default: 128, or the model's context if shorter)")
     s.add_argument("--steps", type=int, help="override train.steps")
     s.add_argument("--max-seconds", type=float, help="stop after this many seconds")
     s.add_argument("--out", help="run folder (default: <runs>/<preset>-<time>, "
@@ -52,8 +63,11 @@ def train(args: argparse.Namespace) -> int:
     main_rank = from_environment().is_main  # under torchrun, rank 0 alone talks and writes
     overrides = _overrides(args)
     reporter = make_reporter(json_mode=args.json or not main_rank)
+    _check_model_flags(args)
     if args.resume:
         run = open_run(args.resume, overrides, on_event=reporter.on_event)
+    elif args.model is not None:
+        run = _finetune_run(args, overrides, reporter.on_event, main_rank)
     else:
         cfg = load_preset(args.preset)
         if overrides:
@@ -87,6 +101,36 @@ def train(args: argparse.Namespace) -> int:
     if args.json and main_rank:
         emit_json(summary)
     return 0 if summary["reason"] in GOOD_ENDS else 1
+
+
+def _check_model_flags(args: argparse.Namespace) -> None:
+    """--text, --block and --revision go with --model, and --model with a new run."""
+    if args.model is None:
+        for flag in ("text", "block", "revision"):
+            if getattr(args, flag) is not None:
+                raise LabError(f"--{flag} goes with --model SOURCE (fine-tuning a real model)")
+        return
+    if args.resume:
+        raise LabError("--resume continues a run from its folder; leave out --model")
+    if args.text is None:
+        raise LabError("--model fine-tunes on a text: give --text FILE")
+    if args.block is not None and args.block <= 0:
+        raise LabError(f"--block: must be > 0, got {args.block}")
+
+
+def _finetune_run(args: argparse.Namespace, overrides: dict[str, Any], on_event: Any, main_rank: bool) -> Any:
+    """A run that fine-tunes ``--model`` on ``--text`` (into a fresh folder, as a preset's)."""
+    from tui_lab.core.training.finetune import open_finetune, run_name
+
+    out = _new_run_folder(args.out, run_name(args.model)) if main_rank else None
+    try:
+        return open_finetune(args.model, args.text, out, overrides=overrides, block=args.block,
+                             revision=args.revision, on_event=on_event)
+    except BaseException:
+        if out is not None and not args.out:  # the folder claimed for it is still empty
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
 
 
 def _new_run_folder(out: str | None, name: str) -> Path:

@@ -313,7 +313,8 @@ def special_ids_of(task: Any) -> list[int]:
 
 def atlas_for(model: nn.Module, task: Any, arch: str) -> Atlas:
     """A lab task's probes (``score_atlas``); a task with no examples of its own (a real
-    model's text) gets the standard probe over its vocabulary, its special ids left out."""
-    if hasattr(task, "held_out") or hasattr(task, "val_batches"):
+    model's text) gets the standard probe over its vocabulary, its special ids left out; so
+    does a run fine-tuned from one (token-lm), to be read beside its source's atlas."""
+    if getattr(task, "tokenizer", None) is None and (hasattr(task, "held_out") or hasattr(task, "val_batches")):
         return score_atlas(model, task, arch)
     return score_atlas_on_repeats(model, len(task.vocab), special_ids_of(task))

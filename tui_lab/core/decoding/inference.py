@@ -14,13 +14,13 @@ import torch
 from torch import nn
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.decoding.run_source import run_task
 from tui_lab.core.model.device import choose_device, set_threads
 from tui_lab.core.model.models import build_run_model
 from tui_lab.core.runs.checkpoint import load_weights
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.layout import RunDir
 from tui_lab.core.runs.snapshots import load_snapshot
-from tui_lab.core.tasks import make_task
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: in
     """
     folder = run if isinstance(run, RunFolder) else RunFolder.read(run)
     config = folder.preset_config
-    task = make_task(config.task)
+    task = run_task(folder)  # token-lm: through the run's copy of its model's tokenizer
     where = choose_device(device)
     model = build_run_model(config, len(task.vocab), where)
     if where.type == "cpu":

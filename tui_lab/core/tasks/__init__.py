@@ -17,6 +17,8 @@ from tui_lab.core.tasks.digits import AdditionTask, DigitTask
 from tui_lab.core.tasks.induction import InductionTask
 from tui_lab.core.tasks.modular import ModularTask
 from tui_lab.core.tasks.text import default_text
+from tui_lab.core.tasks.token_lm import TokenLMTask
+from tui_lab.core.tasks.tokenized import Tokenizer
 
 __all__ = [
     "IGNORE",
@@ -27,13 +29,19 @@ __all__ = [
     "InductionTask",
     "ModularTask",
     "Task",
+    "TokenLMTask",
     "default_text",
     "make_task",
 ]
 
 
-def make_task(task: TaskConfig) -> Task:
-    """The task a ``TaskConfig`` describes (char-lm reads its text here)."""
+def make_task(task: TaskConfig, tokenizer: Tokenizer | None = None, context: int | None = None) -> Task:
+    """The task a ``TaskConfig`` describes (char-lm reads its text here).
+
+    token-lm's vocabulary is a real model's tokenizer, which a config does not
+    hold: ``tokenizer`` (a run folder's copy, ``decoding/run_source.py``) and the
+    model's ``context`` (default: the block) come with it.
+    """
     if task.name in ("copy", "reverse", "sort"):
         return DigitTask(task)
     if task.name == "addition":
@@ -45,6 +53,7 @@ def make_task(task: TaskConfig) -> Task:
     if task.name == "modular-addition":
         return ModularTask(task)
     if task.name == "token-lm":
-        # Its vocabulary is a real model's tokenizer, which a config does not hold.
-        raise field_error("task.name", "token-lm is the task of a model opened with --model SOURCE")
+        if tokenizer is None:
+            raise field_error("task.name", "token-lm is the task of a model opened with --model SOURCE")
+        return TokenLMTask(task, tokenizer, context)  # type: ignore[return-value]
     raise field_error("task.name", f"unknown task {task.name!r}")

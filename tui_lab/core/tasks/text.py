@@ -70,6 +70,12 @@ def default_text() -> str:
 
 def read_text_file(path: str) -> str:
     """A user's text file for char-lm, cleaned; errors are one-line ConfigErrors."""
+    return to_text_vocab(read_raw_text(path))
+
+
+def read_raw_text(path: str) -> str:
+    """A user's text file as written (UTF-8, line ends normalised), for a real model's
+    tokenizer, which has a piece for every character; errors are one-line ConfigErrors."""
     p = Path(path).expanduser()
     try:
         size = p.stat().st_size
@@ -88,4 +94,4 @@ def read_text_file(path: str) -> str:
         raise field_error("task.text", f"{p}: cannot read ({exc.strerror})") from None
     if b"\x00" in raw:
         raise field_error("task.text", f"{p}: not a text file")
-    return to_text_vocab(raw.decode("utf-8", errors="replace"))
+    return raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")

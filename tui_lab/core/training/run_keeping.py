@@ -74,7 +74,7 @@ class RunKeeping:
             "step": self.step,
             "elapsed": self.elapsed,
             "best_accuracy": self.best_accuracy,
-            "vocab": self.vocab.chars,
+            "vocab": getattr(self.vocab, "chars", None),  # None: a real model's tokenizer (tokenizer/)
             "world_size": self.dist.world_size,
             "preset": self.config.name,
             "device": self.device_name,

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.decoding.run_source import run_task
 from tui_lab.core.errors import one_line
 from tui_lab.core.model.device import (
     autocast_context,
@@ -70,10 +71,13 @@ class TrainingRun(RunKeeping):
         device: str | None = None,
         resume: bool | RunFolder = False,
         model_factory: Callable[..., torch.nn.Module] = build_model,
+        task: Any = None,
     ) -> None:
         """``resume``: True to restore from ``out_dir``, or the RunFolder already read.
 
-        ``model_factory`` lets a benchmark train a reference model through this same loop.
+        ``model_factory`` lets a benchmark train a reference model through this same
+        loop, and a fine-tuning run (``finetune.py``) start from a real model's weights;
+        ``task``, one made already (token-lm's, around that model's tokenizer).
         """
         self.config = config
         self.out_dir = Path(out_dir) if out_dir is not None else None
@@ -89,7 +93,9 @@ class TrainingRun(RunKeeping):
             self.on_event = lambda event: None
         self.device = distributed.init(self.dist, choose_device(device or config.train.device))
         self.micro_batch, self.accumulation = distributed.split_batch(config.train, self.dist.world_size)
-        self.task = make_task(config.task)
+        if task is None:  # a resumed token-lm run reads its tokenizer from its folder
+            task = run_task(folder) if folder is not None else make_task(config.task)
+        self.task = task
         self.vocab = self.task.vocab
         self.arch = config.model.arch
         torch.manual_seed(config.train.seed)
