@@ -1,8 +1,13 @@
-"""``tfx-lab export --tensorboard RUN... [--out DIR]``: runs as TensorBoard event files.
+"""``tfx-lab export``: runs in formats other tools read, one of two per call.
 
-Every run goes to its own folder under one ``--out`` (default ``./tensorboard``,
-next to the default ``./runs``), so ``tensorboard --logdir <out>`` shows them
-side by side. The writing is ``core.runs.tensorboard_export``'s.
+- ``--tensorboard RUN... [--out DIR]``: TensorBoard event files. Every run goes
+  to its own folder under one ``--out`` (default ``./tensorboard``, next to the
+  default ``./runs``), so ``tensorboard --logdir <out>`` shows them side by
+  side. The writing is ``core.runs.tensorboard_export``'s.
+- ``--hf RUN --out DIR [--at-step N]``: a Hugging Face folder that
+  ``transformers`` (``AutoModelForCausalLM``, ``AutoTokenizer``) opens with no
+  custom code, and the lab with ``--model DIR``. The writing is
+  ``core.pretrained.export_hf``'s.
 """
 
 from __future__ import annotations
@@ -14,25 +19,36 @@ from pathlib import Path
 from tui_lab.core.errors import LabError
 
 from .runs import expand_runs, short_names
-from .shared import Subparsers, print_error
+from .shared import Subparsers, add_at_step, add_json, emit_json, print_error
 
 DEFAULT_OUT = "tensorboard"
 
 
 def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser("export", help="write runs in formats other tools read")
-    s.add_argument("runs", nargs="+", metavar="RUN", help="run folders (a sweep folder: its runs)")
-    s.add_argument("--tensorboard", action="store_true", required=True,
-                   help="TensorBoard event files (needs: pip install 'tfx-lab[tensorboard]')")
-    s.add_argument("--out", help="one folder for all runs, a sub-folder per run "
-                   f"(default: ./{DEFAULT_OUT})")
+    s.add_argument("runs", nargs="+", metavar="RUN", help="run folders (a sweep folder: its runs); "
+                   "--hf: one run")
+    kind = s.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--tensorboard", action="store_true",
+                      help="TensorBoard event files (needs: pip install 'tfx-lab[tensorboard]')")
+    kind.add_argument("--hf", action="store_true",
+                      help="a Hugging Face folder (config.json, model.safetensors, tokenizer) that "
+                      "transformers and --model open")
+    s.add_argument("--out", help="--tensorboard: one folder for all runs, a sub-folder per run "
+                   f"(default: ./{DEFAULT_OUT}); --hf: the folder to write (must not exist)")
+    add_at_step(s)
+    add_json(s, "--hf: print what was written as JSON")
     s.set_defaults(handler=export)
 
 
 def export(args: argparse.Namespace) -> int:
     """Export each run (a sweep folder: its runs); one line per run, then how to look."""
+    if args.hf:
+        return export_hf(args)
     if not args.tensorboard:
-        raise LabError("say what to export to: --tensorboard")
+        raise LabError("say what to export to: --tensorboard or --hf")
+    if args.at_step is not None or args.json:
+        raise LabError("--at-step and --json go with --hf")
     from tui_lab.core.runs.tensorboard_export import export_run, summary_writer_class
 
     summary_writer_class()  # a missing extra is one error, before any run is read
@@ -53,6 +69,30 @@ def export(args: argparse.Namespace) -> int:
     if done:
         print(f"view them: tensorboard --logdir {shlex.quote(str(out))}")
     return 2 if failed else 0
+
+
+def export_hf(args: argparse.Namespace) -> int:
+    """One run as a Hugging Face folder; a line saying what was written and how to open it."""
+    if len(args.runs) != 1:
+        raise LabError(f"export --hf takes one run, got {len(args.runs)}")
+    if not args.out:
+        raise LabError("export --hf needs --out DIR (the folder to write)")
+    from tui_lab.core.pretrained.export_hf import export_hf as write
+
+    result = write(args.runs[0], args.out, at_step=args.at_step)
+    if args.json:
+        emit_json({
+            "folder": str(result.folder), "family": result.family, "step": result.step,
+            "params": result.n_params, "files": result.files,
+            "max_logit_diff": result.max_logit_diff,
+        })
+        return 0
+    where = shlex.quote(str(result.folder))
+    print(f"{args.runs[0]} (step {result.step}) -> {result.folder}: {result.family}, "
+          f"{result.n_params:,} parameters, {len(result.files)} files")
+    print(f"open it: AutoModelForCausalLM.from_pretrained({str(result.folder)!r}), "
+          f"or tfx-lab decode --model {where} --input TEXT")
+    return 0
 
 
 def _count(n: int, noun: str) -> str:
