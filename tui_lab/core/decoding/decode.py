@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from tui_lab.core.decoding.sampling import check_sampling, pick
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.capture import AttentionStore, capture_attention
+from tui_lab.core.model.models import DecoderOnly
 from tui_lab.core.tasks.vocab import BOS, EOS, SEP, Vocab
 
 if TYPE_CHECKING:
@@ -237,9 +238,12 @@ def generate(
                     memory = lab.encode(src)
 
             def run(tokens: list[int], cache: Any) -> Tensor:
-                """Logits (1, T, V) for ``tokens`` (only the new ones when cached)."""
+                """Logits (1, T, V) for ``tokens`` (only the new ones when cached);
+                the lab's decoder-only model gives the last position's alone."""
                 x = torch.tensor([tokens], device=device)  # (1, T)
-                if memory is None:  # decoder-only
+                if isinstance(model, DecoderOnly):
+                    return model(x, cache=cache, last_only=True)  # (1, 1, V)
+                if memory is None:  # another decoder-only module (bench's torch reference)
                     return model(x, cache=cache)
                 return lab.decode(x, memory, src, cache=cache)
 

@@ -144,6 +144,26 @@ class KVCache:
         self.packed = None
 
 
+def _stacked(parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """``torch.cat(parts)`` along dim 0; a view, not a copy, when the parts already lie
+    back to back in one tensor (GPT-2's fused ``c_attn`` split into q, k, v views):
+    a checkpoint's 85 MB of projections are then neither copied per decode nor held twice."""
+    first = parts[0]
+    offset = first.storage_offset()
+    for part in parts:
+        if (
+            part.stride() != first.stride()
+            or part.shape[1:] != first.shape[1:]
+            or part.dtype != first.dtype
+            or part.untyped_storage().data_ptr() != first.untyped_storage().data_ptr()
+            or part.storage_offset() != offset
+        ):
+            return torch.cat(parts)
+        offset += part.size(0) * part.stride(0)
+    rows = sum(part.size(0) for part in parts)
+    return first.as_strided((rows, *first.shape[1:]), first.stride(), first.storage_offset())
+
+
 class WeightStore(Protocol):
     """Where captured weights go (``capture.AttentionStore`` implements it)."""
 
@@ -234,8 +254,8 @@ class MultiHeadAttention(nn.Module):
         if cache.packed is None:
             q_b, k_b, v_b = self.w_q.bias, self.w_k.bias, self.w_v.bias
             cache.packed = (
-                torch.cat((self.w_q.weight, self.w_k.weight, self.w_v.weight)),  # (3D, D)
-                None if q_b is None or k_b is None or v_b is None else torch.cat((q_b, k_b, v_b)),
+                _stacked((self.w_q.weight, self.w_k.weight, self.w_v.weight)),  # (3D, D)
+                None if q_b is None or k_b is None or v_b is None else _stacked((q_b, k_b, v_b)),
             )
         b, t, _ = x.shape
         qkv = F.linear(x, *cache.packed)  # (B, T, D + 2 D_kv)

@@ -328,11 +328,17 @@ class DecoderOnly(_Base):
         _init_weights(self)
         self.lm_head = self._head()
 
-    def forward(self, tokens: torch.Tensor, cache: DecoderCache | None = None) -> torch.Tensor:
-        """With ``cache``, ``tokens`` holds only the new tokens; positions continue."""
+    def forward(
+        self, tokens: torch.Tensor, cache: DecoderCache | None = None, last_only: bool = False
+    ) -> torch.Tensor:
+        """With ``cache``, ``tokens`` holds only the new tokens; positions continue.
+
+        ``last_only``: logits of the last position only, (B, 1, V) (decoding reads no
+        other): a prompt's other rows would cost a (T, d_model) x (d_model, V) matmul.
+        """
         offset = 0 if cache is None else cache.length
-        x = self._embed(self.tgt_embed, tokens, offset)
-        return self.lm_head(self.decoder(x, cache))  # (B, T, V)
+        x = self.decoder(self._embed(self.tgt_embed, tokens, offset), cache)
+        return self.lm_head(x[:, -1:] if last_only else x)  # (B, T or 1, V)
 
     def new_cache(self) -> DecoderCache:
         return DecoderCache(self_attn=[KVCache() for _ in self.decoder.layers])
