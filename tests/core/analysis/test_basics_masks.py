@@ -12,10 +12,12 @@ from tui_lab.core.config.presets import load_preset
 from tui_lab.core.model.capture import capture_attention
 
 
-@pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only"])
-def test_masks_of_a_padded_batch(arch: str) -> None:
+@pytest.mark.parametrize(
+    ("arch", "positional"), [("encoder-decoder", "sinusoidal"), ("decoder-only", "rope")]
+)
+def test_masks_of_a_padded_batch(arch: str, positional: str) -> None:
     config = load_preset("copy").with_values(
-        {"model.arch": arch, "model.d_model": 32, "model.n_heads": 2}
+        {"model.arch": arch, "model.d_model": 32, "model.n_heads": 2, "model.positional": positional}
     )
     model, task = fresh_model(config)
     picture = mask_picture(model, task, arch, text="12")  # shorter than the examples: padded
