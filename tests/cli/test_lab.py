@@ -144,3 +144,49 @@ def test_watch_refuses_a_bad_folder_in_one_line_before_the_lab_starts(
     proc = tfx("watch", str(target))
     assert_one_line_error(proc, f"{target}: no such run folder")
     assert proc.returncode == 2 and "app" not in seen
+
+
+@pytest.mark.parametrize("make", ["no-config", "not-cached", "revision-on-a-folder"])
+def test_model_refuses_a_bad_source_in_one_line_before_the_lab_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, make: str
+) -> None:
+    """A folder without config.json, a hub name the local cache lacks (nothing is downloaded),
+    a --revision for a folder: one line, exit 2, and no lab."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    folder = tmp_path / "weights-only"
+    folder.mkdir()
+    args, fragment = {
+        "no-config": (["--model", str(folder)], "no config.json"),
+        "not-cached": (["--model", "EleutherAI/pythia-14m"], "hf download EleutherAI/pythia-14m"),
+        "revision-on-a-folder": (["--model", str(folder), "--revision", "main"], "no revisions"),
+    }[make]
+
+    async def check(pilot: Any, seen: dict[str, Any]) -> None:
+        raise AssertionError("the lab started")
+
+    seen = headless(monkeypatch, check)
+    proc = tfx(*args)
+    assert_one_line_error(proc, fragment)
+    assert proc.returncode == 2 and "app" not in seen
+
+
+def test_model_opens_the_lab_on_that_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``tfx-lab --model FOLDER``: the lab comes up and opens the model (Build shows its card)."""
+    from tests.pretrained.hf_factory import save_family
+
+    folder = tmp_path / "tiny-gpt2"
+    reference = save_family(folder, "gpt2")
+
+    async def check(pilot: Any, seen: dict[str, Any]) -> None:
+        app = pilot.app
+        await until(pilot, lambda: app.opened is not None or app.model_source is None, "the model")
+        seen["card"] = app.opened.card if app.opened is not None else None
+        seen["build_card"] = app.query_one("#build-card-col").display
+
+    seen = headless(monkeypatch, check)
+    proc = tfx("--model", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    finished(seen)
+    assert seen["card"] is not None and seen["card"].family == "gpt2"
+    assert seen["card"].n_params == reference.num_parameters()
+    assert seen["build_card"] is True

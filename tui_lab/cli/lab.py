@@ -1,4 +1,4 @@
-"""Opening the lab: `tfx-lab [--preset P | --run DIR] [--runs-dir DIR]` and `tfx-lab watch DIR`."""
+"""Opening the lab: `tfx-lab [--preset P | --run DIR | --model SOURCE] [--runs-dir DIR]` and `tfx-lab watch DIR`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,19 @@ from tui_lab.core.errors import LabError
 
 from .shared import Subparsers
 
+MODEL_HELP = (
+    "open the lab on a real model, offline: a folder holding config.json and *.safetensors, "
+    "or a hub name (gpt2, EleutherAI/pythia-14m) already in the local Hugging Face cache"
+)
+
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """The top parser's own options: with no command, ``tfx-lab`` opens the lab."""
-    p.add_argument("--preset", help="preset name or YAML path for the lab (default: copy)")
-    p.add_argument("--run", help="open the lab on an existing run folder")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--preset", help="preset name or YAML path for the lab (default: copy)")
+    what.add_argument("--run", help="open the lab on an existing run folder")
+    what.add_argument("--model", metavar="SOURCE", help=MODEL_HELP)
+    p.add_argument("--revision", help="with --model: a branch or commit of the cached model")
     p.add_argument("--runs-dir", help="where the lab writes runs (default: ./runs)")
     p.set_defaults(handler=open_lab)
 
@@ -28,13 +36,23 @@ def open_lab(args: argparse.Namespace) -> int:
     """Open the lab (the default command)."""
     from tui_lab.core.config.presets import load_preset
 
-    if args.run:
+    if args.revision and not args.model:
+        raise LabError("--revision goes with --model (a hub name in the local cache)")
+    if args.model:
+        _require_model(args.model, args.revision)
+    elif args.run:
         _require_run_folder(args.run)
     else:
         load_preset(args.preset)  # a bad preset fails here with one line, before the UI starts
     from tui_lab.ui.app import run_lab
 
-    run_lab(preset=args.preset, run_dir=args.run, runs_dir=args.runs_dir)
+    run_lab(
+        preset=args.preset,
+        run_dir=args.run,
+        runs_dir=args.runs_dir,
+        model_source=args.model,
+        revision=args.revision,
+    )
     return 0
 
 
@@ -51,3 +69,17 @@ def _require_run_folder(path: str) -> None:
     p = Path(path)
     if not p.is_dir():
         raise LabError(f"{p}: no such run folder")
+
+
+def _require_model(source: str, revision: str | None) -> None:
+    """What can be checked without torch, before the UI starts: the folder (or the cached
+    snapshot) exists and holds a config.json. The weights are read once the lab is up."""
+    from tui_lab.core.pretrained.errors import PretrainedError
+    from tui_lab.core.pretrained.source import CONFIG_NAME, resolve_source
+
+    found = resolve_source(source, revision)  # PretrainedError: one line
+    if not (found.folder / CONFIG_NAME).is_file():
+        raise PretrainedError(
+            f"{source}: no {CONFIG_NAME} in {found.folder}; give the folder that "
+            "save_pretrained (or hf download) wrote"
+        )

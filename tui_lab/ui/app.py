@@ -100,6 +100,8 @@ class LabApp(PaneRouting, ScreenshotMixin):
         follow: bool = False,
         user_dir: Path | None = None,
         load_core: bool = True,
+        model_source: str | None = None,
+        revision: str | None = None,
     ) -> None:
         super().__init__()
         # No animations unless asked for (TEXTUAL_ANIMATIONS): the sliding tab
@@ -126,6 +128,11 @@ class LabApp(PaneRouting, ScreenshotMixin):
         self._load_core = load_core
         self._report_generation = 0
         self.counter = ParamCounter()
+        # A real model to open from files once torch is here (``--model SOURCE``), and
+        # the core's LoadedModel once it is open: every pane then works on it.
+        self.model_source = model_source
+        self.model_revision = revision
+        self.opened: Any = None
 
     # ---- layout -------------------------------------------------------------------
 
@@ -196,8 +203,13 @@ class LabApp(PaneRouting, ScreenshotMixin):
         train: TrainPane | None = self.pane("train")
         build = self.query_one(BuildPane)
         training = train.train_state.status_word if train is not None else ""
-        name = build.config.name + (" (edited)" if build.edited else "")
-        self.query_one(StatusBar).show(name, self.core_state, training)
+        if self.opened is not None:
+            name, kind = self.opened.config.name, "model"
+        elif self.model_source is not None:  # still loading torch, or opening it
+            name, kind = self.model_source, "model"
+        else:
+            name, kind = build.config.name + (" (edited)" if build.edited else ""), "preset"
+        self.query_one(StatusBar).show(name, self.core_state, training, kind)
 
     @property
     def active_pane(self) -> str:
@@ -249,11 +261,16 @@ class LabApp(PaneRouting, ScreenshotMixin):
         self.core = message.core
         keep_collections_short()
         self.core_state = f"torch {message.core.version} ready"
+        if self.model_source is not None:
+            from tui_lab.ui.model_opening import open_in_background
+
+            self.core_state = f"opening {self.model_source}…"
+            open_in_background(self, self.model_source, self.model_revision)
         self._update_status()
         if self.pane("train") is not None:
             self.pane("train").core_ready()
         build = self.query_one(BuildPane)
-        self._request_report(build.config, build.edited)
+        self._request_report(build.config, build.edited)  # not while a model opens
 
     def _focus_pane(self, pane_id: str) -> None:
         pane = self.pane(pane_id)
@@ -318,10 +335,19 @@ def run_lab(
     run_dir: str | None = None,
     runs_dir: str | None = None,
     follow: bool = False,
+    model_source: str | None = None,
+    revision: str | None = None,
 ) -> None:
     """Open the lab (the ``tfx-lab`` command with no subcommand)."""
     try:
-        LabApp(preset=preset, run_dir=run_dir, runs_dir=runs_dir, follow=follow).run()
+        LabApp(
+            preset=preset,
+            run_dir=run_dir,
+            runs_dir=runs_dir,
+            follow=follow,
+            model_source=model_source,
+            revision=revision,
+        ).run()
     finally:
         # The screen is back to the shell; wait (briefly) for a stopped run's last save.
         # (Imported here: nothing may delay the first frame.)

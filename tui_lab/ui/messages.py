@@ -18,6 +18,7 @@ from tui_lab.core.config.lab_config import LabConfig
 
 if TYPE_CHECKING:  # torch-backed: imported by the panes once torch is loaded
     from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.decoding.inference import LoadedModel
     from tui_lab.core.model.params import ParamReport
     from tui_lab.core.tasks import Task
     from tui_lab.core.training.remote import RemoteRun
@@ -111,3 +112,16 @@ class ReportReady(Message):
     error: str | None = None
     edited: bool = False
     task: Task | None = None
+
+
+@dataclass
+class ModelOpened(Message):
+    """A real model opened from files (``--model SOURCE``) is ready, or failed to open.
+
+    ``loaded`` is the core's ``LoadedModel`` (config, task, model, ``card``); on a
+    failure it is None and ``error`` is one line. Every pane hears of it.
+    """
+
+    source: str
+    loaded: LoadedModel | None = None
+    error: str | None = None

@@ -18,12 +18,14 @@ from textual.app import App
 from textual.message import Message
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import (
     ConfigChanged,
     ConfigInvalid,
     Decoded,
     DecodeRequested,
     ModelChanged,
+    ModelOpened,
     OpenRunRequested,
     ReportReady,
     RunConfigOpened,
@@ -51,6 +53,9 @@ class PaneRouting(App[None]):
     travel: Travel
     counter: ParamCounter
     _report_generation: int
+    model_source: str | None  # --model SOURCE, until it fails to open or a run replaces it
+    opened: Any  # the LoadedModel of --model, once open
+    core_state: str
     # LabApp's: the status bar's text, and switching panes.
     _update_status: Callable[[], None]
     action_show_pane: Callable[[str], None]
@@ -82,6 +87,7 @@ class PaneRouting(App[None]):
     def on_run_config_opened(self, message: RunConfigOpened) -> None:
         """An opened run's config becomes the lab's: status bar, Build, Params, Train, Decode, Attention."""
         config = message.config
+        self._leave_model()  # the run's model replaces an opened one
         if self.pane("build") is not None:
             self.pane("build").show_config(config)
         self.last_decode = None  # a decode of another model
@@ -99,8 +105,8 @@ class PaneRouting(App[None]):
         self._request_report(config, edited)
 
     def _request_report(self, config: LabConfig, edited: bool) -> None:
-        if self.core is None:
-            return
+        if self.core is None or self.model_source is not None:
+            return  # an opened model's report is the model's own (on_model_opened)
         self._report_generation += 1
         self._report_worker(config, edited, self._report_generation)
 
@@ -131,11 +137,69 @@ class PaneRouting(App[None]):
     # ---- models and decodes ---------------------------------------------------------
 
     def on_model_changed(self, message: ModelChanged) -> None:
-        """Decode uses the newest model."""
-        self.current_run = message.run
+        """Decode uses the newest model (an opened one when the Train pane has none)."""
+        run = message.run if message.run is not None else self.opened
+        self.current_run = run
         if self.pane("decode") is not None:
-            self.pane("decode").set_run(message.run)
+            self.pane("decode").set_run(run)
         self._update_status()
+
+    # ---- a real model opened from files ----------------------------------------------
+
+    def on_model_opened(self, message: ModelOpened) -> None:
+        """``--model`` opened (Build shows its card, Params its breakdown, Decode and Attention
+        work on it), or failed: one line, and the lab goes on with the default preset."""
+        loaded = message.loaded
+        version = self.core.version if self.core is not None else "?"
+        if loaded is None:
+            self.model_source = None
+            self.core_state = f"model failed to open · torch {version} ready"
+            self.notify(
+                message.error or "unknown error",
+                title=f"Could not open {message.source}; using the default preset",
+                severity="error",
+                timeout=15,
+            )
+            self._update_status()
+            self._request_report(self.config, edited=False)
+            if self.pane("train") is not None:
+                self.pane("train").config_changed(self.config)  # trains the preset again
+            return
+        self.opened = loaded
+        self.core_state = f"torch {version} ready"
+        self.last_decode = None
+        if self.pane("build") is not None:
+            self.pane("build").show_card(loaded.card)
+        if self.pane("attention") is not None:
+            self.pane("attention").clear()
+            self.pane("attention").show_config(loaded.config)
+        self.on_model_changed(ModelChanged(loaded))
+        self._model_report_worker(loaded)
+        for note in loaded.notes:
+            self.notify(note, title=loaded.config.name, timeout=8)
+
+    @work(thread=True, exit_on_error=False, group="report")
+    def _model_report_worker(self, loaded: Any) -> None:
+        """The opened model's parameter breakdown, from its own tensors (thread)."""
+        from tui_lab.core.model.params import report_for_model
+
+        model_config = loaded.config.model
+        try:
+            report = report_for_model(loaded.model, model_config.max_len)
+        except Exception as exc:  # noqa: BLE001 - shown in Params, the lab keeps going
+            self.post_message(ReportReady(loaded.config, None, 0, one_line(exc)))
+            return
+        vocab = int(model_config.vocab_size or len(loaded.task.vocab))
+        self.post_message(ReportReady(loaded.config, report, vocab, task=loaded.task))
+
+    def _leave_model(self) -> None:
+        """Back to the lab's own configs (a run was opened): Build shows its form again."""
+        if self.opened is None and self.model_source is None:
+            return
+        self.opened = None
+        self.model_source = None
+        if self.pane("build") is not None:
+            self.pane("build").show_form()
 
     def on_decoded(self, message: Decoded) -> None:
         """Attention shows the newest decode."""

@@ -76,6 +76,9 @@ class TimeTravelKeys(LabWidget):
         """Read the run's snapshot list; False (and a notification) when time travel cannot go."""
         lab = self.lab
         run_dir = self.run_dir()
+        if getattr(lab.current_run, "card", None) is not None:
+            self.notify("a model opened from files has no training history", severity="warning", timeout=3)
+            return False
         if lab.core is None or lab.current_run is None or run_dir is None:
             self.notify("train or open a run first (2)", severity="warning", timeout=3)
             return False
@@ -134,7 +137,7 @@ class TimeTravelKeys(LabWidget):
                 # A copy of the travel model: heads switched off here never stick to it.
                 model, private = travel.snapshot_model(run_dir, step, run.model), True
             # The heads switched off in Attention stay off in the past too.
-            model, ablated = ablation.apply(model, run, copied=private)
+            model, ablated = ablation.apply(model, run, copied=private, text=text)
             result = generate(model, run.task, text, **options)
             if ablated:
                 ablation.mark(result, ablated)

@@ -115,11 +115,12 @@ class HeadAtlas(Static):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="atlas")
     def _score_worker(self, model: Any, task: Any, arch: str) -> None:
-        """Score every head of a copy of ``model`` on the task's probe (thread)."""
-        from tui_lab.core.analysis.head_scores import score_heads
+        """Score every head of a copy of ``model`` on its task's probe, or on the standard
+        probe for a model opened from files (thread)."""
+        from tui_lab.ui.widgets.atlas_scores import atlas_heads
 
         try:
-            heads = score_heads(copy.deepcopy(model), task, arch)
+            heads = atlas_heads(model, task, arch)
         except Exception as exc:  # noqa: BLE001 - shown in the atlas, never a crash
             self.post_message(self.Scored(model, None, one_line(exc)))
             return

@@ -1,4 +1,11 @@
-"""An attention heatmap: Unicode shades with colour, token labels on both axes, a cell cursor."""
+"""An attention heatmap: Unicode shades with colour, token labels on both axes, a cell cursor.
+
+A matrix larger than the widget (a real model's text of a hundred tokens and
+more) is shown through a window that follows the cursor: the rows and keys
+that fit, and a line saying which of them are on show; page up/down move a
+window's height at a time. Nothing is cut off for good and nothing is drawn
+off screen.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +56,8 @@ class Heatmap(Widget, can_focus=True):
         Binding("right", "move(0, 1)", "Cursor to the next key", show=False),
         Binding("home", "jump(0)", "First key", show=False),
         Binding("end", "jump(-1)", "Last key", show=False),
+        Binding("pageup", "page(-1)", "Cursor a window's rows up", show=False),
+        Binding("pagedown", "page(1)", "Cursor a window's rows down", show=False),
     ]
 
     cursor: reactive[tuple[int, int]] = reactive((0, 0))
@@ -68,6 +77,8 @@ class Heatmap(Widget, can_focus=True):
         self.rows: list[str] = []
         self.cols: list[str] = []
         self.empty_text = "no attention yet"
+        self._first_row = 0  # the window on show: its first query row and first key
+        self._first_col = 0
 
     def set_matrix(self, weights: list[list[float]], rows: list[str], cols: list[str]) -> None:
         """Show a (Tq, Tk) matrix of weights with its query and key labels."""
@@ -107,6 +118,12 @@ class Heatmap(Widget, can_focus=True):
         )
         self._announce()
 
+    def action_page(self, pages: int) -> None:
+        """Move the cursor a window's height of rows up or down."""
+        if self.weights:
+            _, fit_rows = self._fit(self.size.width, self._available_height())
+            self.action_move(pages * fit_rows, 0)
+
     def action_jump(self, col: int) -> None:
         """Move the cursor to the first or last key of its row."""
         if self.weights:
@@ -125,16 +142,38 @@ class Heatmap(Widget, can_focus=True):
         cell_w = max(1, min(by_width, 2 * row_h if row_h > 1 else 4))
         return cell_w, row_h
 
+    def _fit(self, width: int, height: int) -> tuple[int, int]:
+        """(keys, query rows) that fit in ``width`` x ``height`` at the current geometry."""
+        cw, rh = self._geometry(width, height)
+        cols = max(1, (width - self._label_width() - 1) // cw)
+        rows = max(1, (height - 2) // rh)  # the key labels' line and the legend's
+        return cols, rows
+
+    def _window(self) -> tuple[range, range]:
+        """The query rows and keys on show: all that fit, the cursor always among them."""
+        width, height = self.size.width, self._available_height()
+        fit_cols, fit_rows = self._fit(width, height)
+        self._first_row = _follow(len(self.rows), self.cursor[0], fit_rows, self._first_row)
+        self._first_col = _follow(len(self.cols), self.cursor[1], fit_cols, self._first_col)
+        return (
+            range(self._first_row, min(len(self.rows), self._first_row + fit_rows)),
+            range(self._first_col, min(len(self.cols), self._first_col + fit_cols)),
+        )
+
     def _available_height(self) -> int:
+        """Lines the cells, labels and legend may take: the parent's, less this widget's padding."""
         parent = self.parent
-        return parent.size.height if isinstance(parent, Widget) and parent.size.height else 24
+        height = parent.size.height if isinstance(parent, Widget) and parent.size.height else 24
+        return max(4, height - self.gutter.height)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows of cells plus the key labels and the legend."""
         if not self.rows:
             return 1
-        _, row_h = self._geometry(width, container.height or self._available_height())
-        return len(self.rows) * row_h + 2
+        height = container.height or self._available_height()
+        _, row_h = self._geometry(width, height)
+        _, fit_rows = self._fit(width, height)
+        return min(len(self.rows), fit_rows) * row_h + 2
 
     def render(self) -> Text:
         """Draw labels and cells; the cursor cell is highlighted and shows its value."""
@@ -144,13 +183,15 @@ class Heatmap(Widget, can_focus=True):
         cw, rh = self._geometry(self.size.width, self._available_height())
         cur_r, cur_c = self.cursor
         focused = self.has_focus
+        shown_rows, shown_cols = self._window()
         out = Text(no_wrap=True, overflow="crop")
         out.append(" " * (lw + 1))
-        for j, label in enumerate(self.cols):
+        for j in shown_cols:
             style = "bold reverse" if j == cur_c and focused else ("bold" if j == cur_c else "dim")
-            out.append(short_label(label, cw).center(cw), style=style)
+            out.append(short_label(self.cols[j], cw).center(cw), style=style)
         out.append("\n")
-        for i, (label, row) in enumerate(zip(self.rows, self.weights, strict=False)):
+        for i in shown_rows:
+            label, row = self.rows[i], self.weights[i]
             for line in range(rh):
                 middle = line == rh // 2
                 if middle:
@@ -163,7 +204,8 @@ class Heatmap(Widget, can_focus=True):
                 else:
                     out.append(" " * lw)
                 out.append(" ")
-                for j, value in enumerate(row[: len(self.cols)]):
+                for j in shown_cols:
+                    value = row[j] if j < len(row) else 0.0
                     if i == cur_r and j == cur_c:
                         cursor_style = (
                             Style(color="black", bgcolor="white", bold=True)
@@ -182,8 +224,29 @@ class Heatmap(Widget, can_focus=True):
                             style=Style(color=colour(value)),
                         )
                 out.append("\n")
-        out.append(" " * (lw + 1) + "weight 0 ", style="dim")
+        windowed = len(shown_rows) < len(self.rows) or len(shown_cols) < len(self.cols)
+        margin = " " * (lw + 1)
+        if windowed:  # first: the legend's end is what a narrow pane crops
+            out.append(margin, style="dim")
+            out.append(
+                f"queries {shown_rows.start + 1}-{shown_rows.stop} of {len(self.rows)}, "
+                f"keys {shown_cols.start + 1}-{shown_cols.stop} of {len(self.cols)} "
+                "(arrows, pgup/pgdn)  ",
+                style="bold",
+            )
+            margin = ""
+        out.append(margin + "weight 0 ", style="dim")
         for v in (0.1, 0.3, 0.6, 1.0):
             out.append(shade(v), style=Style(color=colour(v)))
         out.append(" 1  · = 0 (masked)", style="dim")
         return out
+
+
+def _follow(n: int, cursor: int, fit: int, first: int) -> int:
+    """The first of ``n`` items to show when ``fit`` fit: ``first`` moved as little as
+    keeps ``cursor`` in view, and never past the end."""
+    if n <= fit:
+        return 0
+    first = min(first, cursor)
+    first = max(first, cursor - fit + 1)
+    return max(0, min(first, n - fit))

@@ -1,4 +1,8 @@
-"""Which head does the work: the exact-match drop per ablated head, beside the baseline."""
+"""Which head does the work: the exact-match drop per ablated head, beside the baseline.
+
+For a real model (no task with right answers), the rise of its loss on the
+typed text with each head switched off instead.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,18 @@ from textual.widgets import Static
 from tui_lab.ui.widgets.text_table import TextTable
 
 BAR_WIDTH = 8
+EXACT_COLUMNS = (
+    {"header": "head", "no_wrap": True},
+    {"header": "exact", "justify": "right", "no_wrap": True},
+    {"header": "drop", "justify": "right", "no_wrap": True},
+    {"header": "", "no_wrap": True},
+)
+LOSS_COLUMNS = (
+    {"header": "head", "no_wrap": True},
+    {"header": "loss", "justify": "right", "no_wrap": True},
+    {"header": "rise", "justify": "right", "no_wrap": True},
+    {"header": "", "no_wrap": True},
+)
 
 
 def drop_bar(drop: float, width: int = BAR_WIDTH) -> Text:
@@ -49,13 +65,7 @@ class ImportanceView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="importance-status")
-        yield TextTable(
-            {"header": "head", "no_wrap": True},
-            {"header": "exact", "justify": "right", "no_wrap": True},
-            {"header": "drop", "justify": "right", "no_wrap": True},
-            {"header": "", "no_wrap": True},
-            id="importance-table",
-        )
+        yield TextTable(*EXACT_COLUMNS, id="importance-table")
 
     def show_message(self, text: str) -> None:
         """One line instead of a result (nothing to compute, or why it failed)."""
@@ -76,4 +86,27 @@ class ImportanceView(Vertical):
             (row.head, f"{row.exact_match:.1%}", f"{row.drop:+.1%}", drop_bar(row.drop))
             for row in table.rows
         ]
-        self.query_one("#importance-table", TextTable).show(rows)
+        view = self.query_one("#importance-table", TextTable)
+        view.set_columns(*EXACT_COLUMNS)
+        view.show(rows)
+
+    def show_loss_table(self, table: Any, where: str) -> None:
+        """A core ``TextImportance``: the loss on the text, and its rise per head switched off."""
+        status = Text("loss ", style="dim")
+        status.append(f"{table.baseline:.3f}", style="bold")
+        status.append(f" nats/token over {table.n_tokens} predictions · {table.mode}", style="dim")
+        status.append(f"\n{where}", style="dim italic")
+        self.query_one("#importance-status", Static).update(status)
+        largest = max((row.rise for row in table.rows), default=0.0)
+        rows = [
+            (
+                row.head,
+                f"{row.loss:.3f}",
+                f"{row.rise:+.3f}",
+                drop_bar(row.rise / largest if largest > 0 else 0.0),
+            )
+            for row in table.rows
+        ]
+        view = self.query_one("#importance-table", TextTable)
+        view.set_columns(*LOSS_COLUMNS)
+        view.show(rows)

@@ -1,4 +1,4 @@
-"""The one-line bar at the top: app name, preset, torch/device state, key hints."""
+"""The one-line bar at the top: app name, preset (or opened model), torch/device state, key hints."""
 
 from __future__ import annotations
 
@@ -9,15 +9,18 @@ from textual.widgets import Static
 class StatusBar(Static):
     """Shows what the lab is working on; says when torch is still loading."""
 
-    def show(self, preset: str, core_state: str, training: str = "") -> None:
-        """Redraw with the preset name, the core state and the training state."""
+    def show(self, preset: str, core_state: str, training: str = "", kind: str = "preset") -> None:
+        """Redraw with the preset's (``kind`` "model": the opened model's) name, the core
+        state and the training state."""
         text = Text()
         text.append(" tfx-lab ", style="bold reverse")
-        text.append("  preset ", style="dim")
+        text.append(f"  {kind} ", style="dim")
         text.append(preset, style="bold")
         text.append("  ·  ", style="dim")
         style = (
-            "yellow" if "loading" in core_state else ("red" if "failed" in core_state else "green")
+            "yellow"
+            if "loading" in core_state or "opening" in core_state
+            else ("red" if "failed" in core_state else "green")
         )
         text.append(core_state, style=style)
         if training:

@@ -50,6 +50,10 @@ class TextTable(QuietFocus, ScrollView, can_focus=True):
         """An empty table shows its header."""
         self.show([])
 
+    def set_columns(self, *columns: dict[str, Any]) -> None:
+        """Use these columns (``rich.table.Column`` keyword dicts) from the next ``show`` on."""
+        self._columns = columns
+
     def show(self, rows: list[tuple[Any, ...]]) -> None:
         """Draw these rows (cells are strings or Rich Text) under the header."""
         # Rich keeps cells in its Column objects, so each table gets new ones.

@@ -26,7 +26,7 @@ class AblationState:
         self.heads: list[str] = []
         self.mode = "zero"
         self._lock = threading.Lock()
-        self._means: tuple[Any, Any] | None = None  # ((model id, step), means)
+        self._means: tuple[Any, Any] | None = None  # ((model id, step, text), means)
         # id(result) -> (a weak reference to it, label); results compare by value, so no dict keys.
         self._labels: dict[int, tuple[weakref.ref[Any], str]] = {}
 
@@ -58,11 +58,14 @@ class AblationState:
 
     # ---- applying it (worker threads) ------------------------------------------------
 
-    def apply(self, model: Any, run: Any, copied: bool = False) -> tuple[Any, str]:
+    def apply(
+        self, model: Any, run: Any, copied: bool = False, text: str | None = None
+    ) -> tuple[Any, str]:
         """(a copy of ``model`` with the heads switched off, its label); ``model`` itself if none.
 
         ``copied``: ``model`` is already a private copy (no second copy is made).
-        Heads the model does not have (another architecture) are dropped.
+        Heads the model does not have (another architecture) are dropped. ``text``:
+        what is decoded (a real model's mean mode averages each head over it).
         """
         heads, mode = list(self.heads), self.mode
         if not heads:
@@ -77,7 +80,7 @@ class AblationState:
                 continue
         if not refs:
             return model, ""
-        means = self.means(model, run) if mode == "mean" else None
+        means = self.means(model, run, text) if mode == "mean" else None
         private = model if copied else copy.deepcopy(model)
         # Entered and never left: the hooks stay on this private copy for its lifetime
         # (the copy keeps the context manager: collected, it would remove them).
@@ -86,19 +89,27 @@ class AblationState:
         private._tfx_ablation = hooks
         return private, f"{', '.join(str(r) for r in refs)} ({mode})"
 
-    def means(self, model: Any, run: Any) -> Any:
-        """Each head's mean output over the task's held-out probe pairs (once per model and step)."""
-        key = (id(run), getattr(run, "step", None))
+    def means(self, model: Any, run: Any, text: str | None = None) -> Any:
+        """Each head's mean output over the task's held-out probe pairs (once per model and step);
+        for a real model (no task to draw pairs from), over ``text`` (once per text)."""
+        real = getattr(run, "card", None) is not None
+        key = (id(run), getattr(run, "step", None), text if real else None)
         with self._lock:
             if self._means is not None and self._means[0] == key:
                 return self._means[1]
-        from tui_lab.core.analysis.head_importance import probe_means
-        from tui_lab.core.training.evaluate import held_out_pairs
-
         config = run.config
-        pairs = held_out_pairs(run.task, config.train, PROBE_PAIRS)
-        device = next(model.parameters()).device
-        means = probe_means(model, run.task, config.model.arch, pairs, device)
+        if real:
+            from tui_lab.core.analysis.text_ablation import text_ids, text_means
+
+            ids = text_ids(run.task, text or "", config.model.max_len)
+            means = text_means(model, ids)
+        else:
+            from tui_lab.core.analysis.head_importance import probe_means
+            from tui_lab.core.training.evaluate import held_out_pairs
+
+            pairs = held_out_pairs(run.task, config.train, PROBE_PAIRS)
+            device = next(model.parameters()).device
+            means = probe_means(model, run.task, config.model.arch, pairs, device)
         with self._lock:
             self._means = (key, means)
         return means

@@ -6,6 +6,8 @@ private model copy); toggling one here asks Decode, through the app, to
 decode the input on show again. The importance table ablates
 each head alone on N held-out examples in a thread worker, on its own copy
 of the model, cached in the run folder per checkpoint (or history snapshot).
+A real model opened from files has no held-out examples: its table is the
+rise of its loss on the text on show with each head switched off.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class AttentionAblation(LabWidget):
         cached: bool = False
         where: str = ""
         error: str | None = None
+        loss: bool = False  # ``table`` is a TextImportance (a real model's loss on the text)
 
     importance_n = IMPORTANCE_N
     importance_shown = False
@@ -131,6 +134,13 @@ class AttentionAblation(LabWidget):
             view.show_message("no model yet: train one (2) or open a run")
             return
         mode = self.lab.ablation.mode
+        if getattr(run, "card", None) is not None:  # opened from files: the loss on the text
+            if self.result is None:
+                view.show_message("importance: decode a text first (3); each head is scored on it")
+                return
+            view.show_message(f"importance: starting ({mode}, on the text on show)…")
+            self._text_importance_worker(run, mode, self.result.input)
+            return
         view.show_message(f"importance: starting ({mode}, N={self.importance_n})…")
         at_step = self.lab.travel.state.step  # a history snapshot on show, else None
         self._importance_worker(run, mode, self.importance_n, self.lab.training_active, at_step)
@@ -144,6 +154,30 @@ class AttentionAblation(LabWidget):
             self.post_message(self.ImportanceReady(*self._importance(run, mode, n, training, at_step)))
         except Exception as exc:  # noqa: BLE001 - say it in the view, never crash the lab
             self.post_message(self.ImportanceReady(error=one_line(exc)))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="importance")
+    def _text_importance_worker(self, run: Any, mode: str, text: str) -> None:
+        """Switch each head of a real model off alone; its loss on ``text`` (thread)."""
+        from tui_lab.core.analysis.text_ablation import text_ids, text_importance
+        from tui_lab.ui.widgets.atlas_scores import shared_clone
+
+        what = f"{mode}, loss on the text"
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if done == total or now - last[0] >= PROGRESS_EVERY:  # merged: no flood of messages
+                last[0] = now
+                self.post_message(self.ImportanceProgress(done, total, what))
+
+        try:
+            ids = text_ids(run.task, text, run.config.model.max_len)
+            table = text_importance(shared_clone(run.model), ids, mode, progress)
+        except Exception as exc:  # noqa: BLE001 - say it in the view, never crash the lab
+            self.post_message(self.ImportanceReady(error=one_line(exc)))
+            return
+        where = f"on the input {text[:40]!r}" + ("…" if len(text) > 40 else "")
+        self.post_message(self.ImportanceReady(table, where=where, loss=True))
 
     def _importance(
         self, run: Any, mode: str, n: int, training: bool, at_step: int | None
@@ -204,6 +238,8 @@ class AttentionAblation(LabWidget):
         view = self.query_one(ImportanceView)
         if message.table is None:
             view.show_message(f"importance unavailable: {message.error}")
+        elif message.loss:
+            view.show_loss_table(message.table, message.where)
         else:
             view.show_table(message.table, message.cached, message.where)
 

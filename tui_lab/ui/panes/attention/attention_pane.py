@@ -24,6 +24,10 @@ from tui_lab.ui.widgets.importance_view import ImportanceView
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
 
+# The overview draws every head of a layer at once: beyond this many tokens it shows
+# the last ones (a real model's long text), and the single-head map shows them all.
+OVERVIEW_TOKENS = 24
+
 KINDS = (
     ("encoder self", re.compile(r"^encoder\.(\d+)\.self$")),
     ("decoder self", re.compile(r"^decoder\.(\d+)\.self$")),
@@ -96,7 +100,8 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Vertical):
         if self.lab.quitting:
             return  # mounted while the app quits
         self.query_one("#walkthrough-scroll").display = False
-        self.config = self.lab.config
+        opened = self.lab.opened  # a real model opened from files: its own settings
+        self.config = opened.config if opened is not None else self.lab.config
         self.clear()
         self.lab.register_pane("attention", self)
         last = self.lab.last_decode
@@ -221,12 +226,17 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Vertical):
         if self.overview:
             heatmap.display = False
             grid.display = True
+            title = name
+            if n_q > OVERVIEW_TOKENS or n_k > OVERVIEW_TOKENS:
+                weights = weights[:, -OVERVIEW_TOKENS:, -OVERVIEW_TOKENS:]  # (H, <=N, <=N)
+                rows, cols = rows[-OVERVIEW_TOKENS:], cols[-OVERVIEW_TOKENS:]
+                title = f"{name} (its last {OVERVIEW_TOKENS} of {max(n_q, n_k)} tokens; a shows one head whole)"
             grid.show(
                 weights.tolist(),
                 rows,
                 cols,
                 self.head_index,
-                name,
+                title,
                 self.query_one("#attn-scroll").size.width or 100,
             )
         else:

@@ -1,4 +1,8 @@
-"""Build pane: pick a preset, see its YAML, edit key settings with inline validation."""
+"""Build pane: pick a preset, see its YAML, edit key settings with inline validation.
+
+With a real model opened from files (``--model``), the pane shows the model's
+card and its ``config.json`` instead: its settings are the files', read-only.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from tui_lab.core.config.lab_config import ConfigError, LabConfig, check_fits_in
 from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
 from tui_lab.ui.panes.build.config_form import FIELDS, ConfigForm
+from tui_lab.ui.widgets.model_card import ModelCardView
 from tui_lab.ui.widgets.model_summary import ModelSummary
 from tui_lab.ui.widgets.preset_list import PresetList
 
@@ -52,6 +57,13 @@ class BuildPane(LabWidget, Vertical):
             yield Label("YAML", classes="pane-title", id="yaml-title")
             with VerticalScroll(id="yaml-scroll"):
                 yield Static(id="yaml")
+        # An opened model's card and config.json (shown instead of the above: show_card).
+        with VerticalScroll(id="build-card-col"):
+            yield ModelCardView(id="model-card")
+        with Vertical(id="build-config-col"):
+            yield Label("config.json", classes="pane-title")
+            with VerticalScroll(id="config-json-scroll"):
+                yield Static(id="config-json")
 
     def on_mount(self) -> None:
         """Show the starting preset."""
@@ -64,8 +76,46 @@ class BuildPane(LabWidget, Vertical):
         self.call_after_refresh(lambda: self._show_yaml(self.config))
 
     def focus_default(self) -> None:
-        """Put the cursor where a visitor starts: the preset list."""
-        self.query_one(PresetList).focus()
+        """Put the cursor where a visitor starts: the preset list (or the model's card)."""
+        if self.card is not None:
+            self.query_one("#build-card-col").focus()
+        else:
+            self.query_one(PresetList).focus()
+
+    # ---- an opened model ------------------------------------------------------------
+
+    card: Any = None  # the opened model's ModelCard while it is on show
+
+    def show_card(self, card: Any) -> None:
+        """Show an opened model's card and config.json instead of the presets and the form."""
+        from rich.syntax import Syntax
+
+        self.card = card
+        self.query_one(ModelCardView).show_card(card)
+        try:
+            text = (card.folder / "config.json").read_text(encoding="utf-8")
+        except OSError as exc:
+            text = f"// cannot read config.json: {exc.strerror or exc}"
+        self.query_one("#config-json", Static).update(
+            Syntax(text, "json", theme="ansi_dark", background_color="default", word_wrap=True)
+        )
+        focused_here = self.app.focused is not None and self in self.app.focused.ancestors
+        self.add_class("-model")
+        self.refresh_bindings()
+        if focused_here:
+            self.focus_default()
+
+    def show_form(self) -> None:
+        """Back to the presets and the form (the opened model was replaced by a run)."""
+        self.card = None
+        self.remove_class("-model")
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The form's keys (save as, revert, focus) do nothing while a model's card is on show."""
+        if self.card is not None and action in ("save_as", "revert", "focus_presets", "focus_form"):
+            return False
+        return True
 
     # ---- loading and editing ----------------------------------------------------
 

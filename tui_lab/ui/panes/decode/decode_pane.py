@@ -25,6 +25,10 @@ from tui_lab.ui.widgets.text_table import TextTable
 
 N_EXAMPLES = 8
 TOP_K_SHOWN = 5
+# New tokens a real model (``--model``) continues a text with: its context may be
+# thousands of tokens, which would take minutes on a CPU (the lab's own tasks stop
+# at their end-of-sequence long before their context).
+REAL_MODEL_NEW_TOKENS = 32
 
 
 ORDINALS = ("1st", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th", "9th", "10th")
@@ -43,6 +47,43 @@ def percent(p: float) -> str:
     if p >= 0.001:
         return f"{p:.1%}"
     return "<0.1%"
+
+
+def visible(text: str) -> str:
+    """``text`` safe to print and readable: a newline as ↵, a tab as ⇥, other control
+    characters (a real model's continuation may hold any byte) as their pictures (␄)."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\n":
+            out.append("↵")
+        elif ch == "\t":
+            out.append("⇥")
+        elif code < 0x20:
+            out.append(chr(0x2400 + code))  # the Unicode control pictures
+        elif code == 0x7F:
+            out.append("␡")
+        elif 0x80 <= code < 0xA0:
+            out.append(f"<0x{code:02X}>")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def input_loss_note(run: Any, model: Any, result: Any, ablated: str) -> str:
+    """The loss of a real model on the typed text (with the heads off, and with none off)."""
+    from tui_lab.core.analysis.text_ablation import text_ids, text_loss
+    from tui_lab.core.errors import LabError
+
+    try:
+        ids = text_ids(run.task, result.input, run.config.model.max_len)
+    except LabError:
+        return "loss on the input: one token, nothing to predict"
+    loss = text_loss(model, ids)
+    if not ablated:
+        return f"loss on the input: {loss:.3f} nats/token over {len(ids) - 1} predictions"
+    base = text_loss(run.model, ids)
+    return f"loss on the input with {ablated} off: {loss:.3f} nats/token ({base:.3f} with every head on, {loss - base:+.3f})"
 
 
 def top_cell(token: str, p: float, chosen: bool) -> Text:
@@ -139,9 +180,18 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
 
     def set_run(self, run: Any) -> None:
         """Decode with this run's model (and its task's examples) from now on (None: no model)."""
+        opened_now = run is not None and getattr(run, "card", None) is not None and run is not self.run
         self.run = run
         self._use_task(run.task if run is not None else self.config_task)
         self._show_model()
+        if opened_now and self.result is None:
+            self.query_one("#decode-output", Static).update(
+                Text(
+                    f"Type a text (or pick an example, ctrl+n) and press Enter: {run.config.name} "
+                    f"continues it by {REAL_MODEL_NEW_TOKENS} tokens with its own tokenizer.",
+                    style="dim",
+                )
+            )
 
     def _use_task(self, task: Any) -> None:
         if task is not self.lab_task:
@@ -152,6 +202,8 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
         label = self.query_one("#decode-model", Static)
         if self.run is None:
             label.update(Text("  no model yet", style="dim italic"))
+        elif getattr(self.run, "card", None) is not None:  # opened from files (--model)
+            label.update(Text(f"  model: {self.run.config.name} (from files)", style="dim"))
         else:
             label.update(
                 Text(f"  model: {self.run.config.name} at step {self.run.step:,}", style="dim")
@@ -213,7 +265,9 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
             self._error("torch is still loading; try again in a moment")
             return False
         if self.run is None:
-            if self.lab.training_active:  # an opened run being restored
+            if self.lab.model_source is not None:  # --model, still being opened
+                self._error(f"{self.lab.model_source} is still opening; try again in a moment")
+            elif self.lab.training_active:  # an opened run being restored
                 self._error("the model is still being built; try again in a moment")
             else:
                 self._error("no model yet: train one in the Train pane (2, then space)")
@@ -237,13 +291,18 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
         options: dict[str, Any] = {
             "temperature": temperature, "top_k": top_k, "top_p": top_p, "report_k": TOP_K_SHOWN
         }
+        real = getattr(run, "card", None) is not None
+        if real:
+            options["max_new_tokens"] = REAL_MODEL_NEW_TOKENS
         try:
             # Fetching the weights can fail too (a training process that has ended
             # before its first checkpoint): say so inline, like bad input.
             model = copy.deepcopy(run.model) if snapshot else run.model
-            model, ablated = self.ablation.apply(model, run, copied=snapshot)  # a private copy
+            model, ablated = self.ablation.apply(model, run, copied=snapshot, text=text)
             result = generate(model, run.task, text, **options)
             self.ablation.mark(result, ablated)
+            if real:  # no right answer to check: how well it predicts the text instead
+                result.notes.append(input_loss_note(run, model, result, ablated))
         except Exception as exc:  # DecodeInputError and friends: one line, inline
             self.post_message(self.Failed(one_line(exc)))
             return
@@ -272,9 +331,9 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
     def _show_result(self, result: Any) -> None:
         out = Text()
         out.append("input  ", style="dim")
-        out.append(result.input.replace("\n", "↵"), style="bold")
+        out.append(visible(result.input), style="bold")
         out.append("\noutput ", style="dim")
-        out.append(result.output.replace("\n", "↵") or "(empty)", style="bold green")
+        out.append(visible(result.output) or "(empty)", style="bold green")
         stopped = "end-of-sequence" if result.stopped == "eos" else "length limit"
         out.append(f"\n{len(result.steps)} steps, stopped at {stopped}", style="dim")
         if self.lab_task is not None and not self.lab_task.is_lm:

@@ -173,6 +173,14 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
         """The pane's title line: the run's name and folder, what the keys do now."""
         if not self.is_attached or self.lab.quitting:
             return
+        if self.lab.model_source is not None and self.run is None:  # --model: not trainable here
+            from rich.markup import escape
+
+            self.query_one("#train-status", Static).update(
+                f"[b]{escape(self.lab.model_source)}[/b] · opened from files: the lab cannot train it yet",
+                layout=False,
+            )
+            return
         name = self.run.config.name if self.run is not None else self.config.name
         where = f" · {self.run_dir}" if self.run_dir else f" · new runs go to {self.runs_root}/"
         dirty = (
@@ -296,6 +304,14 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
 
     def action_start(self) -> None:
         """Start training: a new run, or continue a stopped/opened one."""
+        if self.lab.model_source is not None:  # --model: opened, or opening
+            self.notify(
+                f"{self.lab.model_source} is a model opened from files: the lab cannot train "
+                "it yet (decode it in 3, look inside it in 4 and 5)",
+                severity="warning",
+                timeout=5,
+            )
+            return
         if self.lab.core is None:
             self._start_when_ready = True
             self.notify("training starts as soon as torch has loaded", timeout=3)
