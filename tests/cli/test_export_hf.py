@@ -1,0 +1,107 @@
+"""`tfx-lab export --hf`: the shipped char-lm preset's run, trained a few steps, as a folder
+that `transformers` opens and continues exactly as the lab does, and that `--model` reopens."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.cli.helpers import LEARNED_RUN, assert_one_line_error, last_json_line, tfx
+
+transformers = pytest.importorskip("transformers")
+
+PROMPT = "The module defines the following functions:\n"
+NEW = 32
+
+
+@pytest.fixture(scope="module")
+def char_lm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped char-lm preset (its model as shipped: rotary, tied and scaled embeddings), 6 steps."""
+    run = tmp_path_factory.mktemp("char-lm") / "run"
+    proc = tfx("train", "--preset", "char-lm", "--steps", "6", "--out", str(run))
+    assert proc.returncode == 0, proc.stderr
+    return run
+
+
+@pytest.fixture(scope="module")
+def exported(char_lm_run: Path) -> tuple[Path, str]:
+    out = char_lm_run.parent / "hf"
+    proc = tfx("export", "--hf", str(char_lm_run), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stdout
+
+
+def test_says_what_was_written_and_how_to_open_it(exported: tuple[Path, str]) -> None:
+    out, stdout = exported
+    first, second = stdout.splitlines()
+    assert f"-> {out}: gpt_neox," in first
+    assert f"from_pretrained({str(out)!r})" in second and f"--model {out}" in second
+    names = {p.name for p in out.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json"} <= names
+    assert not [p for p in out.parent.iterdir() if ".partial-" in p.name]
+
+
+def test_transformers_continues_exactly_as_the_lab(char_lm_run: Path, exported: tuple[Path, str]) -> None:
+    out, _ = exported
+    model = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    ids = tokenizer(PROMPT, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        generated = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW)
+    theirs = tokenizer.decode(generated[0, ids.size(1):], skip_special_tokens=True)
+    lab = tfx("decode", "--run", str(char_lm_run), "--input", PROMPT, "--max-new", str(NEW), "--json")
+    assert lab.returncode == 0, lab.stderr
+    assert last_json_line(lab.stdout)["output"] == theirs
+
+
+def test_logits_match_the_runs(char_lm_run: Path, exported: tuple[Path, str]) -> None:
+    from tui_lab.core.decoding.inference import load_for_inference
+
+    out, _ = exported
+    run = load_for_inference(char_lm_run)
+    model = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
+    ids = torch.tensor([run.task.vocab.encode(PROMPT)])
+    assert transformers.AutoTokenizer.from_pretrained(out)(PROMPT)["input_ids"] == ids[0].tolist()
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, run.model(ids), atol=1e-4, rtol=0)
+
+
+def test_reopens_with_model_and_decodes_as_the_run(char_lm_run: Path, exported: tuple[Path, str]) -> None:
+    out, _ = exported
+    args = ("--input", PROMPT, "--max-new", "24", "--json")
+    by_run = tfx("decode", "--run", str(char_lm_run), *args)
+    by_model = tfx("decode", "--model", str(out), *args)
+    assert by_model.returncode == 0, by_model.stderr
+    assert last_json_line(by_model.stdout)["output"] == last_json_line(by_run.stdout)["output"]
+
+
+def test_json_and_at_step(char_lm_run: Path) -> None:
+    out = char_lm_run.parent / "hf-step-1"
+    proc = tfx("export", "--hf", str(char_lm_run), "--out", str(out), "--at-step", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = last_json_line(proc.stdout)
+    assert (report["family"], report["step"], report["folder"]) == ("gpt_neox", 1, str(out))
+    assert json.loads((out / "config.json").read_text())["rotary_pct"] == 1.0
+
+
+def test_an_encoder_decoder_run_is_refused_in_one_line(tmp_path: Path) -> None:
+    proc = tfx("export", "--hf", str(LEARNED_RUN), "--out", str(tmp_path / "hf"))
+    assert_one_line_error(proc, "cannot export: model.arch encoder-decoder")
+    assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--hf", "a", "b", "--out", "x"], "export --hf takes one run, got 2"),
+        (["--hf", "a"], "export --hf needs --out DIR"),
+        (["--hf", "--tensorboard", "a"], "not allowed with argument"),
+    ],
+)
+def test_usage_mistakes(argv: list[str], fragment: str) -> None:
+    proc = tfx("export", *argv)
+    assert proc.returncode != 0
+    assert fragment in proc.stderr
