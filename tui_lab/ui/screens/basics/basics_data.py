@@ -71,7 +71,8 @@ def compute(source: BasicsSource) -> BasicsData:
     model = None if run is None else run.model  # a RemoteRun may fetch its weights here
     if run is not None and model is not None:
         config, task = run.config, run.task
-        label = f"{config.name} at step {run.step:,}"
+        opened = getattr(run, "card", None) is not None  # a real model opened from files
+        label = f"{config.name} (opened from files)" if opened else f"{config.name} at step {run.step:,}"
     else:
         config = source.config
         model, task = fresh_model(config)

@@ -19,6 +19,8 @@ from tui_lab.ui.screens.basics.basics_charts import EntropyChart, RateChart
 from tui_lab.ui.screens.basics.basics_data import BasicsData, Grid, mask_grids, position_grids
 from tui_lab.ui.widgets.heatmap import Heatmap
 
+SHOWN_PADS = 3  # padded keys listed after a row's real ones in the weights table
+
 
 def _show(heatmap: Heatmap, grid: Grid) -> None:
     heatmap.set_matrix(grid.values, grid.rows, grid.cols)
@@ -94,16 +96,21 @@ class MasksView(VerticalScroll):
             _show(self.query_one(f"#mask-{i}", Heatmap), grid)
         title = Text(f"{m.module} head {m.head}, query {m.query} ({m.labels[m.query]}): "
                      "softmax(q.k / sqrt(d_k)) before and after the mask", style="bold")
+        # The row's real keys and a few pads: a long padded row would not fit across.
+        shown = min(len(m.labels), m.batch.lengths[m.row] + SHOWN_PADS)
         table = Table(box=None, padding=(0, 1))
         table.add_column("")
-        for label in m.labels:
-            table.add_column(label or "pad", justify="right")
-        allowed = m.combined[m.query].tolist()
-        table.add_row("before", *(f"{v:.2f}" for v in m.before.tolist()))
+        for label in m.labels[:shown]:
+            table.add_column(label or "pad", justify="right", no_wrap=True)
+        allowed = m.combined[m.query].tolist()[:shown]
+        table.add_row("before", *(f"{v:.2f}" for v in m.before.tolist()[:shown]))
         table.add_row("after", *(
-            Text(f"{v:.2f}", style="bold" if ok else "dim") for v, ok in zip(m.after.tolist(), allowed, strict=True)
+            Text(f"{v:.2f}", style="bold" if ok else "dim")
+            for v, ok in zip(m.after.tolist()[:shown], allowed, strict=True)
         ))
-        self.query_one("#mask-row", Static).update(Group(title, table))
+        rest = len(m.labels) - shown
+        more = Text(f"(and {rest} more padded keys: 0 after the mask)", style="dim") if rest else Text("")
+        self.query_one("#mask-row", Static).update(Group(title, table, more))
 
 
 def _scaling_table(title: str, rows: list[Any]) -> Table:
