@@ -55,11 +55,11 @@ def ablate(args: argparse.Namespace) -> int:
         return ablate_text(args)
     if args.revision is not None:
         raise LabError("--revision goes with --model")
+    if (args.text is not None or args.input is not None) and not _fine_tuned(args.run):
+        raise LabError("--text and --input go with --model or a fine-tuned run (a run is scored on its task)")
     run = load_run(args.run, args.device, args.at_step)
     if run.config.task.name == "token-lm":  # fine-tuned from a real model: scored on a text too
         return ablate_text(args, run)
-    if args.text is not None or args.input is not None:
-        raise LabError("--text and --input go with --model or a fine-tuned run (a run is scored on its task)")
     from tui_lab.core.analysis.ablation import check_mode, parse_head
     from tui_lab.core.analysis.head_importance import (
         ablated_accuracy,
@@ -121,6 +121,16 @@ def _read_text(args: argparse.Namespace) -> str:
     from tui_lab.core.tasks.text import read_text_file
 
     return read_text_file(args.text)
+
+
+def _fine_tuned(run_dir: str) -> bool:
+    """Whether ``run_dir`` is a run fine-tuned from a real model (its task token-lm)."""
+    from tui_lab.core.runs.folder import RunFolder
+
+    try:
+        return RunFolder.read(run_dir, need_state=False).config.task.name == "token-lm"
+    except LabError:
+        return False
 
 
 def _run_text_ids(run: Any) -> list[int]:
