@@ -105,3 +105,27 @@ def test_usage_mistakes(argv: list[str], fragment: str) -> None:
     proc = tfx("export", *argv)
     assert proc.returncode != 0
     assert fragment in proc.stderr
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gpt_neox", "llama", "gpt_neo"])
+def test_a_fine_tuned_run_exports_as_its_family_with_its_tokenizer(tmp_path: Path, family: str) -> None:
+    from tests.core.pretrained.family_reference import lab_greedy, prompt, reference_greedy
+    from tests.pretrained.hf_factory import TEXT, save_family
+    from tui_lab.core.decoding.inference import load_for_inference
+
+    source, text, run, out = tmp_path / "source", tmp_path / "text.txt", tmp_path / "run", tmp_path / "hf"
+    save_family(source, family)
+    text.write_text(TEXT)
+    trained = tfx("train", "--model", str(source), "--text", str(text), "--steps", "2", "--out", str(run))
+    assert trained.returncode == 0, trained.stderr
+    proc = tfx("export", "--hf", str(run), "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert last_json_line(proc.stdout)["family"] == family
+    lab = load_for_inference(run)
+    reference = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
+    ids = prompt(lab.model.vocab_size)
+    with torch.no_grad():
+        torch.testing.assert_close(reference(ids).logits, lab.model(ids), atol=1e-4, rtol=0)
+    assert torch.equal(reference_greedy(reference, ids), lab_greedy(lab.model, ids))
+    sentence = "Once upon a time, the cat sat on the log."
+    assert transformers.AutoTokenizer.from_pretrained(out)(sentence)["input_ids"] == lab.task.vocab.encode(sentence)

@@ -90,8 +90,10 @@ def export_hf(run: RunDir, out: str | os.PathLike[str], at_step: int | None = No
         _write_json(temp / "generation_config.json", {**ids.config_keys(), "do_sample": False})
         if vocab is not None:
             files = write_vocab_tokenizer(vocab, temp, lab.max_len)
-        else:
+        else:  # the source model's own files, its generation_config.json included
             files = copy_tokenizer(tokenizer_dir or folder.path, temp)
+            if tokenizer_dir is not None and (tokenizer_dir / "generation_config.json").is_file():
+                shutil.copyfile(tokenizer_dir / "generation_config.json", temp / "generation_config.json")
         diff = _self_check(model, temp)
         if out.is_dir():
             out.rmdir()  # empty (checked above): replaced by the finished folder
