@@ -55,15 +55,22 @@ def test_an_existing_folder_is_left_alone(tmp_path: Path) -> None:
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
-def test_a_failed_write_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_written_beside_out_and_a_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While files are written, ``out`` does not exist (a temporary folder beside it does):
+    a crash never leaves a half-written ``out``; a failure removes the temporary folder."""
     from tui_lab.core.pretrained import export_hf as module
 
     run, _ = save_run(tmp_path / "run", positional="learned")
+    out = tmp_path / "hf"
+    seen: list[tuple[bool, list[str]]] = []
 
-    def broken(*args: Any, **kwargs: Any) -> list[str]:
+    def broken(vocab: Any, folder: Path, context: int) -> list[str]:
+        seen.append((out.exists(), sorted(p.name for p in folder.iterdir())))
+        assert folder.parent == out.parent and folder.name.startswith(".hf.partial-")
         raise OSError("No space left on device")
 
     monkeypatch.setattr(module, "write_vocab_tokenizer", broken)
     with pytest.raises(OSError):
-        export_hf(run, tmp_path / "hf")
+        export_hf(run, out)
+    assert seen == [(False, ["config.json", "generation_config.json", "model.safetensors"])]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "run.txt"]
