@@ -49,11 +49,12 @@ def pane_keys() -> list[PaneKeys]:
     from tui_lab.ui.panes.params.params_pane import ParamsPane
     from tui_lab.ui.panes.runs.runs_pane import RunsPane
     from tui_lab.ui.panes.train.train_pane import TrainPane
+    from tui_lab.ui.screens.fourier import FourierScreen
     from tui_lab.ui.widgets.heatmap import Heatmap
 
     return [
         PaneKeys("build", BuildPane, (("the form", ConfigForm),)),
-        PaneKeys("train", TrainPane),
+        PaneKeys("train", TrainPane, (("the Fourier view (f)", FourierScreen),)),
         PaneKeys("decode", DecodePane),
         PaneKeys("attention", AttentionPane, (("", Heatmap),)),
         PaneKeys("params", ParamsPane),

@@ -86,3 +86,14 @@ def test_the_first_step_at_full_training_accuracy_is_kept_in_the_history(tmp_pat
 
     assert 3 in list_snapshots(tmp_path / "run")
     assert "training accuracy reached 100% at step 3" in (tmp_path / "run" / "log.txt").read_text()
+
+
+def test_a_resumed_run_keeps_its_first_step_at_full_training_accuracy(tmp_path, monkeypatch):
+    from tui_lab.core.training import train as train_module
+    from tui_lab.core.training.train import open_run
+
+    monkeypatch.setattr(train_module, "batch_accuracy", lambda logits, targets, per_token=False: (3, 3))
+    TrainingRun(modular_config(steps=2, eval_every=100), tmp_path / "run").run()
+    open_run(tmp_path / "run", {"train.steps": 4}).run()
+    log = (tmp_path / "run" / "log.txt").read_text()
+    assert log.count("training accuracy reached 100%") == 1 and "at step 1" in log

@@ -34,6 +34,7 @@ from tui_lab.core.model.device import (
     to_device,
 )
 from tui_lab.core.model.models import build_model, build_run_model
+from tui_lab.core.runs.curves import first_step_at, read_curves
 from tui_lab.core.runs.events import (
     CheckpointEvent,
     DoneEvent,
@@ -138,6 +139,8 @@ class TrainingRun(RunKeeping):
         self.history: History | None = None  # weight snapshots, made with the run folder
         if folder is not None:
             self._restore(folder)
+            # A resumed run that had reached 100% already keeps that step as its milestone.
+            self._train_solved = first_step_at(read_curves(folder.path).train_accuracy, 1.0) is not None
         self._rng = distributed.data_rng(config.train.seed, self.dist.rank, self.step)
 
     # ---- control from any thread -------------------------------------------------

@@ -49,7 +49,7 @@ def spectrum_text(spec: Any, where: str, height: int = HEIGHT) -> Text:
     text.append(f"embedding power per frequency · p = {spec.p} · {where}\n", style="bold")
     text.append("key frequencies ", style="dim")
     text.append(named, style="bold yellow")
-    text.append("   top-8 share ", style="dim")
+    text.append(" · top-8 share ", style="dim")
     text.append(f"{spec.top8_share:.2f}", style="bold green" if spec.top8_share >= 0.8 else "bold")
     text.append("\n\n")
     for row in bar_rows(spec.power, height):
