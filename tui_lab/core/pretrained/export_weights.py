@@ -19,6 +19,7 @@ Two steps:
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -92,7 +93,9 @@ def _with_zero_biases(state: State, target: ModelConfig) -> State:
 def invert(family: Family, layout: Layout, config: ModelConfig, state: State) -> State:
     """The family's tensors (``layout``'s names and shapes) that its reader maps onto ``state``."""
     sizes = [math.prod(shape) for shape in layout.values()]
-    numbers = torch.arange(sum(sizes), dtype=torch.int64)
+    total = sum(sizes)
+    # int32 numbers while they fit (half the memory of int64: the probe is as large as the model).
+    numbers = torch.arange(total, dtype=torch.int32 if total < 2**31 else torch.int64)
     probes = {
         name: part.view(shape) for (name, shape), part in zip(layout.items(), numbers.split(sizes), strict=True)
     }
@@ -103,15 +106,17 @@ def invert(family: Family, layout: Layout, config: ModelConfig, state: State) ->
             "differently from the lab's model"
         )
     dtype = state["tgt_embed.weight"].dtype
-    flat = torch.zeros(numbers.numel(), dtype=dtype)
-    written = torch.zeros(numbers.numel(), dtype=torch.int32)
+    flat = torch.zeros(total, dtype=dtype)
+    written = torch.zeros(total, dtype=torch.bool)
     for name, where in mapped.items():
         index = where.reshape(-1)
         flat[index] = state[name].reshape(-1).to(dtype)
-        written.index_add_(0, index, torch.ones_like(index, dtype=torch.int32))
-    if not bool((written == 1).all()):
-        first = int((written != 1).nonzero()[0])
-        name = next(n for n, part in zip(layout, numbers.split(sizes), strict=True) if first in part)
+        written[index] = True
+    # Every element written, and as many writes as elements: each exactly once.
+    if not bool(written.all()) or sum(t.numel() for t in mapped.values()) != total:
+        unwritten = (~written).nonzero()
+        first = int(unwritten[0]) if len(unwritten) else 0
+        name = next(n for n, end in zip(layout, itertools.accumulate(sizes), strict=True) if first < end)
         raise PretrainedError(f"export: {name} is not written exactly once by {family.model_type}'s mapping")
     # One tensor each (safetensors refuses tensors that share storage).
     return {name: part.view(shape).clone() for (name, shape), part in zip(layout.items(), flat.split(sizes), strict=True)}
