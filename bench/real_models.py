@@ -123,6 +123,80 @@ def decode_speed(lab: Any, hf: Any, threads: int, new_tokens: int, budget_s: flo
     return res
 
 
+def time_per_token(lab: Any, hf: Any, new_tokens: int, rounds: int) -> dict[str, float]:
+    """Where a lab token's time goes (1 thread, CPU ms, medians of alternated ``rounds``):
+    the weights' matrix-vector products alone (every projection once, in the layouts the
+    model uses), the lab's cached forward step, its ``generate`` per token, and the same
+    two for transformers (its forward with ``past_key_values``, its ``generate``)."""
+    import torch.nn.functional as F
+
+    from tui_lab.core.decoding.decode import generate
+    from tui_lab.core.model.attention import _stacked
+
+    model = lab.model
+    mats: list[tuple[torch.Tensor, torch.Tensor | None]] = []
+    for layer in model.decoder.layers:
+        a = layer.self_attn
+        q_b, k_b, v_b = a.w_q.bias, a.w_k.bias, a.w_v.bias
+        mats.append((_stacked((a.w_q.weight, a.w_k.weight, a.w_v.weight)),
+                     None if q_b is None or k_b is None or v_b is None else _stacked((q_b, k_b, v_b))))
+        mats += [(m.weight, m.bias) for m in (a.w_o, *(getattr(layer.ff, n, None) for n in ("gate", "lin1", "lin2")))
+                 if m is not None]
+    mats.append((model.lm_head.weight, None))
+    inputs = {w.shape[1]: torch.randn(1, 1, w.shape[1]) for w, _ in mats}
+    ids = lab.task.vocab.encode(PROMPT)
+    x = torch.tensor([ids])
+
+    def matvecs() -> float:
+        c0 = time.process_time()
+        with torch.inference_mode():
+            for w, b in mats:
+                F.linear(inputs[w.shape[1]], w, b)
+        return time.process_time() - c0
+
+    def lab_step() -> float:
+        with torch.inference_mode():
+            cache = model.new_cache()
+            model(x, cache=cache, last_only=True)
+            c0 = time.process_time()
+            for _ in range(new_tokens):
+                model(x[:, -1:], cache=cache, last_only=True)
+        return (time.process_time() - c0) / new_tokens
+
+    def hf_step() -> float:
+        with torch.inference_mode():
+            past = hf(x, use_cache=True).past_key_values
+            c0 = time.process_time()
+            for _ in range(new_tokens):
+                past = hf(x[:, -1:], past_key_values=past, use_cache=True).past_key_values
+        return (time.process_time() - c0) / new_tokens
+
+    def lab_generate() -> float:
+        c0 = time.process_time()
+        n = len(generate(model, lab.task, PROMPT, max_new_tokens=new_tokens, capture=False).tokens)
+        return (time.process_time() - c0) / n
+
+    def hf_generate() -> float:
+        c0 = time.process_time()
+        with torch.inference_mode():
+            out = hf.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=new_tokens,
+                              pad_token_id=0)
+        return (time.process_time() - c0) / (out.shape[1] - len(ids))
+
+    fns = {"matvecs": matvecs, "lab_step": lab_step, "transformers_step": hf_step,
+           "lab_generate": lab_generate, "transformers_generate": hf_generate}
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    try:
+        for r in range(rounds):
+            for name in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+                times[name].append(fns[name]())
+    finally:
+        torch.set_num_threads(before)
+    return {f"{k}_ms": statistics.median(v) * 1e3 for k, v in times.items()}
+
+
 def text_of(tokenizer: Any, n: int) -> tuple[str, list[int]]:
     """A text that the tokenizer encodes as exactly ``n`` tokens (as near as it gets), and its ids."""
     from tests.pretrained.hf_factory import TEXT
@@ -183,21 +257,22 @@ def status():
             if key in ("VmRSS", "RssAnon", "RssFile"):
                 out[key] = int(value.split()[0]) * 1024
     return out
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import torch
 from tui_lab.core.decoding.decode import generate
 from tui_lab.core.decoding.opened import open_model, weight_bytes
-imported = time.perf_counter() - t0
+imported, imported_cpu = time.perf_counter() - t0, time.process_time() - c0
 base = status()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 loaded = open_model(sys.argv[1])
-opened = time.perf_counter() - t0
+opened, opened_cpu = time.perf_counter() - t0, time.process_time() - c0
 after_open = status()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 generate(loaded.model, loaded.task, sys.argv[2], max_new_tokens=2, capture=False)
-decoded = time.perf_counter() - t0
+decoded, decoded_cpu = time.perf_counter() - t0, time.process_time() - c0
 after_decode = status()
-print(json.dumps({"import_s": imported, "open_s": opened, "decode_2_s": decoded, "base": base,
+print(json.dumps({"import_s": imported, "open_s": opened, "decode_2_s": decoded, "import_cpu_s": imported_cpu,
+                  "open_cpu_s": opened_cpu, "decode_2_cpu_s": decoded_cpu, "base": base,
                   "after_open": after_open, "after_decode": after_decode,
                   "weight_bytes": weight_bytes(loaded.model), "threads": torch.get_num_threads()}))
 """
@@ -294,6 +369,7 @@ def real_models(quick: bool) -> Section:
         values["real_models_speed_ratio_wall"] = round(one["lab"]["ratio"], 3)
         values["real_models_bandwidth_fraction"] = round(one["bandwidth_fraction"], 3)
 
+        values["real_models_per_token"] = time_per_token(lab, hf, new_tokens, 2 if quick else 4)
         cap = capture_times(lab, 3 if quick else 5)
         values["real_models_capture"] = cap
         del hf
@@ -339,6 +415,12 @@ def _rows(v: dict[str, Any], new_tokens: int) -> list[Row]:
             f"{setup['weight_bytes'] / 1e6:.0f} MB of weights per token (tied once) x lab tok/s over a 1 GiB copy at "
             f"{res['copy']['gb_per_s_cpu' if n == 1 else 'gb_per_s']:.1f} GB/s (read + write; wall copy "
             f"{res['copy']['gb_per_s']:.1f} GB/s, wall fraction {res['bandwidth_fraction_wall']:.0%})"))
+    per = v["real_models_per_token"]
+    rows.append(Row("where a lab token's time goes (1 thread, CPU ms)", f"{per['lab_generate_ms']:.1f} ms", "", None,
+                    f"the weights' matrix-vector products alone {per['matvecs_ms']:.1f} ms; the lab's cached forward "
+                    f"step {per['lab_step_ms']:.1f} ms; generate per token {per['lab_generate_ms']:.1f} ms (the rest: "
+                    f"the prompt's prefill, the step table); transformers: forward step {per['transformers_step_ms']:.1f}"
+                    f" ms, generate per token {per['transformers_generate_ms']:.1f} ms"))
     ui = v["real_models_ui"]
     if ui["first_frame_s"] is None:
         rows.append(Row("tfx-lab --model: first frame / model ready", "n/a", f"<= {FIRST_FRAME_GOAL_S:g} s", None,
@@ -353,8 +435,9 @@ def _rows(v: dict[str, Any], new_tokens: int) -> list[Row]:
                                                                " (torch import, then open_model)")))
     mem = v["real_models_memory"]
     rows.append(Row("open_model in a fresh process", f"{mem['open_s']:.2f} s", "", None,
-                    f"after importing torch and the core ({mem['import_s']:.1f} s); decoding 2 tokens then "
-                    f"{mem['decode_2_s']:.2f} s"))
+                    f"CPU {mem['open_cpu_s']:.2f} s; after importing torch and the core ({mem['import_s']:.1f} s, CPU "
+                    f"{mem['import_cpu_s']:.1f} s); the first 2-token decode then {mem['decode_2_s']:.2f} s (CPU "
+                    f"{mem['decode_2_cpu_s']:.2f} s: the weights' pages are read in)"))
     grow = mem["after_decode"]["VmRSS"] - mem["base"]["VmRSS"]
     rows.append(Row("resident memory / weight bytes", f"{mem['growth_over_weights']:.2f}x", f"<= {RSS_GOAL:g}x",
                     mem["growth_over_weights"] <= RSS_GOAL,
