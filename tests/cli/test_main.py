@@ -29,7 +29,7 @@ CONTRACT = {
     "ablate": ["--run", "--head", "--mode", "--n", "--json"],
     "watch": [],
     "serve": ["--host", "--port", "--preset", "--run"],
-    "export": ["--tensorboard", "--out"],
+    "export": ["--tensorboard", "--hf", "--out", "--at-step", "--json"],
 }
 
 
