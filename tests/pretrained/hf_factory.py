@@ -112,3 +112,110 @@ def save_family(
 
 def read_config(folder: Path) -> dict[str, Any]:
     return json.loads((folder / "config.json").read_text())
+
+
+# --- Marian (opus-mt): an encoder-decoder translator --------------------------------
+
+# A small Marian: 2 + 2 layers, 4 heads, swish, scaled embeddings, post-LN, shared
+# embeddings as opus-mt has them; pad (the last id) is also the decoder's start.
+MARIAN_VOCAB = 64
+MARIAN_SMALL: dict[str, Any] = dict(
+    d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+    decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+    activation_function="swish", scale_embedding=True, share_encoder_decoder_embeddings=True,
+)
+
+# Two "languages" for the SentencePiece models: English and a German-like text.
+SOURCE_TEXT = TEXT
+TARGET_TEXT = (
+    "Die Katze sass auf der Matte. Der Hund sass auf dem Holz. Es war einmal ein kleines "
+    "Maedchen, das gern Geschichten ueber Katzen und Hunde und das Meer las. "
+) * 20
+
+
+def train_spm(folder: Path, name: str, text: str, vocab_size: int = 40) -> Path:
+    """A small unigram SentencePiece model trained on ``text``: ``folder/name``.
+
+    Ids 0/1 are ``</s>``/``<unk>`` as in opus-mt's models; no BOS, no pad (vocab.json gives pad).
+    """
+    import io
+
+    import sentencepiece as spm
+
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(text.replace(". ", ".\n").splitlines()), model_writer=out, vocab_size=vocab_size,
+        eos_id=0, unk_id=1, bos_id=-1, pad_id=-1, character_coverage=1.0, model_type="unigram",
+        hard_vocab_limit=False, minloglevel=2, num_threads=1,
+    )
+    path = folder / name
+    path.write_bytes(out.getvalue())
+    return path
+
+
+def save_marian_tokenizer(folder: Path, vocab_size: int = MARIAN_VOCAB) -> dict[str, int]:
+    """``source.spm``, ``target.spm``, ``vocab.json`` and ``tokenizer_config.json`` as
+    ``MarianTokenizer.save_pretrained`` writes them; returns vocab.json (piece -> id).
+
+    vocab.json is the two models' pieces together (opus-mt's shared vocabulary):
+    ``</s>`` 0, ``<unk>`` 1, then every other piece, ``<pad>`` last (``vocab_size - 1``).
+    """
+    import sentencepiece as spm
+    from transformers import MarianTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = folder / "spm-training"
+    scratch.mkdir(exist_ok=True)
+    source = train_spm(scratch, "source.spm", SOURCE_TEXT)
+    target = train_spm(scratch, "target.spm", TARGET_TEXT)
+    vocab: dict[str, int] = {"</s>": 0, "<unk>": 1}
+    for model in (source, target):
+        proc = spm.SentencePieceProcessor(model_file=str(model))
+        for i in range(proc.get_piece_size()):
+            vocab.setdefault(proc.id_to_piece(i), len(vocab))
+    if len(vocab) >= vocab_size:
+        raise ValueError(f"{len(vocab)} pieces do not fit a vocabulary of {vocab_size}")
+    vocab["<pad>"] = vocab_size - 1  # the ids between are unused rows, as opus-mt has some
+    (scratch / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+    tok = MarianTokenizer(str(source), str(target), str(scratch / "vocab.json"))
+    tok.save_pretrained(folder)
+    for path in scratch.iterdir():
+        path.unlink()
+    scratch.rmdir()
+    return vocab
+
+
+def marian_config(**overrides: Any) -> Any:
+    """The small ``MarianConfig`` (eager attention), with ``overrides``."""
+    import transformers
+
+    pad = overrides.get("vocab_size", MARIAN_VOCAB) - 1
+    kwargs = {
+        **MARIAN_SMALL, "vocab_size": MARIAN_VOCAB, "pad_token_id": pad,
+        "decoder_start_token_id": pad, "eos_token_id": 0, "forced_eos_token_id": 0, **overrides,
+    }
+    return transformers.MarianConfig(attn_implementation="eager", **kwargs)
+
+
+def marian_model(seed: int = 0, **overrides: Any) -> Any:
+    """A random-weight ``MarianMTModel`` in eval mode, every weight (and the logits bias) perturbed."""
+    import transformers
+
+    torch.manual_seed(seed)
+    model = transformers.MarianMTModel(marian_config(**overrides))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "embed_positions" not in name:  # the fixed sinusoids stay the formula
+                p.add_(torch.randn_like(p) * 0.02)
+        model.final_logits_bias.add_(torch.randn_like(model.final_logits_bias) * 0.1)
+    return model.eval()
+
+
+def save_marian(folder: Path, seed: int = 0, tokenizer: bool = True, **overrides: Any) -> Any:
+    """Write a random Marian translator (and its tokenizer) with ``save_pretrained``;
+    returns the reference ``MarianMTModel``, in eval mode."""
+    model = marian_model(seed, **overrides)
+    model.save_pretrained(folder)
+    if tokenizer:
+        save_marian_tokenizer(folder, model.config.vocab_size)
+    return model

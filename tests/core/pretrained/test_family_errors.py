@@ -28,8 +28,8 @@ def refusal(excinfo: pytest.ExceptionInfo[PretrainedError]) -> str:
     return text
 
 
-def test_four_families() -> None:
-    assert sorted(FAMILIES) == ["gpt2", "gpt_neo", "gpt_neox", "llama"]
+def test_the_families() -> None:
+    assert sorted(FAMILIES) == ["gpt2", "gpt_neo", "gpt_neox", "llama", "marian"]
 
 
 def test_unknown_model_type_names_it_and_the_four() -> None:
@@ -37,7 +37,7 @@ def test_unknown_model_type_names_it_and_the_four() -> None:
         family_for({"model_type": "bert"})
     text = refusal(info)
     assert "config.json" in text and "'bert'" in text
-    assert all(name in text for name in ("gpt2", "gpt_neox", "llama", "gpt_neo"))
+    assert all(name in text for name in ("gpt2", "gpt_neox", "llama", "gpt_neo", "marian"))
     with pytest.raises(PretrainedError, match="model_type is missing"):
         build_pretrained({}, {})
 

@@ -93,6 +93,8 @@ class LabConfig:
         m, t = self.model, self.task
         if t.name in ("char-lm", "induction", "modular-addition", "token-lm") and m.arch != "decoder-only":
             raise field_error("task.name", f"{t.name} needs model.arch: decoder-only")
+        if t.name == "translation" and m.arch != "encoder-decoder":
+            raise field_error("task.name", "translation needs model.arch: encoder-decoder")
         if self.train.full_batch and t.name not in FULL_BATCH_TASKS:
             raise field_error(
                 "train.full_batch",
@@ -110,6 +112,8 @@ class LabConfig:
         t = self.task
         if t.name in ("char-lm", "induction", "token-lm"):  # fixed-length windows
             return t.block_size
+        if t.name == "translation":  # a real translator's text: checked against its context when typed
+            return 2
         if t.name == "modular-addition":  # a b = answer: one token each, no EOS
             return 4
         if t.name == "addition":

@@ -17,10 +17,16 @@ from tui_lab.core.config.error import field_error, show, suggest
 ARCHS = ("encoder-decoder", "decoder-only")
 NORMS = ("pre", "post")
 POSITIONALS = ("sinusoidal", "learned", "rope")
+# How a sinusoidal table lays out its columns: the paper's sin/cos pairs
+# interleaved, or Marian's all sines then all cosines ("halves").
+SINUSOID_LAYOUTS = ("interleaved", "halves")
 # "gelu" is the exact GELU; "gelu_tanh" its tanh approximation (GPT-2's gelu_new).
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORM_KINDS = ("layernorm", "rmsnorm")
-TASKS = ("copy", "reverse", "sort", "addition", "char-lm", "induction", "modular-addition", "token-lm")
+TASKS = (
+    "copy", "reverse", "sort", "addition", "char-lm", "induction", "modular-addition", "token-lm",
+    "translation",
+)
 # The tasks with a finite training set, which train.full_batch can use whole every step.
 FULL_BATCH_TASKS = ("modular-addition",)
 # modular-addition's operations: (a op b) mod p; divide is a * b^-1 and needs a prime p.
@@ -81,6 +87,10 @@ class ModelConfig:
     out_bias: bool = True
     ff_bias: bool = True
     scale_embeddings: bool = True  # token embeddings times sqrt(d_model)
+    # Marian (opus-mt): its sinusoid column order, and a bias on the output head
+    # (final_logits_bias, parameter lm_head.bias).
+    sinusoid_layout: str = "interleaved"
+    head_bias: bool = False
 
     def __post_init__(self) -> None:
         # A list (from code, not YAML) would make the config unhashable.
@@ -114,6 +124,7 @@ class ModelConfig:
     def _check_options(self) -> None:
         """The checks of the options real checkpoints need (norm kind to biases)."""
         _choice("model.norm_kind", self.norm_kind, NORM_KINDS)
+        _choice("model.sinusoid_layout", self.sinusoid_layout, SINUSOID_LAYOUTS)
         _positive("model.norm_eps", self.norm_eps)
         _positive("model.rope_base", self.rope_base)
         if not 0.0 < self.rope_fraction <= 1.0:
@@ -172,7 +183,7 @@ class ModelConfig:
         norm = 2 * d if self.norm_kind == "layernorm" else d  # RMSNorm: a scale, no shift
         enc = self.n_encoder_layers if self.arch == "encoder-decoder" else 0
         layers = enc * (attn + ff + 2 * norm) + self.n_decoder_layers * (2 * attn + ff + 3 * norm)
-        return layers + 3 * v * d + self.max_len * d * 2 + v
+        return layers + 3 * v * d + self.max_len * d * 2 + v + (v if self.head_bias else 0)
 
 
 @dataclass(frozen=True)

@@ -198,8 +198,11 @@ def generate(
     ids = vocab.encode(text)
     decoder_only = is_decoder_only(model)
     # What ends a continuation: the lab's EOS for its tasks; a real model's own
-    # end-of-text id; nothing for the lab's language models (they run to length).
-    stop_id = getattr(task, "eos_id", None) if task.is_lm else EOS
+    # end-of-text id (a translator's too); nothing for the lab's language models
+    # (they run to length).
+    stop_id = getattr(task, "eos_id", None) if task.is_lm else getattr(task, "eos_id", EOS)
+    # Ids a real translator never emits (its pad, bad_words_ids): -inf before every pick.
+    banned = list(getattr(task, "banned_ids", ()))
     if decoder_only:
         prompt = ids if task.is_lm else [*ids, SEP]
         if task.is_lm and getattr(task, "truncates_prompt", True) and len(prompt) >= limit:
@@ -211,7 +214,7 @@ def generate(
     else:
         if len(ids) > limit:
             raise DecodeInputError(f"input too long: at most {limit} characters")
-        prompt = [BOS]
+        prompt = [getattr(task, "decoder_start_id", BOS)]  # a translator's own start id
         room = limit - 1
     budget = room if max_new_tokens is None else min(max_new_tokens, room)
 
@@ -251,6 +254,8 @@ def generate(
                 cache = lab.new_cache() if use_cache else None
                 logits = run(prompt, cache)[:, -1]
                 while len(out_ids) < budget:
+                    if banned:
+                        logits[:, banned] = float("-inf")
                     nxt = _record(logits, (temperature, top_k, top_p), gen, vocab, report_k, steps)
                     out_ids.append(nxt)
                     if nxt == stop_id:

@@ -25,9 +25,12 @@ from tui_lab.core.model.device import choose_device, set_threads
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.files import open_tensors, read_config
+from tui_lab.core.pretrained.marian_tokenizer import load_marian_tokenizer
 from tui_lab.core.pretrained.source import ModelSource, resolve_source
 from tui_lab.core.pretrained.tokenizer import load_tokenizer
+from tui_lab.core.pretrained.translator import translation_settings
 from tui_lab.core.tasks.tokenized import TokenizedText
+from tui_lab.core.tasks.translation import Translation
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ def open_model(
     tensors = open_tensors(found.folder)
     stored = _stored_dtype(tensors)
     model_config, model = build_pretrained(raw, tensors)
-    tokenizer = load_tokenizer(found.folder)
+    translator = model_config.arch == "encoder-decoder"
+    tokenizer: Any = load_marian_tokenizer(found.folder) if translator else load_tokenizer(found.folder)
     vocab = model_config.vocab_size or 0
     if len(tokenizer) > vocab:
         raise PretrainedError(
@@ -107,15 +111,21 @@ def open_model(
     n_params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
     if where.type == "cpu":
         set_threads(0, n_params)
+    task: TokenizedText | Translation
+    if translator:
+        start, banned, more = translation_settings(found.folder, raw, tokenizer.pad_id)
+        notes.extend(more)
+        task = Translation(tokenizer, model_config.max_len, start, banned)
+    else:
+        task = TokenizedText(tokenizer, model_config.max_len)
     config = LabConfig(
         name=found.name,
         description=f"{raw.get('model_type')} model opened from {found.folder}",
         model=model_config,
-        task=TaskConfig(name="token-lm", block_size=model_config.max_len),
+        task=TaskConfig(name=task.name, block_size=model_config.max_len),
         train=TrainConfig(),
         source=str(found.folder),
     )
-    task = TokenizedText(tokenizer, model_config.max_len)
     card = _card(found, raw, model_config, n_params, len(tokenizer), stored, tensors, notes)
     return LoadedModel(config, task, model, 0, where, notes, card=card)
 
@@ -144,10 +154,14 @@ def _card(
     folder = found.folder
     weight_files = sorted({Path(tensors.tensor_file(k)).name for k in tensors.keys()})
     tokenizer_files = [
-        n for n in ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json")
+        n for n in (
+            "tokenizer.json", "vocab.json", "merges.txt", "source.spm", "target.spm", "tokenizer_config.json"
+        )
         if (folder / n).is_file()
     ]
     config_files = [n for n in ("config.json", "generation_config.json") if (folder / n).is_file()]
+    if config.arch == "encoder-decoder":  # the card's layers are the decoder's; say the encoder's
+        notes = [f"encoder-decoder: {config.n_encoder_layers} encoder + {config.n_decoder_layers} decoder layers", *notes]
     return ModelCard(
         name=found.name,
         family=str(raw.get("model_type")),

@@ -10,8 +10,8 @@ Shared pieces, in the seed tutorials' order:
    queries and keys inside every self-attention;
 3. dropout, the layer stack, a final norm (pre-LN only: post-LN layers
    already end in a norm), LayerNorm or RMSNorm as ``norm_kind`` says;
-4. ``lm_head``, a bias-free linear to vocabulary logits, tied to
-   ``tgt_embed.weight`` when ``tie_embeddings``.
+4. ``lm_head``, a linear to vocabulary logits (bias-free unless ``head_bias``),
+   tied to ``tgt_embed.weight`` when ``tie_embeddings``.
 
 Masks: padding in ``src`` is hidden from encoder self-attention and from cross
 attention; decoder self-attention is causal. Target padding needs no mask:
@@ -67,7 +67,7 @@ class DecoderCache:
 def _positions(config: ModelConfig) -> nn.Module | None:
     """The additive position module, or None for RoPE (applied inside attention)."""
     if config.positional == "sinusoidal":
-        return SinusoidalPositions(config.d_model, config.max_len)
+        return SinusoidalPositions(config.d_model, config.max_len, config.sinusoid_layout)
     if config.positional == "learned":
         return LearnedPositions(config.max_len, config.d_model)
     return None
@@ -236,7 +236,10 @@ class _Base(nn.Module):
         return maybe_dropout(self.drop, x)
 
     def _head(self) -> nn.Linear:
-        head = nn.Linear(self.config.d_model, self.vocab_size, bias=False)
+        # head_bias: Marian's final_logits_bias; the lab's own heads have none.
+        head = nn.Linear(self.config.d_model, self.vocab_size, bias=self.config.head_bias)
+        if head.bias is not None and not head.bias.is_meta:
+            nn.init.zeros_(head.bias)
         if self.config.tie_embeddings:
             head.weight = self.tgt_embed.weight
         elif not head.weight.is_meta:

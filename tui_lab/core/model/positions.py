@@ -34,8 +34,14 @@ def _on_meta(device: torch.device | None) -> bool:
     return torch.empty(0, device=device).is_meta
 
 
-def sinusoid_table(length: int, d_model: int, device: torch.device | None = None) -> torch.Tensor:
-    """``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(...)``: (length, d_model)."""
+def sinusoid_table(
+    length: int, d_model: int, device: torch.device | None = None, layout: str = "interleaved"
+) -> torch.Tensor:
+    """``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(...)``: (length, d_model).
+
+    ``layout="halves"``: the same sines in columns ``0 .. ceil(d/2)-1`` and the
+    cosines after them (Marian's ``MarianSinusoidalPositionalEmbedding``).
+    """
     if _on_meta(device):
         return torch.empty(length, d_model, device=device)
     position = torch.arange(length, dtype=torch.float32, device=device).unsqueeze(1)  # (L, 1)
@@ -44,9 +50,13 @@ def sinusoid_table(length: int, d_model: int, device: torch.device | None = None
         torch.arange(0, d_model, 2, dtype=torch.float32, device=device)
         * (-math.log(10000.0) / d_model)
     )  # (ceil(d/2),)
+    sines = torch.sin(position * div_term)  # (L, ceil(d/2))
+    cosines = torch.cos(position * div_term[: d_model // 2])  # odd d_model: one cos fewer
+    if layout == "halves":
+        return torch.cat([sines, cosines], dim=1)
     table = torch.zeros(length, d_model, device=device)
-    table[:, 0::2] = torch.sin(position * div_term)
-    table[:, 1::2] = torch.cos(position * div_term[: d_model // 2])  # odd d_model: one cos fewer
+    table[:, 0::2] = sines
+    table[:, 1::2] = cosines
     return table
 
 
@@ -60,10 +70,11 @@ class SinusoidalPositions(nn.Module):
 
     pe: torch.Tensor  # buffer (max_len, d_model)
 
-    def __init__(self, d_model: int, max_len: int = 512) -> None:
+    def __init__(self, d_model: int, max_len: int = 512, layout: str = "interleaved") -> None:
         super().__init__()
         self.d_model = d_model
-        self.register_buffer("pe", sinusoid_table(max_len, d_model), persistent=False)
+        self.layout = layout
+        self.register_buffer("pe", sinusoid_table(max_len, d_model, layout=layout), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``x`` (B, T, D) plus the encodings of positions ``offset .. offset+T-1``."""
@@ -73,7 +84,9 @@ class SinusoidalPositions(nn.Module):
             # Decoding runs under inference_mode; a table made there would be an
             # inference tensor that a later training step could not use.
             with torch.inference_mode(False):
-                self.pe = sinusoid_table(max(end, 2 * self.pe.size(0)), self.d_model, x.device)
+                self.pe = sinusoid_table(
+                    max(end, 2 * self.pe.size(0)), self.d_model, x.device, self.layout
+                )
         pe = self.pe[offset:end]  # (T, D) broadcasts over B
         return x + (pe if pe.dtype == x.dtype else pe.to(x.dtype))
 

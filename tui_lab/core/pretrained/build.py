@@ -1,4 +1,5 @@
-"""A real checkpoint as the lab's own ``DecoderOnly`` model, its weights used in place.
+"""A real checkpoint as the lab's own model (``DecoderOnly``, or ``EncoderDecoder``
+for a translator), its weights used in place.
 
 The model is built on the meta device (shapes, no storage), then the family's
 mapped tensors are assigned as its parameters (``load_state_dict(assign=True)``):
@@ -16,21 +17,29 @@ from typing import Any
 import torch
 
 from tui_lab.core.config.sections import ModelConfig
-from tui_lab.core.model.models import DecoderOnly
-from tui_lab.core.model.positions import RotaryEmbedding
+from tui_lab.core.model.models import DecoderOnly, EncoderDecoder
+from tui_lab.core.model.positions import RotaryEmbedding, SinusoidalPositions, sinusoid_table
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families import family_for
 
 
 def build_pretrained(
     config: dict[str, Any], tensors: Mapping[str, torch.Tensor]
-) -> tuple[ModelConfig, DecoderOnly]:
-    """(the lab's settings, the model in eval mode) for a config.json and its tensors."""
+) -> tuple[ModelConfig, Any]:
+    """(the lab's settings, the model in eval mode) for a config.json and its tensors:
+    a ``DecoderOnly``, or an ``EncoderDecoder`` for a translator (Marian)."""
     family = family_for(config)
     model_config = family.model_config(config)
     state = family.lab_state_dict(tensors, model_config)
+    vocab = model_config.vocab_size or 0
+    model: DecoderOnly | EncoderDecoder
     with torch.device("meta"):
-        model = DecoderOnly(model_config, model_config.vocab_size or 0)
+        if model_config.arch == "encoder-decoder":
+            # The source's padding id (Marian's <pad>) is what the source mask hides.
+            pad = config.get("pad_token_id")
+            model = EncoderDecoder(model_config, vocab, pad if isinstance(pad, int) else 0)
+        else:
+            model = DecoderOnly(model_config, vocab)
     missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
     expected_missing = ["lm_head.weight"] if model_config.tie_embeddings else []
     if sorted(missing) != expected_missing or unexpected:
@@ -46,11 +55,13 @@ def build_pretrained(
 
 
 def _real_buffers(model: torch.nn.Module, config: ModelConfig) -> None:
-    """Replace the meta buffers (RoPE's tables; shared by every layer) with computed ones."""
+    """Replace the meta buffers (RoPE's tables, shared by every layer; sinusoids) with computed ones."""
     for module in model.modules():
         if isinstance(module, RotaryEmbedding):
             fresh = RotaryEmbedding(module.d_head, module.base, config.max_len, config.rope_fraction)
             module.inv_freq, module.cos, module.sin_signed = fresh.inv_freq, fresh.cos, fresh.sin_signed
+        if isinstance(module, SinusoidalPositions):
+            module.pe = sinusoid_table(config.max_len, module.d_model, layout=module.layout)
     for name, buffer in model.named_buffers():
         if buffer.is_meta:
             raise PretrainedError(f"{name}: a buffer was left without data")

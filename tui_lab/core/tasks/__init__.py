@@ -56,4 +56,6 @@ def make_task(task: TaskConfig, tokenizer: Tokenizer | None = None, context: int
         if tokenizer is None:
             raise field_error("task.name", "token-lm is the task of a model opened with --model SOURCE")
         return TokenLMTask(task, tokenizer, context)  # type: ignore[return-value]
+    if task.name == "translation":
+        raise field_error("task.name", "translation is the task of a translator opened with --model SOURCE")
     raise field_error("task.name", f"unknown task {task.name!r}")

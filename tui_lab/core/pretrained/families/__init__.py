@@ -10,19 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 from tui_lab.core.pretrained.errors import PretrainedError
-from tui_lab.core.pretrained.families import gpt2, gpt_neo, gpt_neox, llama
+from tui_lab.core.pretrained.families import gpt2, gpt_neo, gpt_neox, llama, marian
 from tui_lab.core.pretrained.families.common import CONFIG_FILE, Family
 
 __all__ = ["FAMILIES", "Family", "family_for"]
 
 FAMILIES: dict[str, Family] = {
     family.model_type: family
-    for family in (gpt2.FAMILY, gpt_neox.FAMILY, llama.FAMILY, gpt_neo.FAMILY)
+    for family in (gpt2.FAMILY, gpt_neox.FAMILY, llama.FAMILY, gpt_neo.FAMILY, marian.FAMILY)
 }
 
 
 def family_for(config: dict[str, Any]) -> Family:
-    """The family of a config.json; one line naming an unknown ``model_type`` and the four known."""
+    """The family of a config.json; one line naming an unknown ``model_type`` and the known ones."""
     model_type = config.get("model_type")
     if model_type is None:
         raise PretrainedError(f"{CONFIG_FILE}: model_type is missing (the lab opens {', '.join(FAMILIES)})")
