@@ -43,7 +43,12 @@ class NumberVocab(Vocab):
         self.p = p
 
     def encode(self, text: str) -> list[int]:
-        """The residues in ``text`` as ids (a number outside 0..p-1 becomes UNK)."""
+        """The residues in ``text`` as ids (a number outside 0..p-1 becomes UNK).
+
+        Text made of the vocabulary's own characters encodes as in every ``Vocab``.
+        """
+        if text and all(c in self for c in text):
+            return super().encode(text)
         return [N_SPECIALS + n if n < self.p else UNK for n in map(int, _NUMBER.findall(text))]
 
     def decode(self, ids: Iterable[int], stop_at_eos: bool = True) -> str:
