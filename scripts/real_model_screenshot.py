@@ -6,14 +6,18 @@ Real weights cannot be fetched here, so the model is GPT-2 small's layout (12
 layers x 12 heads, d_model 768, context 1,024, 124 M parameters) with random
 weights and a small byte-level BPE, written by ``transformers``' ``save_pretrained``
 (``tests/pretrained/hf_factory.py``; ``transformers`` is a test-only dependency).
-The lab opens it with ``--model``, decodes a text and shows layer 1, head 1 with
-the walkthrough of one row. The PNG needs ``rsvg-convert``.
+The small tokenizer has a few hundred pieces, not GPT-2's 50,257: the embedding
+rows past it are zeroed (the head is tied), so a greedy continuation picks
+pieces the tokenizer has and every label reads as text. The lab opens the folder
+with ``--model``, decodes a text and shows layer 1, head 1 with the walkthrough
+of one row. The PNG needs ``rsvg-convert``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -32,7 +36,22 @@ def gpt2_small_folder(folder: Path) -> Path:
         from tests.pretrained.hf_factory import save_family
 
         save_family(folder, "gpt2", **GPT2_SMALL)
+        zero_rows_past_tokenizer(folder)
     return folder
+
+
+def zero_rows_past_tokenizer(folder: Path) -> None:
+    """Zero ``wte`` (and so the tied head) past the tokenizer's pieces: their logits are 0."""
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    pieces = len(json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"])
+    path = folder / "model.safetensors"
+    tensors = load_file(path)
+    key = next(k for k in tensors if k.endswith("wte.weight"))
+    tensors[key][pieces:] = 0.0
+    save_file(tensors, path, metadata={"format": "pt"})
 
 
 async def shoot(folder: Path, svg: Path) -> None:
@@ -41,7 +60,8 @@ async def shoot(folder: Path, svg: Path) -> None:
 
     from tui_lab.ui.app import LabApp
 
-    app = LabApp(model_source=str(folder))
+    os.chdir(folder.parent)  # the lab names the model as typed: the folder's name, not its path
+    app = LabApp(model_source=folder.name)
     app.animation_level = "none"
     async with app.run_test(size=(120, 40)) as pilot:
         while app.opened is None:
@@ -67,8 +87,8 @@ def main() -> None:
     p.add_argument("--folder", type=Path, help="where the random GPT-2-small-shaped model is kept")
     p.add_argument("--out", type=Path, default=ROOT / "screenshots")
     args = p.parse_args()
-    folder = args.folder or Path(tempfile.gettempdir()) / "tfx-lab-gpt2-small-shape"
-    svg = args.out / "real-model-attention.svg"
+    folder = (args.folder or Path(tempfile.gettempdir()) / "gpt2-small-random").resolve()
+    svg = (args.out / "real-model-attention.svg").resolve()
     asyncio.run(shoot(gpt2_small_folder(folder), svg))
     if shutil.which("rsvg-convert"):
         subprocess.run(["rsvg-convert", str(svg), "-o", str(svg.with_suffix(".png"))], check=True)

@@ -157,6 +157,8 @@ class LabApp(PaneRouting, ScreenshotMixin):
     def on_mount(self) -> None:
         """Show the first frame now; load torch once it is painted."""
         self.panes["build"] = self.query_one(BuildPane)
+        if self.model_source is not None:
+            self.panes["build"].show_opening(self.model_source)
         self._update_status()
         self._focus_pane(self.start_pane)
         if self.start_error:

@@ -164,6 +164,8 @@ class PaneRouting(App[None]):
             self._request_report(self.config, edited=False)
             if self.pane("train") is not None:
                 self.pane("train").config_changed(self.config)  # trains the preset again
+            if self.pane("build") is not None:
+                self.pane("build").show_form()
             return
         self.opened = loaded
         self.core_state = f"torch {version} ready"

@@ -35,6 +35,21 @@ def card_renderable(card: Any) -> Group:
 class ModelCardView(Static):
     """Shows a ``ModelCard`` (``core.decoding.opened``) in place of the Build pane's form."""
 
+    def show_opening(self, source: str) -> None:
+        """Say that ``source`` is being opened (torch loads first, then its files are read)."""
+        title = Text("Model card · ", style="bold")
+        title.append(source, style="bold cyan")
+        self.update(
+            Group(
+                title,
+                Text(
+                    "opening: torch loads first, then config.json, the weights (memory-mapped) "
+                    "and the tokenizer are read; nothing is downloaded…",
+                    style="dim italic",
+                ),
+            )
+        )
+
     def show_card(self, card: Any) -> None:
         """Draw ``card``."""
         self.update(card_renderable(card))

@@ -77,7 +77,7 @@ class BuildPane(LabWidget, Vertical):
 
     def focus_default(self) -> None:
         """Put the cursor where a visitor starts: the preset list (or the model's card)."""
-        if self.card is not None:
+        if self.has_class("-model"):
             self.query_one("#build-card-col").focus()
         else:
             self.query_one(PresetList).focus()
@@ -85,6 +85,12 @@ class BuildPane(LabWidget, Vertical):
     # ---- an opened model ------------------------------------------------------------
 
     card: Any = None  # the opened model's ModelCard while it is on show
+
+    def show_opening(self, source: str) -> None:
+        """Until ``--model``'s model is open, its card's place says that it is being opened."""
+        self.query_one(ModelCardView).show_opening(source)
+        self.add_class("-model")
+        self.refresh_bindings()
 
     def show_card(self, card: Any) -> None:
         """Show an opened model's card and config.json instead of the presets and the form."""
@@ -106,14 +112,14 @@ class BuildPane(LabWidget, Vertical):
             self.focus_default()
 
     def show_form(self) -> None:
-        """Back to the presets and the form (the opened model was replaced by a run)."""
+        """Back to the presets and the form (the model failed to open, or a run replaced it)."""
         self.card = None
         self.remove_class("-model")
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The form's keys (save as, revert, focus) do nothing while a model's card is on show."""
-        if self.card is not None and action in ("save_as", "revert", "focus_presets", "focus_form"):
+        if self.has_class("-model") and action in ("save_as", "revert", "focus_presets", "focus_form"):
             return False
         return True
 
