@@ -62,6 +62,10 @@ def test_the_loss_falls_and_the_run_reopens_without_its_source(sources, text, fa
     summary = run.run()
     assert summary["reason"] == "finished" and summary["step"] == 30
     assert summary["val_loss"] < before - 0.5, (before, summary["val_loss"])
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert [r["step"] for r in evals] == [0, 10, 20, 30]  # step 0: the source model's own loss
+    assert evals[0]["val_loss"] == pytest.approx(before, abs=1e-5)
 
     with torch.no_grad():
         trained = run.model.eval()(probe_ids(run.task))

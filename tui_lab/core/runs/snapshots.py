@@ -214,7 +214,9 @@ class History:
     """Snapshots of one training run (rank 0 only); see the module docstring."""
 
     def __init__(self, run_dir: Path, config: LabConfig, model: nn.Module,
-                 log: Callable[[str], None] = lambda message: None) -> None:
+                 log: Callable[[str], None] = lambda message: None, max_bytes: int | None = None) -> None:
+        """``max_bytes``: every snapshot of the run together (None: ``MAX_BYTES``; a real
+        model's run asks for more)."""
         self.folder = run_dir / HISTORY_DIR
         self.model = model
         self.log = log
@@ -222,12 +224,13 @@ class History:
         self.size = snapshot_bytes(model)
         plan = planned_steps(config)
         self.enabled = bool(plan)  # train.history: off keeps nothing, not even the last step
-        self.budget = MAX_BYTES - sum(int(r.get("bytes", 0)) for r in self.records)
+        max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+        self.budget = max_bytes - sum(int(r.get("bytes", 0)) for r in self.records)
         keep = max(0, self.budget // self.size)
         self.plan = set(thin(plan, keep))
         if len(self.plan) < len(plan):
             log(f"history: {self.size / 1e6:.2f} MB a snapshot; keeping {len(self.plan)} of "
-                f"{len(plan)} planned snapshots to stay under {MAX_BYTES / 1e6:.0f} MB")
+                f"{len(plan)} planned snapshots to stay under {max_bytes / 1e6:.0f} MB")
 
     def after_step(self, step: int) -> None:
         """Snapshot ``step`` if the plan holds it (call after the step's evaluation)."""

@@ -4,7 +4,7 @@
 tokenizer and weights), makes the token-lm task on the text through that
 tokenizer, and returns an ordinary ``TrainingRun`` around them: the same
 optimizer, schedule, clipping, evaluation, checkpoints and history as any
-run. Its run folder's ``config.yaml`` holds the model's whole ModelConfig and
+run, plus one evaluation at step 0 (the source model's own loss on the text). Its run folder's ``config.yaml`` holds the model's whole ModelConfig and
 the task; ``source.json`` and ``tokenizer/`` (``decoding/run_source.py``) let
 it reopen, and resume, without the source. The weights are copied once out
 of the source's memory-mapped files before training, so the optimizer never
@@ -46,6 +46,16 @@ FINETUNE_TRAIN: dict[str, Any] = {
     "eval_every": 50,
     "checkpoint_seconds": 30.0,
 }
+
+
+class FineTuneRun(TrainingRun):
+    """A ``TrainingRun`` whose curve starts with the source model's own validation loss."""
+
+    def _prepare_folder(self) -> None:
+        super()._prepare_folder()
+        if self.step == 0 and self.dist.is_main:
+            # Step 0 is the model as it was trained elsewhere: what fine-tuning improves on.
+            self.evaluate()
 
 
 def run_name(source: str) -> str:
@@ -93,7 +103,7 @@ def open_finetune(
     revision: str | None = None,
     device: str | None = None,
     on_event: Callable[[Event], None] | None = None,
-) -> TrainingRun:
+) -> FineTuneRun:
     """A run that fine-tunes ``source`` on ``text`` into ``out_dir`` (None: no folder).
 
     Every refusal (an unknown model, a text too short for a window, a model
@@ -114,7 +124,7 @@ def open_finetune(
     def factory(*args: Any, **kwargs: Any) -> torch.nn.Module:
         return model
 
-    run = TrainingRun(config, out_dir, on_event=on_event, device=device, task=task, model_factory=factory)
+    run = FineTuneRun(config, out_dir, on_event=on_event, device=device, task=task, model_factory=factory)
     if run.out_dir is not None:  # rank 0 alone writes
         keep_source(run.out_dir, loaded.card)
     return run

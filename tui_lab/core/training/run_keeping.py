@@ -17,7 +17,10 @@ from tui_lab.core.runs.events import CheckpointEvent, Event, LogEvent
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.layout import RunError
 from tui_lab.core.runs.log import append_metrics, log
-from tui_lab.core.runs.snapshots import History
+from tui_lab.core.runs.snapshots import MAX_BYTES, History, snapshot_bytes
+
+# Snapshots a fine-tuning run keeps room for, whatever their size (snapshots.py thins the plan to them).
+REAL_MODEL_SNAPSHOTS = 8
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,10 +58,17 @@ class RunKeeping:
             self.out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunError(f"{self.out_dir}: cannot create the run folder ({exc.strerror})") from None
-        self.history = History(self.out_dir, self.config, self.model, self._log)
+        self.history = History(self.out_dir, self.config, self.model, self._log, self._history_bytes())
         if self.step == 0:
             self.save()
         self._record_end(None)  # a resumed run is training again
+
+    def _history_bytes(self) -> int | None:
+        """The run's snapshot budget: the lab's (None), or room for a few snapshots of a real
+        model (one of pythia-14m's is 56 MB, more than the lab's budget for a whole run)."""
+        if self.config.task.name != "token-lm":
+            return None
+        return max(MAX_BYTES, REAL_MODEL_SNAPSHOTS * snapshot_bytes(self.model))
 
     def _record_end(self, end: dict[str, Any] | None) -> None:
         if self.out_dir is not None:
