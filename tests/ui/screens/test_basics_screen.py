@@ -3,9 +3,10 @@ it draws the lab's config (untrained) or the run Decode uses, and lists itself i
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from textual.widgets import ContentSwitcher
+from textual.widgets import ContentSwitcher, Static
 
 from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
 from tui_lab.ui.screens.basics.basics_screen import BasicsScreen
@@ -31,10 +32,14 @@ async def test_every_view_by_keyboard_on_the_lab_config() -> None:
         assert "untrained" in data.label
         switcher = screen.query_one(ContentSwitcher)
         assert switcher.current == "positions"
-        table = screen.query_one("#pos-table", Heatmap)
+        table = screen.query_one("#pos-table", Heatmap)  # a ValueHeatmap
         # tiny.yaml: sinusoidal, d_model 16: the heatmap is 16 positions x 16 dims, row 0 = sin 0, cos 0
         assert len(table.rows) == 16 and len(table.cols) == 16
         assert table.weights[0][0] == 0.5 and table.weights[0][1] == 1.0  # (sin 0 + 1) / 2, (cos 0 + 1) / 2
+        await pilot.press("down", "right")  # the cursor's readout is the true number: PE[1, 1] = cos(1)
+        await pilot.pause()
+        readout = str(screen.query_one("#pos-value", Static).render())
+        assert readout == f"position 1: PE[1, 1] = {math.cos(1):.4f}"
         for key, view in (("m", "masks"), ("s", "scaling"), ("r", "schedule"), ("p", "positions")):
             await pilot.press(key)
             assert switcher.current == view

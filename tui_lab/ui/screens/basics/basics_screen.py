@@ -28,6 +28,7 @@ from tui_lab.ui.screens.basics.basics_views import (
     ScalingView,
     ScheduleView,
 )
+from tui_lab.ui.widgets.heatmap import Heatmap
 
 VIEWS = {
     "positions": "Positions",
@@ -117,11 +118,22 @@ class BasicsScreen(ModalScreen[None]):
         self.query_one(MasksView).show(message.data)
         self.query_one(ScalingView).show(message.data)
         self.query_one(ScheduleView).show(message.data)
+        self._focus_view()
 
     def action_view(self, view: str) -> None:
         """Show one view: positions, masks, scaling or schedule."""
         self.query_one(ContentSwitcher).current = view
         self._title()
+        self._focus_view()
+
+    def _focus_view(self) -> None:
+        """Focus the view's first heatmap (its arrows move the cursor), else the view (it scrolls)."""
+        switcher = self.query_one(ContentSwitcher)
+        view = switcher.get_child_by_id(switcher.current) if switcher.current else None
+        if view is None:
+            return
+        heatmaps = [h for h in view.query(Heatmap) if h.weights]
+        (heatmaps[0] if heatmaps else view).focus()
 
     def action_close(self) -> None:
         """Close the basics screen."""

@@ -22,6 +22,22 @@ from tui_lab.ui.widgets.heatmap import Heatmap
 SHOWN_PADS = 3  # padded keys listed after a row's real ones in the weights table
 
 
+class ValueHeatmap(Heatmap):
+    """The lab's heatmap with a legend of its own (the attention one speaks of weights)."""
+
+    legend = ""
+
+    def render(self) -> Text:
+        """The heatmap, its last line (the weights legend) replaced by ``legend``."""
+        out = super().render()
+        if not self.weights or not self.legend:
+            return out
+        lines = out.split("\n")
+        return Text("\n", no_wrap=True, overflow="crop").join(
+            [*lines[:-1], Text(" " * (self._label_width() + 1) + self.legend, style="dim")]
+        )
+
+
 def _show(heatmap: Heatmap, grid: Grid) -> None:
     heatmap.set_matrix(grid.values, grid.rows, grid.cols)
 
@@ -36,9 +52,10 @@ class PositionsView(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="pos-caption", classes="basics-caption")
-        yield Heatmap(id="pos-table")
+        yield ValueHeatmap(id="pos-table")
+        yield Static("", id="pos-value", classes="basics-caption")
         yield Static("", id="pos-sim-caption", classes="basics-caption")
-        yield Heatmap(id="pos-sim")
+        yield ValueHeatmap(id="pos-sim")
 
     def show(self, data: BasicsData) -> None:
         """Draw the positions picture."""
@@ -49,6 +66,7 @@ class PositionsView(VerticalScroll):
             for h in self.query(Heatmap):
                 h.clear("")
             return
+        self.picture = p
         table, sim = position_grids(p)
         dims = int(p.table.size(1))
         shown = f"first {len(table.cols)} of {dims}" if len(table.cols) < dims else f"{dims}"
@@ -58,12 +76,28 @@ class PositionsView(VerticalScroll):
             (f"rows: positions 0-{p.length - 1}; columns: {shown} {what}; "
              f"shade {table.low:.3g} (dark) to {table.high:.3g} (bright)", "dim"),
         ))
-        _show(self.query_one("#pos-table", Heatmap), table)
+        heat = self.query_one("#pos-table", ValueHeatmap)
+        heat.legend = f"dark {table.low:.3g} … bright {table.high:.3g}; arrows move the cursor"
+        _show(heat, table)
         self.query_one("#pos-sim-caption", Static).update(Text.assemble(
             ("dot product of each position's encoding with the others", "bold"),
             (f"  (shade {sim.low:.3g} to {sim.high:.3g}: nearby positions look alike)", "dim"),
         ))
-        _show(self.query_one("#pos-sim", Heatmap), sim)
+        heat = self.query_one("#pos-sim", ValueHeatmap)
+        heat.legend = f"dark {sim.low:.3g} … bright {sim.high:.3g}"
+        _show(heat, sim)
+
+    def on_heatmap_cursor_moved(self, event: Heatmap.CursorMoved) -> None:
+        """Say the true number under the table's cursor (the cells are shades of it)."""
+        p = getattr(self, "picture", None)
+        if p is None or event.heatmap.id != "pos-table":
+            return
+        value = float(p.table[event.row, event.col])
+        what = {"rope": f"angle of pair {event.col}", "sinusoidal": f"PE[{event.row}, {event.col}]"}
+        name = what.get(p.kind, f"row {event.row}, dim {event.col}")
+        self.query_one("#pos-value", Static).update(
+            Text(f"position {event.row}: {name} = {value:.4f}", style="dim")
+        )
 
 
 class MasksView(VerticalScroll):
