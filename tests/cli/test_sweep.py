@@ -43,12 +43,12 @@ def test_shipped_sweeps_resolve_by_name(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("name", ["ln-warmup", "positions", "char-lm-tune"])
+@pytest.mark.parametrize("name", ["ln-warmup", "positions", "char-lm-tune", "grokking"])
 def test_every_shipped_sweep_plans_valid_runs(tmp_path: Path, name: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from tui_lab.core.sweeps.spec import SWEEPS_DIR, load_sweep_spec, plan_sweep
 
-    assert sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml")) == ["char-lm-tune", "ln-warmup", "positions"]
+    assert sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml")) == ["char-lm-tune", "grokking", "ln-warmup", "positions"]
     monkeypatch.setenv("COLUMNS", "200")  # argparse would wrap a name at its hyphens
     assert name in tfx("sweep", "--help").stdout  # the help names every shipped sweep
     spec = load_sweep_spec(name)

@@ -31,7 +31,7 @@ _RESUMABLE_CHANGES = ("parallel", "out", "description")
 def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser("sweep", help="a grid of runs over seeds; writes sweep.json")
     s.add_argument("spec", nargs="?",
-                   help="sweep YAML, or a shipped sweep's name: ln-warmup, positions, char-lm-tune")
+                   help="sweep YAML, or a shipped sweep's name: ln-warmup, positions, char-lm-tune, grokking")
     s.add_argument("--preset", help="preset name or YAML path to vary")
     s.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2",
                    help="a setting and its values (repeat for a grid)")
