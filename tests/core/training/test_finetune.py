@@ -110,3 +110,20 @@ def test_a_model_too_large_for_this_machine_is_refused_before_anything_is_writte
     message = str(info.value)
     assert "parameters need ~" in message and "GiB to train" in message and "\n" not in message
     assert not out.exists()
+
+
+def test_the_labs_trainer_process_reopens_a_fine_tuned_run(sources, text, tmp_path) -> None:
+    from tui_lab.core.training import remote
+
+    out = tmp_path / "run"
+    first = open_finetune(str(sources["gpt2"][0]), str(text), out, overrides={**FAST, "train.steps": 5}, block=32)
+    first.run()
+    with torch.no_grad():
+        expected = first.model.eval()(probe_ids(first.task))
+    run = remote.RemoteRun(lambda e: None, resume_dir=out)
+    try:
+        assert run.step == 5 and isinstance(run.task, TokenLMTask)
+        with torch.no_grad():
+            torch.testing.assert_close(run.model(probe_ids(run.task)), expected, atol=1e-5, rtol=1e-5)
+    finally:
+        run.close()

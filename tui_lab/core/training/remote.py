@@ -163,9 +163,16 @@ class RemoteRun:
     @property
     def task(self) -> Any:
         if self._task is None:
-            from tui_lab.core.tasks import make_task
+            if self.config.task.name == "token-lm" and self._folder is not None:
+                # A fine-tuned run's vocabulary is its copy of the source's tokenizer.
+                from tui_lab.core.decoding.run_source import run_task
+                from tui_lab.core.runs.folder import RunFolder
 
-            self._task = make_task(self.config.task)
+                self._task = run_task(RunFolder.read(self._folder, need_state=False))
+            else:
+                from tui_lab.core.tasks import make_task
+
+                self._task = make_task(self.config.task)
         return self._task
 
     @property
