@@ -81,7 +81,16 @@ class AblationState:
         if not refs:
             return model, ""
         means = self.means(model, run, text) if mode == "mean" else None
-        private = model if copied else copy.deepcopy(model)
+        if copied:
+            private = model
+        elif getattr(run, "card", None) is not None:
+            # A model opened from files is never trained: a copy of its modules that
+            # shares its tensors holds the hooks (a deep copy would double its memory).
+            from tui_lab.ui.widgets.atlas_scores import shared_clone
+
+            private = shared_clone(model)
+        else:
+            private = copy.deepcopy(model)
         # Entered and never left: the hooks stay on this private copy for its lifetime
         # (the copy keeps the context manager: collected, it would remove them).
         hooks = ablate(private, refs, mode, means)
