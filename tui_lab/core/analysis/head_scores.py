@@ -53,7 +53,7 @@ from tui_lab.core.analysis.head_targets import (
 )
 from tui_lab.core.model.capture import capture_attention
 
-PATTERNS = ("diagonal", "previous", "first", "alignment", "duplicate", "induction")
+PATTERNS = ("diagonal", "previous", "first", "alignment", "duplicate", "induction", "sharp", "monotonic")
 NO_PATTERN = "no clear pattern"
 
 
@@ -315,6 +315,10 @@ def atlas_for(model: nn.Module, task: Any, arch: str) -> Atlas:
     """A lab task's probes (``score_atlas``); a task with no examples of its own (a real
     model's text) gets the standard probe over its vocabulary, its special ids left out; so
     does a run fine-tuned from one (token-lm), to be read beside its source's atlas."""
+    if getattr(task, "name", None) == "translation":  # a translator: scored on its translations
+        from tui_lab.core.analysis.alignment import alignment_atlas
+
+        return alignment_atlas(model, task)
     if getattr(task, "tokenizer", None) is None and (hasattr(task, "held_out") or hasattr(task, "val_batches")):
         return score_atlas(model, task, arch)
     return score_atlas_on_repeats(model, len(task.vocab), special_ids_of(task))

@@ -45,6 +45,11 @@ class TextImportance:
 
 def text_ids(task: Any, text: str, context: int) -> list[int]:
     """``text``'s token ids, at most ``context`` of them; LabError if it has fewer than two."""
+    if getattr(task, "name", None) == "translation":
+        raise LabError(
+            "a text's loss is a language model's measure; for a translator, turn heads off in the "
+            "Attention pane (a) and watch the translation change"
+        )
     ids = list(task.vocab.encode(text))[:context]
     if len(ids) < 2:
         raise LabError("the text is shorter than two tokens: there is nothing to predict")
