@@ -3,7 +3,8 @@
 Each case is a run of a random-weight lab model (``export_runs.py``). Its
 export must load in ``transformers`` (``AutoModelForCausalLM``, no custom
 code) with logits within 1e-4 of the lab model's and the same 32-token greedy
-continuation (the lab's KV cache against ``generate(do_sample=False)``), be of
+continuation (the lab's KV cache against ``generate(do_sample=False)``, each
+step's logits within 1e-4 as well), be of
 the family that represents it, and reopen in the lab (``open_model``, what
 ``--model DIR`` runs) with the run's logits.
 """
@@ -18,7 +19,7 @@ import pytest
 import torch
 
 from tests.core.pretrained.export_runs import save_run
-from tests.core.pretrained.family_reference import lab_greedy, reference_greedy
+from tests.core.pretrained.family_reference import NEW_TOKENS
 from tui_lab.core.decoding.opened import open_model
 from tui_lab.core.pretrained.export_hf import export_hf
 
@@ -36,6 +37,8 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
              out_bias=False, ff_bias=False, n_kv_heads=2, score_scale=0.5),
         "gpt2",
     ),
+    # The shipped char-lm preset's options: rotary over whole heads, relu, tied and scaled.
+    "rope-scaled-tied": (dict(positional="rope"), "gpt_neox"),
     "rope-partial-scaled-tied": (dict(positional="rope", rope_fraction=0.5), "gpt_neox"),
     "rope-parallel-silu-untied": (
         dict(positional="rope", parallel_residual=True, activation="silu", tie_embeddings=False,
@@ -71,6 +74,29 @@ def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     return name, model, result.folder
 
 
+def lab_steps(model: Any, ids: torch.Tensor, steps: int = NEW_TOKENS) -> tuple[torch.Tensor, torch.Tensor]:
+    """The lab's greedy continuation with its KV cache: (the sequences, each step's logits (B, steps, V))."""
+    cache, seqs, logits_seen = model.new_cache(), [ids], []
+    with torch.no_grad():
+        logits = model(ids, cache)[:, -1]
+        for _ in range(steps):
+            logits_seen.append(logits)
+            seqs.append(logits.argmax(-1, keepdim=True))
+            logits = model(seqs[-1], cache)[:, -1]
+    return torch.cat(seqs, dim=1), torch.stack(logits_seen, dim=1)
+
+
+def reference_steps(reference: Any, ids: torch.Tensor, steps: int = NEW_TOKENS) -> tuple[torch.Tensor, torch.Tensor]:
+    """``generate(do_sample=False)`` with no end-of-text stop: (the sequences, each step's raw logits)."""
+    reference.generation_config.eos_token_id = None
+    with torch.no_grad():
+        out = reference.generate(
+            ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=steps,
+            eos_token_id=None, pad_token_id=0, output_logits=True, return_dict_in_generate=True,
+        )
+    return out.sequences, torch.stack(out.logits, dim=1)
+
+
 def tokens(vocab: int, batch: int = 2, length: int = 10) -> torch.Tensor:
     return torch.randint(5, vocab, (batch, length), generator=torch.Generator().manual_seed(1))
 
@@ -91,7 +117,12 @@ def test_transformers_logits_and_greedy_continuation_match(exported: tuple[str, 
     with torch.no_grad():
         want, got = model(ids), reference(ids).logits
     torch.testing.assert_close(got, want, atol=1e-4, rtol=0)
-    assert torch.equal(reference_greedy(reference, ids), lab_greedy(model, ids))
+    # Every step's logits too, not only its argmax (a random model's continuation often
+    # repeats one token, which a wrong position past the prompt would not change).
+    theirs, their_logits = reference_steps(reference, ids)
+    ours, our_logits = lab_steps(model, ids)
+    assert torch.equal(theirs, ours)
+    torch.testing.assert_close(their_logits, our_logits, atol=1e-4, rtol=0)
 
 
 def test_reopens_in_the_lab_with_the_runs_logits(exported: tuple[str, Any, Path]) -> None:
