@@ -174,6 +174,7 @@ def fresh_model(config: LabConfig) -> tuple[nn.Module, Any]:
     from tui_lab.core.tasks import make_task
 
     task = make_task(config.task)
-    torch.manual_seed(config.train.seed)
-    model = build_run_model(config, len(task.vocab), "cpu")
+    with torch.random.fork_rng(devices=[]):  # seeded like training, the caller's stream untouched
+        torch.manual_seed(config.train.seed)
+        model = build_run_model(config, len(task.vocab), "cpu")
     return model.eval(), task

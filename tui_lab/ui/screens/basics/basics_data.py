@@ -60,7 +60,6 @@ class BasicsData:
 
 def compute(source: BasicsSource) -> BasicsData:
     """All four pictures of ``source``'s model (thread)."""
-    from tui_lab.core.analysis.basics_example import fresh_model
     from tui_lab.core.analysis.basics_masks import mask_picture
     from tui_lab.core.analysis.basics_positions import position_picture
     from tui_lab.core.analysis.basics_scaling import scaling_random, scaling_real
@@ -75,7 +74,7 @@ def compute(source: BasicsSource) -> BasicsData:
         label = f"{config.name} (opened from files)" if opened else f"{config.name} at step {run.step:,}"
     else:
         config = source.config
-        model, task = fresh_model(config)
+        model, task = _fresh(config)
         label = f"{config.name}, untrained: the initial weights of its model"
     data = BasicsData(label, schedule=schedule_picture(config))
     arch = config.model.arch
@@ -95,6 +94,19 @@ def compute(source: BasicsSource) -> BasicsData:
         except Exception as exc:  # noqa: BLE001 - one picture failing leaves the others
             data.errors[view] = one_line(exc)
     return data
+
+
+_built: list[tuple[Any, Any, Any]] = []  # (config, model, task): the last config's fresh model
+
+
+def _fresh(config: LabConfig) -> tuple[Any, Any]:
+    """The config's untrained model, built once while the config stays the same
+    (paper-base's takes seconds); only the screen's worker thread calls this."""
+    from tui_lab.core.analysis.basics_example import fresh_model
+
+    if not _built or _built[0][0] != config:
+        _built[:] = [(config, *fresh_model(config))]
+    return _built[0][1], _built[0][2]
 
 
 def scaled(rows: list[list[float]], low: float | None = None, high: float | None = None) -> tuple[list[list[float]], float, float]:
