@@ -49,12 +49,22 @@ def test_transformers_continues_exactly_as_the_lab(char_lm_run: Path, exported: 
     model = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(out)
     ids = tokenizer(PROMPT, return_tensors="pt")["input_ids"]
+    model.generation_config.eos_token_id = None  # the lab's language models run to length
     with torch.no_grad():
-        generated = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW)
-    theirs = tokenizer.decode(generated[0, ids.size(1):], skip_special_tokens=True)
+        generated = model.generate(
+            ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW,
+            eos_token_id=None, pad_token_id=0, output_logits=True, return_dict_in_generate=True,
+        )
+    new_ids = generated.sequences[0, ids.size(1):]
     lab = tfx("decode", "--run", str(char_lm_run), "--input", PROMPT, "--max-new", str(NEW), "--json")
     assert lab.returncode == 0, lab.stderr
-    assert last_json_line(lab.stdout)["output"] == theirs
+    decoded = last_json_line(lab.stdout)
+    assert decoded["tokens"] == new_ids.tolist()
+    assert decoded["output"] == tokenizer.decode(new_ids, skip_special_tokens=True)
+    # Each step's probability of its token: the cached path at every position, not only
+    # the argmax (a model trained a few steps continues with one character).
+    probs = [float(torch.softmax(step[0], -1)[t]) for step, t in zip(generated.logits, new_ids, strict=True)]
+    assert [s["prob"] for s in decoded["steps"]] == pytest.approx(probs, abs=1e-5)
 
 
 def test_logits_match_the_runs(char_lm_run: Path, exported: tuple[Path, str]) -> None:
