@@ -70,3 +70,12 @@ def test_model_spectrum_reads_the_residue_rows_of_the_input_embedding():
     assert s.key_frequencies == [4, 6] and s.top8_share == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(FourierError, match="modular-addition"):
         model_spectrum(model, make_task(TaskConfig(name="copy")))
+
+
+def test_a_large_constant_is_counted_in_the_power_but_never_named_a_key_frequency():
+    rows = torch.cat([waves(59, [5]), 3.0 * torch.ones(59, 1, dtype=torch.float64)], dim=1)
+    s = spectrum(rows)
+    # the constant column holds 9 x 59, the wave's cos and sin 59 together
+    assert s.power[0] == pytest.approx(0.9, abs=1e-9) and s.power[5] == pytest.approx(0.1, abs=1e-9)
+    assert s.key_frequencies == [5]
+    assert s.top8_share == pytest.approx(1.0, abs=1e-9)
