@@ -11,12 +11,11 @@ from typing import Any
 
 from tui_lab.core.decoding.attention_text import shade
 
-from .shared import Subparsers, add_json, emit_json
+from .shared import Subparsers, add_json, add_model, emit_json
 
 TOPICS = ("positions", "masks", "scaling", "schedule")
 SHOWN_DIMS = 64  # table columns drawn in text (JSON has them all)
 SCHEDULE_ROWS = 12  # steps listed in text
-MODEL_HELP = "a real model, offline: a folder with config.json and *.safetensors, or a cached hub name"
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -27,8 +26,7 @@ def add_parser(sub: Subparsers) -> None:
     group = s.add_mutually_exclusive_group()
     group.add_argument("--preset", help="preset name or YAML path: its freshly built model (default: copy)")
     group.add_argument("--run", help="run folder: its trained weights")
-    group.add_argument("--model", metavar="SOURCE", help=MODEL_HELP)
-    s.add_argument("--revision", help="with --model: a branch or commit of the cached model")
+    add_model(s, group)
     s.add_argument("--input", help="masks, scaling: an input to put in the padded batch")
     s.add_argument("--length", type=int, default=16, help="positions: how many (default 16)")
     add_json(s)
