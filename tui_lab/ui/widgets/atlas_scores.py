@@ -1,10 +1,11 @@
-"""Which of the core's atlas scorings a model gets: its task's probe, or the standard one.
+"""The atlas's scores of the model on show, worked out on a private copy of it (in a thread).
 
-A lab run's model is scored on its own task's probe (``score_heads``). A real
-model opened from files (task ``token-lm``) has no task to probe: it is scored
-on the standard probe alone (``score_atlas_on_repeats``: random tokens of its
-own vocabulary repeated once, as TransformerLens's ``detect_head`` does).
-Called in the atlas's worker thread.
+Which probe a model gets is the core's choice (``head_scores.atlas_for``): a lab
+run's own task, the standard repeat probe for a real model's text (random tokens
+of its vocabulary repeated once, as TransformerLens's ``detect_head`` does), a
+translator's own translations. What this module decides is the copy: a lab run's
+model may be training, so it is copied whole; a real model's weights are hundreds
+of megabytes and never change here, so its copy shares them.
 """
 
 from __future__ import annotations
@@ -21,20 +22,10 @@ def shared_clone(model: Any) -> Any:
     return copy.deepcopy(model, memo)
 
 
-def special_ids(task: Any) -> list[int]:
-    """The tokenizer's special ids (end/start of text, padding), left out of the probe."""
-    tokenizer = task.tokenizer
-    found = (getattr(tokenizer, name, None) for name in ("eos_id", "bos_id", "pad_id"))
-    return sorted({int(i) for i in found if i is not None})
-
-
 def atlas_heads(model: Any, task: Any, arch: str) -> list[Any]:
-    """Every head's ``HeadScore``, best first, on the probe that fits ``model``'s kind."""
-    if getattr(task, "name", None) == "token-lm":
-        from tui_lab.core.analysis.head_scores import score_atlas_on_repeats
+    """Every head's ``HeadScore``, best first, on the probe the core picks for ``task``."""
+    from tui_lab.core.analysis import head_scores
 
-        clone = shared_clone(model)
-        return score_atlas_on_repeats(clone, len(task.vocab), special_ids(task)).heads
-    from tui_lab.core.analysis.head_scores import score_heads
-
-    return score_heads(copy.deepcopy(model), task, arch)
+    if getattr(task, "tokenizer", None) is None:  # a lab run's task: its own probe
+        return head_scores.score_heads(copy.deepcopy(model), task, arch)
+    return head_scores.atlas_for(shared_clone(model), task, arch).heads
