@@ -56,6 +56,11 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
              out_bias=False, ff_bias=False, scale_embeddings=False),
         "llama",
     ),
+    # Unscaled scores: GPT-2's scale_attn_weights false; with bias-free q/k/v, GPT-Neo's own.
+    "learned-unscaled-scores": (dict(positional="learned", score_scale=1.0), "gpt2"),
+    "learned-unscaled-scores-no-qkv-bias": (
+        dict(positional="learned", score_scale=1.0, qkv_bias=False, scale_embeddings=False), "gpt_neo"
+    ),
     "windows-learned": (
         dict(positional="learned", attention_windows=(0, 4), qkv_bias=False, activation="gelu_tanh"),
         "gpt_neo",
