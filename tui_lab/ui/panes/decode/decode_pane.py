@@ -70,11 +70,14 @@ def visible(text: str) -> str:
     return "".join(out)
 
 
-def input_loss_note(run: Any, model: Any, result: Any, ablated: str) -> str:
-    """The loss of a real model on the typed text (with the heads off, and with none off)."""
+def input_loss_note(run: Any, model: Any, result: Any, ablated: str) -> str | None:
+    """The loss of a real language model on the typed text (with the heads off, and with none
+    off); None for a translator, whose input is not text it predicts."""
     from tui_lab.core.analysis.text_ablation import text_ids, text_loss
     from tui_lab.core.errors import LabError
 
+    if getattr(run.task, "name", None) == "translation":
+        return None
     try:
         ids = text_ids(run.task, result.input, run.config.model.max_len)
     except LabError:
@@ -301,8 +304,9 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
             model, ablated = self.ablation.apply(model, run, copied=snapshot, text=text)
             result = generate(model, run.task, text, **options)
             self.ablation.mark(result, ablated)
-            if real:  # no right answer to check: how well it predicts the text instead
-                result.notes.append(input_loss_note(run, model, result, ablated))
+            note = input_loss_note(run, model, result, ablated) if real else None
+            if note:  # no right answer to check: how well it predicts the text instead
+                result.notes.append(note)
         except Exception as exc:  # DecodeInputError and friends: one line, inline
             self.post_message(self.Failed(one_line(exc)))
             return
