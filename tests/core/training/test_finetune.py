@@ -112,14 +112,20 @@ def test_a_model_too_large_for_this_machine_is_refused_before_anything_is_writte
     assert not out.exists()
 
 
-def test_the_labs_trainer_process_reopens_a_fine_tuned_run(sources, text, tmp_path) -> None:
+def test_the_labs_trainer_process_fine_tunes_and_reopens_the_run(sources, text, tmp_path) -> None:
     from tui_lab.core.training import remote
 
     out = tmp_path / "run"
-    first = open_finetune(str(sources["gpt2"][0]), str(text), out, overrides={**FAST, "train.steps": 5}, block=32)
-    first.run()
-    with torch.no_grad():
-        expected = first.model.eval()(probe_ids(first.task))
+    spec = {"source": str(sources["gpt2"][0]), "text": str(text), "block": 32,
+            "overrides": {**FAST, "train.steps": 5}}
+    first = remote.RemoteRun(lambda e: None, out_dir=out, finetune=spec)
+    try:
+        assert first.run()["step"] == 5
+        assert isinstance(first.task, TokenLMTask)
+        with torch.no_grad():
+            expected = first.model(probe_ids(first.task))
+    finally:
+        first.close()
     run = remote.RemoteRun(lambda e: None, resume_dir=out)
     try:
         assert run.step == 5 and isinstance(run.task, TokenLMTask)

@@ -97,7 +97,10 @@ class RemoteRun:
         config: Any = None,
         out_dir: str | Path | None = None,
         resume_dir: str | Path | None = None,
+        finetune: dict[str, Any] | None = None,
     ) -> None:
+        """``finetune``: ``open_finetune``'s arguments (source, text, and optionally block,
+        revision, overrides) to fine-tune a real model into ``out_dir`` instead of ``config``."""
         self.on_event = on_event
         self._process, self._conn = _take_child()
         self._send_lock = threading.Lock()
@@ -108,6 +111,7 @@ class RemoteRun:
             "config": config,
             "out_dir": Path(out_dir).absolute() if out_dir is not None else None,
             "resume_dir": Path(resume_dir).absolute() if resume_dir is not None else None,
+            "finetune": finetune,
         })
         try:
             kind, payload = self._conn.recv()

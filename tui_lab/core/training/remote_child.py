@@ -45,6 +45,12 @@ def child_main(fd: int) -> None:
     try:
         if spec["resume_dir"] is not None:
             run = train.open_run(spec["resume_dir"], on_event=on_event)
+        elif spec.get("finetune") is not None:  # a real model on a text (finetune.open_finetune)
+            from tui_lab.core.training.finetune import open_finetune
+
+            ft = spec["finetune"]
+            run = open_finetune(ft["source"], ft["text"], spec["out_dir"], overrides=ft.get("overrides"),
+                                block=ft.get("block"), revision=ft.get("revision"), on_event=on_event)
         else:
             run = train.TrainingRun(spec["config"], spec["out_dir"], on_event=on_event)
     except Exception as exc:  # noqa: BLE001 - told to the lab in one line
