@@ -186,15 +186,15 @@ def save_marian_tokenizer(folder: Path, vocab_size: int = MARIAN_VOCAB) -> dict[
 
 
 def marian_config(**overrides: Any) -> Any:
-    """The small ``MarianConfig`` (eager attention), with ``overrides``."""
+    """The small ``MarianConfig`` (eager attention unless overridden), with ``overrides``."""
     import transformers
 
     pad = overrides.get("vocab_size", MARIAN_VOCAB) - 1
     kwargs = {
-        **MARIAN_SMALL, "vocab_size": MARIAN_VOCAB, "pad_token_id": pad,
+        **MARIAN_SMALL, "vocab_size": MARIAN_VOCAB, "pad_token_id": pad, "attn_implementation": "eager",
         "decoder_start_token_id": pad, "eos_token_id": 0, "forced_eos_token_id": 0, **overrides,
     }
-    return transformers.MarianConfig(attn_implementation="eager", **kwargs)
+    return transformers.MarianConfig(**kwargs)
 
 
 def marian_model(seed: int = 0, **overrides: Any) -> Any:
