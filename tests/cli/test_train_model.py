@@ -96,3 +96,10 @@ def test_a_text_too_short_leaves_no_folder(tmp_path) -> None:
     proc = tfx("train", "--model", str(source), "--text", str(short), "--out", str(out / "r"))
     assert_one_line_error(proc, "tokens")
     assert not (out / "r").exists()
+
+
+def test_eval_run_reports_bits_per_token_and_next_token_accuracy(trained) -> None:
+    _, out, _ = trained
+    proc = tfx("eval", "--run", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "bits/token, next-token accuracy" in proc.stdout

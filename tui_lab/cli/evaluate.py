@@ -55,7 +55,9 @@ def evaluate(args: argparse.Namespace) -> int:
         return 0
     em = "n/a (language model)" if ev.exact_match is None else f"{ev.exact_match:.2%}"
     if ev.bits_per_char is not None and ev.next_char_accuracy is not None:
-        em = f"n/a; {ev.bits_per_char:.3f} bits/char, next-char accuracy {ev.next_char_accuracy:.2%}"
+        unit = "token" if run.config.task.name == "token-lm" else "char"  # a tokenizer's pieces
+        em = (f"n/a; {ev.bits_per_char:.3f} bits/{unit}, next-{unit} accuracy "
+              f"{ev.next_char_accuracy:.2%}")
     print(f"{args.run}: step {run.step}, exact match {em} on {ev.n} held-out, "
           f"val loss {ev.val_loss:.4f}")
     return 0
