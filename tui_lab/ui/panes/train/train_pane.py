@@ -59,7 +59,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
         Binding("l", "toggle_log", "Log scale"),
         Binding("o", "open_run", "Open run"),
         Binding("a", "toggle_accuracy", "Accuracy chart", show=False),
-        Binding("f", "fourier", "Fourier", tooltip="The embedding's spectrum (modular-addition runs)"),
+        Binding("f", "fourier", "Fourier", tooltip="Fourier view: the embedding's spectrum (modular-addition runs)"),
     ]
 
     def __init__(
