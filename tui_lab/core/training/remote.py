@@ -34,11 +34,14 @@ from typing import Any
 
 from tui_lab.core.errors import LabError
 from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
+from tui_lab.core.training.fork_server import ForkedProcess, ForkServer
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
 
-_spare: tuple[subprocess.Popen[bytes], Connection] | None = None
+_spare: tuple[subprocess.Popen[bytes] | ForkedProcess, Connection] | None = None
 _spare_lock = threading.Lock()
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
 _live: weakref.WeakSet[RemoteRun] = weakref.WeakSet()
 
 
@@ -49,12 +52,33 @@ class RunProcessError(LabError):
 # ---- the lab's side ---------------------------------------------------------------
 
 
-def _start_child() -> tuple[subprocess.Popen[bytes], Connection]:
-    # A fresh interpreter (not multiprocessing's spawn, which re-runs the
-    # parent's main script and fails for scripts without a __main__ guard),
-    # talking over a socket pair. Its output goes nowhere: the lab owns the
+def _fork_server() -> ForkServer | None:
+    """The running fork server (started on first use), or None where there is no fork."""
+    global _server
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return None
+    with _server_lock:
+        if _server is None or not _server.alive:
+            _server = ForkServer()
+        return _server
+
+
+def _start_child() -> tuple[subprocess.Popen[bytes] | ForkedProcess, Connection]:
+    # Forked by the fork server where there is one (torch is imported there once),
+    # else a fresh interpreter (not multiprocessing's spawn, which re-runs the
+    # parent's main script and fails for scripts without a __main__ guard); it
+    # talks over a socket pair. Its output goes nowhere: the lab owns the
     # terminal, and everything the run does reaches the lab as events.
     mine, theirs = socket.socketpair()
+    server = _fork_server()
+    if server is not None:
+        try:
+            forked = server.fork(theirs.fileno())
+        except OSError:
+            pass  # the server has just gone: a fresh interpreter instead
+        else:
+            theirs.close()
+            return forked, Connection(mine.detach())
     root = str(Path(__file__).resolve().parents[3])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     code = f"from tui_lab.core.training.remote_child import child_main; child_main({theirs.fileno()})"
@@ -322,3 +346,8 @@ def shutdown_all(timeout: float = CLOSE_SECONDS) -> None:
         spare[1].close()
         spare[0].kill()
         spare[0].wait()
+    global _server
+    with _server_lock:
+        server, _server = _server, None
+    if server is not None:
+        server.close()

@@ -1,0 +1,64 @@
+"""The fork server: training processes forked from one process that imported torch once."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import tiny_config
+from tui_lab.core.training import remote as run_process
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_runs_are_forked_by_one_server_and_end_by_themselves(tmp_path: Path) -> None:
+    server = run_process._fork_server()
+    assert server is not None
+    runs = [run_process.RemoteRun(lambda e: None, config=tiny_config(), out_dir=tmp_path / name)
+            for name in ("a", "b")]
+    try:
+        for run in runs:
+            assert parent_of(run._process.pid) == server.process.pid  # not a fresh interpreter
+            assert run.alive
+        assert runs[1].run()["reason"] == "finished"
+        assert (tmp_path / "b" / "state.json").exists()
+    finally:
+        for run in runs:
+            run.close()
+    assert [run._process.poll() for run in runs] == [0, 0]  # each saved and ended by itself
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_forked_process_starts_in_the_folder_the_lab_is_in_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run_process._fork_server() is not None  # started from wherever the suite was
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    run = run_process.RemoteRun(lambda e: None, config=tiny_config(), out_dir=tmp_path / "run")
+    try:
+        assert os.readlink(f"/proc/{run._process.pid}/cwd") == str(tmp_path / "here")
+    finally:
+        run.close()
+
+
+def test_a_killed_forked_process_reports_the_signal_as_its_exit_code(tmp_path: Path) -> None:
+    run = run_process.RemoteRun(
+        lambda e: None, config=tiny_config(train={"steps": 100_000}), out_dir=tmp_path / "run"
+    )
+    try:
+        assert run._process.poll() is None
+        run._process.kill()
+        assert run._process.wait(30) == -signal.SIGKILL  # as subprocess.Popen says it
+        assert not run.alive
+    finally:
+        run.close()
