@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -34,3 +35,14 @@ def tiny_config(**sections: dict) -> LabConfig:
 @pytest.fixture
 def tiny() -> LabConfig:
     return tiny_config()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Close the training processes and the fork server the lab's tests started.
+
+    Nothing outlives the suite, and their CPU time is counted where the suite's is
+    (a process no one waits for is missing from ``time``'s figures).
+    """
+    remote = sys.modules.get("tui_lab.core.training.remote")
+    if remote is not None:
+        remote.shutdown_all()
