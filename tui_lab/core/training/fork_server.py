@@ -219,16 +219,20 @@ def serve(fd: int) -> None:
             request, child_fd = json.loads(line), fds.pop(0)
             pid = os.fork()
             if pid == 0:
-                _child(sock, request, child_fd)
+                _child(sock, request, child_fd, others=fds)
             os.close(child_fd)
             children.add(pid)
             sock.sendall(json.dumps(["pid", pid, None]).encode() + b"\n")
 
 
-def _child(server_sock: socket.socket, request: dict[str, object], fd: int) -> None:
+def _child(
+    server_sock: socket.socket, request: dict[str, object], fd: int, others: list[int]
+) -> None:
     code = 1
     try:
         server_sock.close()
+        for other in others:  # the next children's sockets: holding one would hide their EOF
+            os.close(other)
         os.chdir(str(request["cwd"]))
         env = request["env"]
         assert isinstance(env, dict)
