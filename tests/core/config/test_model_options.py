@@ -17,7 +17,7 @@ def model(**values) -> dict:
 NEW = {
     "norm_kind", "norm_eps", "gated_ff", "parallel_residual", "rope_fraction", "rope_base",
     "score_scale", "attention_windows", "n_kv_heads", "qkv_bias", "out_bias", "ff_bias",
-    "scale_embeddings",
+    "scale_embeddings", "sinusoid_layout", "head_bias",
 }
 
 
@@ -78,6 +78,8 @@ task:
         ({"rope_base": 0}, "model.rope_base", "> 0"),
         ({"parallel_residual": True, "norm": "post"}, "model.parallel_residual", "norm: pre"),
         ({"qkv_bias": "no"}, "model.qkv_bias", "true or false"),
+        ({"sinusoid_layout": "pairs"}, "model.sinusoid_layout", "halves"),
+        ({"head_bias": "yes"}, "model.head_bias", "true or false"),
     ],
 )
 def test_refusals_name_the_field_on_one_line(values, field, words) -> None:
