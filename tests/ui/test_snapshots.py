@@ -30,8 +30,8 @@ def no_machine_in_the_status_bar(monkeypatch: pytest.MonkeyPatch) -> None:
 
     load = core_access.load_core
 
-    def load_placeholder() -> core_access.Core:
-        core = load()
+    def load_placeholder(warm_optimizer: bool = True) -> core_access.Core:
+        core = load(warm_optimizer)
         core.version = TORCH_PLACEHOLDER
         return core
 

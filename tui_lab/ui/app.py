@@ -243,7 +243,8 @@ class LabApp(PaneRouting, ScreenshotMixin):
             from tui_lab.ui.core_access import load_core
 
             try:
-                core = load_core()
+                # Opening a real model comes first; the optimizer warms up after it.
+                core = load_core(warm_optimizer=self.model_source is None)
             except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
                 self.post_message(self.CoreLoaded(None, one_line(exc)))
                 return
