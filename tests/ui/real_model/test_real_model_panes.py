@@ -110,8 +110,9 @@ async def test_every_pane_shows_the_opened_model(gpt2_folder: tuple[Path, Any]) 
         await pilot.pause()
         assert app.pane("train").state == "idle"
         said = [n.message for n in app._notifications]
-        assert any("cannot train it yet" in m for m in said), said
-        assert "cannot train it yet" in plain(app.query_one("#train-status"))
+        # No text typed under the card in Build: space says where to type one.
+        assert any("type a text file under its card" in m for m in said), said
+        assert "space fine-tunes it" in plain(app.query_one("#train-status"))
 
         await pilot.press("6")
         await wait_until(pilot, lambda: app.pane("runs") is not None, 60, "the Runs pane")

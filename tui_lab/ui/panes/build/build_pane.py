@@ -1,7 +1,9 @@
 """Build pane: pick a preset, see its YAML, edit key settings with inline validation.
 
 With a real model opened from files (``--model``), the pane shows the model's
-card and its ``config.json`` instead: its settings are the files', read-only.
+card and its ``config.json`` instead: its settings are the files', read-only;
+under the card, the text to fine-tune it on and the number of steps, which
+Train's space starts (``finetune_spec``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import yaml
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Label, Static
+from textual.widgets import Input, Label, Static
 
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, check_fits_in_memory, load_file
 from tui_lab.ui.lab_widget import LabWidget
@@ -24,6 +26,12 @@ from tui_lab.ui.widgets.model_summary import ModelSummary
 from tui_lab.ui.widgets.preset_list import PresetList
 
 FORM_HELP = "↑↓ move · type to edit · enter/←→ choose · esc leaves"
+# Mirrors core/training/finetune.py's FINETUNE_TRAIN and FINETUNE_BLOCK (the core is
+# imported only once torch has loaded, and this pane is drawn before that).
+FINETUNE_STEPS = 1000
+FINETUNE_HELP = ("above: the text file, then the steps · windows of 128 tokens (or the context), "
+                 "8 a step, the last tenth validates · AdamW 3e-4, 20 warmup steps, cosine · "
+                 "evaluated every 50 steps and at step 0 · on a CPU, for small models")
 
 
 class BuildPane(LabWidget, Vertical):
@@ -60,6 +68,10 @@ class BuildPane(LabWidget, Vertical):
         # An opened model's card and config.json (shown instead of the above: show_card).
         with VerticalScroll(id="build-card-col"):
             yield ModelCardView(id="model-card")
+            yield Label("Fine-tune on a text (Train: space starts it)", classes="pane-title")
+            yield Input(placeholder="text file, e.g. notes.txt", id="finetune-text")
+            yield Input(value=str(FINETUNE_STEPS), placeholder="steps", type="integer", id="finetune-steps")
+            yield Static(FINETUNE_HELP, id="finetune-help")
         with Vertical(id="build-config-col"):
             yield Label("config.json", classes="pane-title")
             with VerticalScroll(id="config-json-scroll"):
@@ -110,6 +122,17 @@ class BuildPane(LabWidget, Vertical):
         self.refresh_bindings()
         if focused_here:
             self.focus_default()
+
+    def finetune_spec(self) -> dict[str, Any] | None:
+        """What Train fine-tunes the opened model with (``RemoteRun(finetune=...)``); None
+        without a text file typed."""
+        text = self.query_one("#finetune-text", Input).value.strip()
+        if self.card is None or not text:
+            return None
+        steps = self.query_one("#finetune-steps", Input).value.strip()
+        overrides = {"train.steps": int(steps)} if steps.isdigit() and int(steps) > 0 else {}
+        return {"source": self.card.name, "revision": self.card.revision, "text": text,
+                "overrides": overrides}
 
     def show_form(self) -> None:
         """Back to the presets and the form (the model failed to open, or a run replaced it)."""

@@ -152,12 +152,13 @@ class RunDriver:
         existing: Any,
         start: bool,
         finished: threading.Event,
+        finetune: dict[str, Any] | None = None,
     ) -> None:
         """Build or restore a run if needed, then train it until it stops (worker thread)."""
         try:
             run = existing
             if run is None:
-                run = self._build(generation, config, resume_dir)
+                run = self._build(generation, config, resume_dir, finetune)
                 if run is None:
                     return
             if start and generation == self.generation and not self.stop_requested.is_set():
@@ -165,7 +166,10 @@ class RunDriver:
         finally:
             finished.set()  # this launch's event: a stale worker must not end a newer loop
 
-    def _build(self, generation: int, config: LabConfig | None, resume_dir: Path | None) -> Any:
+    def _build(
+        self, generation: int, config: LabConfig | None, resume_dir: Path | None,
+        finetune: dict[str, Any] | None = None,
+    ) -> Any:
         """A new RemoteRun, or None when it failed (said with RunFailed) or is no longer wanted."""
         # torch-backed: loaded already (the lab trains only once the core is in)
         from tui_lab.core.runs.folder import new_run_dir
@@ -175,6 +179,11 @@ class RunDriver:
         try:
             if resume_dir is not None:
                 run = RemoteRun(callback, resume_dir=resume_dir)
+            elif finetune is not None:  # the opened model, on a text
+                from tui_lab.core.training.finetune import run_name
+
+                folder = new_run_dir(self.runs_root, run_name(finetune["source"]))
+                run = RemoteRun(callback, out_dir=folder, finetune=finetune)
             else:
                 assert config is not None
                 folder = new_run_dir(self.runs_root, config.name)

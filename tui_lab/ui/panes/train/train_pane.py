@@ -177,7 +177,8 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
             from rich.markup import escape
 
             self.query_one("#train-status", Static).update(
-                f"[b]{escape(self.lab.model_source)}[/b] · opened from files: the lab cannot train it yet",
+                f"[b]{escape(self.lab.model_source)}[/b] · opened from files · space fine-tunes it "
+                "on the text typed under its card in Build",
                 layout=False,
             )
             return
@@ -284,14 +285,17 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
         resume_dir: Path | None = None,
         existing: Any = None,
         start: bool = True,
+        finetune: dict[str, Any] | None = None,
     ) -> None:
-        """Start the worker on a new run, a restored one, or the built run that waits."""
+        """Start the worker on a new run, a restored one, the built run that waits, or a
+        fine-tuning run of the opened model (``finetune``)."""
         if not (self.train_state.build() if existing is None else self.train_state.start()):
             return  # not from where the lab stands (a run is live, or followed)
         self._starting = start
         finished = self.driver.begin(existing, retiring=self.run)
         self._changed()
-        launch = dict(config=config, resume_dir=resume_dir, existing=existing, start=start)
+        launch = dict(config=config, resume_dir=resume_dir, existing=existing, start=start,
+                      finetune=finetune)
         self._train_worker(self.driver.generation, launch, finished)
 
     # ---- actions ----------------------------------------------------------------------
@@ -304,13 +308,18 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
 
     def action_start(self) -> None:
         """Start training: a new run, or continue a stopped/opened one."""
-        if self.lab.model_source is not None:  # --model: opened, or opening
-            self.notify(
-                f"{self.lab.model_source} is a model opened from files: the lab cannot train "
-                "it yet (decode it in 3, look inside it in 4 and 5)",
-                severity="warning",
-                timeout=5,
-            )
+        if self.lab.model_source is not None and self.run is None:  # --model: fine-tune it
+            spec = self.lab.panes["build"].finetune_spec()
+            if spec is None or self.lab.core is None:
+                self.notify(
+                    f"to fine-tune {self.lab.model_source}, type a text file under its card in "
+                    "Build (1), once it is open",
+                    severity="warning",
+                    timeout=5,
+                )
+                return
+            self._clear_run()
+            self._launch(config=self.config, finetune=spec)
             return
         if self.lab.core is None:
             self._start_when_ready = True
