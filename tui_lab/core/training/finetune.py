@@ -26,7 +26,9 @@ import torch
 from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig, check_fits_in_memory
 from tui_lab.core.decoding.opened import open_model
 from tui_lab.core.decoding.run_source import keep_source
+from tui_lab.core.runs.atomic import atomic_write_text
 from tui_lab.core.runs.events import Event
+from tui_lab.core.runs.layout import CONFIG_FILE
 from tui_lab.core.tasks.token_lm import TokenLMTask
 from tui_lab.core.training.train import TrainingRun
 
@@ -127,4 +129,7 @@ def open_finetune(
     run = FineTuneRun(config, out_dir, on_event=on_event, device=device, task=task, model_factory=factory)
     if run.out_dir is not None:  # rank 0 alone writes
         keep_source(run.out_dir, loaded.card)
+        # config.yaml now, not at the first save: the lab's trainer process reports the
+        # run ready before that, and the lab then reads the run's task from its folder.
+        atomic_write_text(run.out_dir / CONFIG_FILE, config.to_yaml(full=True))
     return run
