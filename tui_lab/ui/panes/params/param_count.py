@@ -35,6 +35,12 @@ class ParamCounter:
         """The message with ``config``'s parameter report, or with why it cannot be counted."""
         from tui_lab.core.model.params import parameter_report
 
+        if config.task.name == "token-lm" and config.model.vocab_size:
+            # A fine-tuned real model's run: its vocabulary is its tokenizer's, which the
+            # config does not hold, but the model section states the embedding's size.
+            vocab = config.model.vocab_size
+            report = parameter_report(config.model, vocab)
+            return ReportReady(config, report, vocab, edited=edited, task=None)
         try:
             task = self.task_for(config.task)
             report = parameter_report(config.model, len(task.vocab))
