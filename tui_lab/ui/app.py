@@ -202,6 +202,8 @@ class LabApp(PaneRouting, ScreenshotMixin):
                 self._focus_pane(active)
 
     def _update_status(self) -> None:
+        if self.quitting:  # a message routed while the screens are pruned (a run ending at exit)
+            return
         train: TrainPane | None = self.pane("train")
         build = self.query_one(BuildPane)
         training = train.train_state.status_word if train is not None else ""
