@@ -167,3 +167,23 @@ def head(weights: Weights, config: ModelConfig, names: tuple[str, ...]) -> dict[
         return {}
     vocab = config.vocab_size or 0
     return {"lm_head.weight": weights.first(names, (vocab, config.d_model))}
+
+
+def gpt_outer(weights: Weights, config: ModelConfig) -> dict[str, torch.Tensor]:
+    """GPT-2's and GPT-Neo's shared outer tensors: ``wte``, ``wpe`` and the final ``ln_f``."""
+    d, v = config.d_model, config.vocab_size or 0
+    return {
+        "tgt_embed.weight": weights.get("wte.weight", (v, d)),
+        "pos.weight": weights.get("wpe.weight", (config.max_len, d)),
+        "decoder.norm.weight": weights.get("ln_f.weight", (d,)),
+        "decoder.norm.bias": weights.get("ln_f.bias", (d,)),
+    }
+
+
+def gpt_layer_norms(weights: Weights, src: str, lab: str, d: int) -> dict[str, torch.Tensor]:
+    """A GPT-2 / GPT-Neo block's ``ln_1`` and ``ln_2`` as the lab's ``norm1`` and ``norm2``."""
+    out = {}
+    for norm, hf in (("norm1", "ln_1"), ("norm2", "ln_2")):
+        out[f"{lab}{norm}.weight"] = weights.get(f"{src}{hf}.weight", (d,))
+        out[f"{lab}{norm}.bias"] = weights.get(f"{src}{hf}.bias", (d,))
+    return out

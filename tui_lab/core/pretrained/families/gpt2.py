@@ -24,6 +24,8 @@ from tui_lab.core.pretrained.families.common import (
     Weights,
     activation,
     decoder_config,
+    gpt_layer_norms,
+    gpt_outer,
     head,
     positive,
     setting,
@@ -57,13 +59,8 @@ def model_config(config: dict[str, Any]) -> ModelConfig:
 def lab_state_dict(tensors: Tensors, config: ModelConfig) -> dict[str, torch.Tensor]:
     """GPT-2's tensors under the lab's parameter names (views, nothing copied)."""
     w = Weights(tensors, "gpt2", ("transformer.", ""), "wte.weight")
-    d, f, v = config.d_model, config.d_ff, config.vocab_size or 0
-    out = {
-        "tgt_embed.weight": w.get("wte.weight", (v, d)),
-        "pos.weight": w.get("wpe.weight", (config.max_len, d)),
-        "decoder.norm.weight": w.get("ln_f.weight", (d,)),
-        "decoder.norm.bias": w.get("ln_f.bias", (d,)),
-    }
+    d, f = config.d_model, config.d_ff
+    out = gpt_outer(w, config)
     for i in range(config.n_decoder_layers):
         src, lab = f"h.{i}.", f"decoder.layers.{i}."
         qkv = w.get(src + "attn.c_attn.weight", (d, 3 * d)).T  # (3d, d): q, k, v rows
@@ -73,9 +70,7 @@ def lab_state_dict(tensors: Tensors, config: ModelConfig) -> dict[str, torch.Ten
             out[f"{lab}self_attn.{name}.bias"] = qkv_bias[j * d : (j + 1) * d]
         out[f"{lab}self_attn.w_o.weight"] = w.get(src + "attn.c_proj.weight", (d, d)).T
         out[f"{lab}self_attn.w_o.bias"] = w.get(src + "attn.c_proj.bias", (d,))
-        for norm, hf in (("norm1", "ln_1"), ("norm2", "ln_2")):
-            out[f"{lab}{norm}.weight"] = w.get(f"{src}{hf}.weight", (d,))
-            out[f"{lab}{norm}.bias"] = w.get(f"{src}{hf}.bias", (d,))
+        out.update(gpt_layer_norms(w, src, lab, d))
         out[f"{lab}ff.lin1.weight"] = w.get(src + "mlp.c_fc.weight", (d, f)).T
         out[f"{lab}ff.lin1.bias"] = w.get(src + "mlp.c_fc.bias", (f,))
         out[f"{lab}ff.lin2.weight"] = w.get(src + "mlp.c_proj.weight", (f, d)).T
