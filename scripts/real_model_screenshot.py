@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from shot_tools import print_with_png
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "The cat sat on the mat. The dog sat on the log. The cat sat on the"
@@ -90,9 +90,7 @@ def main() -> None:
     folder = (args.folder or Path(tempfile.gettempdir()) / "gpt2-small-random").resolve()
     svg = (args.out / "real-model-attention.svg").resolve()
     asyncio.run(shoot(gpt2_small_folder(folder), svg))
-    if shutil.which("rsvg-convert"):
-        subprocess.run(["rsvg-convert", str(svg), "-o", str(svg.with_suffix(".png"))], check=True)
-    print(svg)
+    print_with_png(svg)
 
 
 if __name__ == "__main__":
