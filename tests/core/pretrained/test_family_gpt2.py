@@ -70,7 +70,10 @@ def test_weights_are_the_files_tensors_not_copies(saved) -> None:
     attn = model.decoder.layers[0].self_attn
     for j, w in enumerate((attn.w_q.weight, attn.w_k.weight, attn.w_v.weight)):
         assert w.data_ptr() == c_attn[:, j * 32].data_ptr()  # a view into the mapped file
-    assert model.tgt_embed.weight.data_ptr() == tensors["transformer.wte.weight"].data_ptr()
+    # The tied (vocab, d) head is the one copy: re-laid for decoding (test_layout.py).
+    wte = tensors["transformer.wte.weight"]
+    assert model.tgt_embed.weight.data_ptr() != wte.data_ptr()
+    assert torch.equal(model.tgt_embed.weight, wte)
 
 
 def hub_layout(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

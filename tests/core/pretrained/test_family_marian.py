@@ -118,9 +118,14 @@ def test_parameter_count(saved, loaded) -> None:
 def test_weights_are_the_files_tensors(saved) -> None:
     tensors = open_tensors(saved[0])
     _, model = build_pretrained(read_config(saved[0]), tensors)
-    assert model.src_embed.weight.data_ptr() == tensors["model.shared.weight"].data_ptr()
+    # Square projections are the file's own; the shared (vocab, d) embedding and head
+    # is re-laid for decoding, once, and stays shared (test_layout.py).
     q = tensors["model.decoder.layers.1.encoder_attn.q_proj.weight"]
     assert model.decoder.layers[1].cross_attn.w_q.weight.data_ptr() == q.data_ptr()
+    shared = tensors["model.shared.weight"]
+    assert model.src_embed.weight is model.tgt_embed.weight is model.lm_head.weight
+    assert model.src_embed.weight.data_ptr() != shared.data_ptr()
+    assert torch.equal(model.src_embed.weight, shared)
 
 
 def reference_translation(saved, text: str, steps: int) -> list[int]:

@@ -6,7 +6,9 @@ mapped tensors are assigned as its parameters (``load_state_dict(assign=True)``)
 no parameter is allocated and filled, so the weights are never held twice
 (those of a memory-mapped fp32 file stay in the file's pages). A tied head is
 tied again afterwards, and the rotary tables, which are buffers and not
-weights, are computed for real.
+weights, are computed for real. Matrices stored the slow way round for
+decoding are then copied into the other layout (``layout.py``), their file
+pages handed back.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from tui_lab.core.model.models import DecoderOnly, EncoderDecoder
 from tui_lab.core.model.positions import RotaryEmbedding, SinusoidalPositions, sinusoid_table
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families import family_for
+from tui_lab.core.pretrained.layout import lay_out
 
 
 def build_pretrained(
@@ -51,6 +54,7 @@ def build_pretrained(
     if model_config.tie_embeddings:
         model.lm_head.weight = model.tgt_embed.weight
     _real_buffers(model, model_config)
+    lay_out(model, getattr(tensors, "release", None))
     return model_config, model.eval()
 
 

@@ -67,11 +67,19 @@ def read_config(folder: Path) -> dict[str, Any]:
 class TensorSource(Mapping[str, torch.Tensor]):
     """A model's tensors by name, read-only, each a view of its memory-mapped file."""
 
-    def __init__(self, tensors: dict[str, torch.Tensor], files: dict[str, Path], searched: Path):
+    def __init__(
+        self,
+        tensors: dict[str, torch.Tensor],
+        files: dict[str, Path],
+        searched: Path,
+        buffers: tuple[mmap.mmap, ...] = (),
+    ):
         self._tensors = tensors
         self._files = files
         self.searched = searched  # the file (or index) a missing name was looked for in
         self.paths = tuple(dict.fromkeys(files.values()))
+        # (address, size, mapping) of each mapped file, to find a tensor's pages.
+        self._maps = [(_address(b), len(b), b) for b in buffers if len(b)]
 
     def __getitem__(self, name: str) -> torch.Tensor:
         return self._tensors[name]
@@ -91,6 +99,33 @@ class TensorSource(Mapping[str, torch.Tensor]):
         """Bytes of all the tensors (the weights' size on disk, less headers)."""
         return sum(t.numel() * t.element_size() for t in self._tensors.values())
 
+    def release(self, tensor: torch.Tensor) -> int:
+        """Hand back this process's pages of ``tensor``'s bytes in its mapped file, once
+        a copy of it has replaced it (``pretrained/layout.py``): they leave the resident
+        memory, so the weights are still held once. Pages that the tensor shares with a
+        neighbour at either end are kept. Should anything read the old tensor again, its
+        pages are read back from the file (the same bytes, as nothing wrote to them).
+        Returns the bytes released (0 for a tensor of no mapped file)."""
+        if tensor.numel() == 0:
+            return 0
+        start = tensor.data_ptr()
+        span = 1 + sum((n - 1) * st for n, st in zip(tensor.shape, tensor.stride(), strict=True))
+        end = start + span * tensor.element_size()
+        page = mmap.PAGESIZE
+        for base, size, buffer in self._maps:
+            if base <= start and end <= base + size:
+                lo = -(-(start - base) // page) * page  # whole pages inside the tensor only
+                hi = (end - base) // page * page
+                if hi <= lo:
+                    return 0
+                buffer.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+                return hi - lo
+        return 0
+
+
+def _address(buffer: mmap.mmap) -> int:
+    return torch.frombuffer(buffer, dtype=torch.uint8, count=1).data_ptr()
+
 
 def open_tensors(folder: Path) -> TensorSource:
     """The weights of a model folder: safetensors (single or sharded), else pytorch_model.bin."""
@@ -100,8 +135,11 @@ def open_tensors(folder: Path) -> TensorSource:
         (TORCH_NAME, TORCH_INDEX, _load_torch),
     ):
         if (folder / name).exists() or (folder / name).is_symlink():  # a dangling link: named below
-            tensors = reader(folder / name)
-            return TensorSource(tensors, dict.fromkeys(tensors, folder / name), folder / name)
+            tensors, buffer = reader(folder / name)
+            return TensorSource(
+                tensors, dict.fromkeys(tensors, folder / name), folder / name,
+                () if buffer is None else (buffer,),
+            )
         if (folder / index).exists():
             return _sharded(folder / index, reader)
     raise PretrainedError(
@@ -115,6 +153,7 @@ def _sharded(index: Path, reader: Any) -> TensorSource:
     weight_map = _weight_map(index)
     tensors: dict[str, torch.Tensor] = {}
     files: dict[str, Path] = {}
+    buffers: list[mmap.mmap] = []
     for shard_name in dict.fromkeys(weight_map.values()):
         shard = index.parent / shard_name
         if not shard.exists():
@@ -122,7 +161,10 @@ def _sharded(index: Path, reader: Any) -> TensorSource:
             raise PretrainedError(
                 f"{index}: names shard {shard_name} (for {first}), which is missing; {_REMEDY}"
             )
-        for name, tensor in reader(shard).items():
+        shard_tensors, buffer = reader(shard)
+        if buffer is not None:
+            buffers.append(buffer)
+        for name, tensor in shard_tensors.items():
             if weight_map.get(name, shard_name) == shard_name:
                 tensors.setdefault(name, tensor)
                 files.setdefault(name, shard)
@@ -131,7 +173,7 @@ def _sharded(index: Path, reader: Any) -> TensorSource:
             raise PretrainedError(
                 f"{index.parent / shard_name}: has no tensor {name}, which {index.name} places there"
             )
-    return TensorSource(tensors, files, index)
+    return TensorSource(tensors, files, index, tuple(buffers))
 
 
 def _weight_map(index: Path) -> dict[str, str]:
@@ -150,8 +192,8 @@ def _weight_map(index: Path) -> dict[str, str]:
     return weight_map
 
 
-def _map_safetensors(path: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of one safetensors file, as views of its copy-on-write mapping."""
+def _map_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], mmap.mmap]:
+    """Every tensor of one safetensors file, as views of its copy-on-write mapping (returned too)."""
     if path.is_symlink() and not path.exists():
         raise PretrainedError(f"{path}: a link to a missing file (a cache blob deleted?); {_REMEDY}")
     try:
@@ -170,7 +212,7 @@ def _map_safetensors(path: Path) -> dict[str, torch.Tensor]:
     for name, info in header.items():
         if name != "__metadata__":
             tensors[name] = _view(path, buffer, start, name, info)
-    return tensors
+    return tensors, buffer
 
 
 def _view(path: Path, buffer: mmap.mmap, start: int, name: str, info: dict[str, Any]) -> torch.Tensor:
@@ -201,7 +243,7 @@ def _view(path: Path, buffer: mmap.mmap, start: int, name: str, info: dict[str, 
     return flat.view(shape)
 
 
-def _load_torch(path: Path) -> dict[str, torch.Tensor]:
+def _load_torch(path: Path) -> tuple[dict[str, torch.Tensor], None]:
     """A ``pytorch_model.bin`` state dict, memory-mapped, with no code run while unpickling."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -214,4 +256,4 @@ def _load_torch(path: Path) -> dict[str, torch.Tensor]:
     for name, tensor in state.items():
         if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
             raise PretrainedError(f"{path}: entry {name!r} is not a named tensor")
-    return state
+    return state, None
