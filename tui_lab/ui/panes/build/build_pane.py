@@ -21,6 +21,7 @@ from tui_lab.core.config.lab_config import ConfigError, LabConfig, check_fits_in
 from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
 from tui_lab.ui.panes.build.config_form import FIELDS, ConfigForm
+from tui_lab.ui.widgets.highlight import highlighted
 from tui_lab.ui.widgets.model_card import ModelCardView
 from tui_lab.ui.widgets.model_summary import ModelSummary
 from tui_lab.ui.widgets.preset_list import PresetList
@@ -106,17 +107,13 @@ class BuildPane(LabWidget, Vertical):
 
     def show_card(self, card: Any) -> None:
         """Show an opened model's card and config.json instead of the presets and the form."""
-        from rich.syntax import Syntax
-
         self.card = card
         self.query_one(ModelCardView).show_card(card)
         try:
             text = (card.folder / "config.json").read_text(encoding="utf-8")
         except OSError as exc:
             text = f"// cannot read config.json: {exc.strerror or exc}"
-        self.query_one("#config-json", Static).update(
-            Syntax(text, "json", theme="ansi_dark", background_color="default", word_wrap=True)
-        )
+        self.query_one("#config-json", Static).update(highlighted(text, "json"))
         focused_here = self.app.focused is not None and self in self.app.focused.ancestors
         self.add_class("-model")
         self.refresh_bindings()
@@ -162,8 +159,6 @@ class BuildPane(LabWidget, Vertical):
         self.query_one("#form-title", Label).update(f"Hyperparameters · {self.base.name}{mark}")
 
     def _show_yaml(self, config: LabConfig, stale: str = "") -> None:
-        from rich.syntax import Syntax
-
         # Block style for reading; the file save-as writes comes from LabConfig.to_yaml().
         diff = config.diff_dict()
         text = "# what a saved preset holds\n" + (
@@ -174,9 +169,7 @@ class BuildPane(LabWidget, Vertical):
         text += "\n# every setting, defaults included\n" + yaml.safe_dump(
             config.to_dict(), sort_keys=False
         )
-        self.query_one("#yaml", Static).update(
-            Syntax(text, "yaml", theme="ansi_dark", background_color="default", word_wrap=True)
-        )
+        self.query_one("#yaml", Static).update(highlighted(text, "yaml"))
 
     def load_preset_file(self, path: Path) -> bool:
         """Load a preset file into the form; a bad file is reported, nothing changes."""
