@@ -20,8 +20,15 @@ SIZE = (120, 40)
 
 
 def tiny_app(**kwargs: object) -> LabApp:
-    """The lab on the tiny test preset (runs and presets go to the test's folder)."""
+    """The lab on the tiny test preset (runs and presets go to the test's folder).
+
+    Hidden panes are not drawn ahead of their first showing (``warm_hidden_panes``):
+    that drawing is a speed-up for people switching panes, half of a test's start-up,
+    and the same panes are built either way. Its own test, the snapshots and the
+    reliability tests (real processes) keep it on.
+    """
     kwargs.setdefault("preset", str(TINY))
+    kwargs.setdefault("warm_hidden_panes", False)
     app = LabApp(**kwargs)  # type: ignore[arg-type]
     app.animation_level = "none"  # no bar or scroll animations: snapshots see final frames
     return app

@@ -235,7 +235,7 @@ async def test_hidden_panes_are_drawn_once_out_of_sight() -> None:
     """Each pane is drawn beneath Build as soon as it exists; the screen shows Build throughout."""
     from tui_lab.ui.widgets.pane_tabs import PaneSwitcher
 
-    app = tiny_app()
+    app = tiny_app(warm_hidden_panes=True)
     async with app.run_test(size=SIZE) as pilot:
         switcher = app.query_one(PaneSwitcher)
         others = ("grad norm", "Examples", "decode yet", "component")

@@ -102,6 +102,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
         load_core: bool = True,
         model_source: str | None = None,
         revision: str | None = None,
+        warm_hidden_panes: bool = True,
     ) -> None:
         super().__init__()
         # No animations unless asked for (TEXTUAL_ANIMATIONS): the sliding tab
@@ -133,6 +134,9 @@ class LabApp(PaneRouting, ScreenshotMixin):
         self.model_source = model_source
         self.model_revision = revision
         self.opened: Any = None
+        # Each hidden pane is drawn once out of sight, so that showing it is instant
+        # (PaneSwitcher); False builds a pane when it is first shown instead.
+        self.warm_hidden_panes = warm_hidden_panes
 
     # ---- layout -------------------------------------------------------------------
 
@@ -143,6 +147,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
             BuildPane(self.config, self.user_dir, id=pane_widget_id("build")),
             *lazy_panes(self),  # built after the first frame
             active=self.start_pane,
+            warm=self.warm_hidden_panes,
             id="panes",
         )
         yield SizeNotice(id="size-notice")
@@ -245,8 +250,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
             from tui_lab.ui.core_access import load_core
 
             try:
-                # Opening a real model comes first; the optimizer warms up after it.
-                core = load_core(warm_optimizer=self.model_source is None)
+                core = load_core()
             except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
                 self.post_message(self.CoreLoaded(None, one_line(exc)))
                 return

@@ -19,7 +19,7 @@ FULL_GC_EVERY = 100  # middle-generation collections per full one (Python's defa
 class Core:
     """The loaded core: torch's version, and the modules by name (``core.checkpoint``...)."""
 
-    def __init__(self, warm_optimizer: bool = True) -> None:
+    def __init__(self) -> None:
         # A CPU torch without numpy warns on import; the lab never needs numpy.
         warnings.filterwarnings("ignore", message=".*NumPy.*")
         import torch
@@ -31,9 +31,6 @@ class Core:
         from tui_lab.core.training import remote as run_process
         from tui_lab.core.training import train
 
-        if warm_optimizer:
-            warm_up_optimizer()
-
         self.torch = torch
         self.checkpoint = checkpoint
         self.decode = decode
@@ -44,21 +41,13 @@ class Core:
         self.version = torch.__version__.split("+")[0]
 
 
-def warm_up_optimizer() -> None:
-    """Make one AdamW: the first pulls in more of torch (torch._dynamo, sympy: seconds on
-    a slow machine), so doing it in the background lets space start training promptly."""
-    import torch
-
-    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
-
-
-def load_core(warm_optimizer: bool = True) -> Core:
+def load_core() -> Core:
     """Import torch and the core modules the lab needs (a second or two; call it in a thread).
 
-    ``warm_optimizer=False`` leaves the optimizer's warm-up to the caller: a lab opening
-    a real model opens it first (``model_opening``), then warms up.
+    No optimizer is made here: runs train in their own processes (``core.training.remote``),
+    forked from a server that has made one already.
     """
-    return Core(warm_optimizer)
+    return Core()
 
 
 _frozen = False  # torch's objects are frozen once per process

@@ -25,19 +25,16 @@ def open_in_background(app: LabApp, source: str, revision: str | None) -> thread
 
     def run() -> None:
         from tui_lab.core.decoding.opened import open_model
-        from tui_lab.ui.core_access import warm_up_optimizer
 
         try:
             loaded = open_model(source, "cpu", revision)
         except Exception as exc:  # noqa: BLE001 - one line in the lab, which stays usable
             app.post_message(ModelOpened(source, None, one_line(exc)))
-            warm_up_optimizer()
             return
         app.post_message(ModelOpened(source, loaded))
         # The weights are mapped, not read: read their pages now, while the user
         # types, so the first decode does not wait on the disk.
         prefetch(loaded.model)
-        warm_up_optimizer()
 
     thread = threading.Thread(target=run, name="tfx-lab-open-model", daemon=True)
     thread.start()

@@ -14,7 +14,7 @@ SIZE = (120, 40)
 
 def model_app(source: str | Path) -> LabApp:
     """The lab opened with ``--model source``."""
-    app = LabApp(model_source=str(source))
+    app = LabApp(model_source=str(source), warm_hidden_panes=False)  # see tests/ui/helpers.tiny_app
     app.animation_level = "none"
     return app
 

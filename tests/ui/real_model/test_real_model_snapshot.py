@@ -38,8 +38,8 @@ def masked_folder(
 
     load, open_model = core_access.load_core, opened_module.open_model
 
-    def load_placeholder(warm_optimizer: bool = True) -> core_access.Core:
-        core = load(warm_optimizer)
+    def load_placeholder() -> core_access.Core:
+        core = load()
         core.version = TORCH_PLACEHOLDER
         return core
 

@@ -201,6 +201,9 @@ def serve(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the lab decides when to stop
     sock = socket.socket(fileno=fd)
     from tui_lab.core.training import remote_child, train  # noqa: F401 - the slow imports, once
+    from tui_lab.core.training.schedule import warm_up_optimizer
+
+    warm_up_optimizer()  # else every forked process pays its first AdamW's imports again
 
     children: set[int] = set()
     buffer, fds = b"", []

@@ -135,3 +135,11 @@ def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.AdamW:
         return adamw(fused=True)
     except (RuntimeError, ValueError):
         return adamw(fused=None)
+
+
+def warm_up_optimizer() -> None:
+    """Make one AdamW and drop it: a process's first AdamW imports the rest of torch it
+    needs (torch._dynamo, sympy: about two seconds of a core here), which a process that
+    will train soon pays better ahead of time (the lab while it idles, the fork server
+    once for all the training processes it forks). Tiny: no thread is started."""
+    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])

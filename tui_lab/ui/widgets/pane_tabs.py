@@ -85,7 +85,7 @@ class PaneSwitcher(Container):
     }
     """
 
-    def __init__(self, *panes: Widget, active: str, **kwargs: Any) -> None:
+    def __init__(self, *panes: Widget, active: str, warm: bool = True, **kwargs: Any) -> None:
         for pane in panes:
             pane.display = pane.id == pane_widget_id(active)
         super().__init__(*panes, **kwargs)
@@ -93,6 +93,7 @@ class PaneSwitcher(Container):
         self._warm_queue: list[Widget] = []
         self._warming: Widget | None = None  # the pane on the lower layer now
         self.drawn_beneath: set[str] = set()  # ids of the panes drawn out of sight
+        self.warms = warm  # whether a pane mounted out of sight is drawn there once
 
     def show(self, name: str) -> None:
         """Put pane ``name`` on show (a no-op if it already is)."""
@@ -114,7 +115,7 @@ class PaneSwitcher(Container):
         await stand_in.remove()
         pane.display = pane.id == pane_widget_id(self.active)
         await self.mount(pane)
-        if not pane.display:
+        if not pane.display and self.warms:
             self.warm(pane)
 
     def warm(self, pane: Widget) -> None:
