@@ -24,7 +24,8 @@ def tiny_app(**kwargs: object) -> LabApp:
 
     Hidden panes are not drawn ahead of their first showing (``warm_hidden_panes``):
     that drawing is a speed-up for people switching panes, half of a test's start-up,
-    and the same panes are built either way. Its own test, the snapshots and the
+    draws nothing on screen, and the same panes are built either way. Its own test
+    (``test_hidden_panes_are_drawn_once_out_of_sight``), the command-line tests and the
     reliability tests (real processes) keep it on.
     """
     kwargs.setdefault("preset", str(TINY))

@@ -79,7 +79,7 @@ class TestBuildScreen:
             await ready(pilot)
             await settle(pilot)
 
-        assert snap_compare(tiny_app(warm_hidden_panes=True), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)
 
     def test_build_invalid_field(self, snap_compare) -> None:  # type: ignore[no-untyped-def]
         async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -87,14 +87,14 @@ class TestBuildScreen:
             await set_field(pilot, "model.d_model", "15")
             await settle(pilot)
 
-        assert snap_compare(tiny_app(warm_hidden_panes=True), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)
 
     def test_build_80x24(self, snap_compare) -> None:  # type: ignore[no-untyped-def]
         async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
             await ready(pilot)
             await settle(pilot)
 
-        assert snap_compare(tiny_app(warm_hidden_panes=True), terminal_size=(80, 24), run_before=run_before)
+        assert snap_compare(tiny_app(), terminal_size=(80, 24), run_before=run_before)
 
 
 class TestTrainScreen:
@@ -104,7 +104,7 @@ class TestTrainScreen:
             await pilot.press("2")
             await settle(pilot)
 
-        assert snap_compare(tiny_app(warm_hidden_panes=True), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)
 
     def test_train_opened_run(self, snap_compare, trained_run: Path) -> None:  # type: ignore[no-untyped-def]
         async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -113,7 +113,7 @@ class TestTrainScreen:
             await settle(pilot)
 
         assert snap_compare(
-            tiny_app(warm_hidden_panes=True, run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
+            tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
         )
 
 
@@ -124,7 +124,7 @@ class TestDecodeScreen:
             await settle(pilot)
 
         assert snap_compare(
-            tiny_app(warm_hidden_panes=True, run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
+            tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
         )
 
 
@@ -136,7 +136,7 @@ class TestAttentionScreen:
             await settle(pilot)
 
         assert snap_compare(
-            tiny_app(warm_hidden_panes=True, run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
+            tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
         )
 
     def test_attention_overview_and_walkthrough(
@@ -159,7 +159,7 @@ class TestAttentionScreen:
             await settle(pilot)
 
         assert snap_compare(
-            tiny_app(warm_hidden_panes=True, run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
+            tiny_app(run_dir=str(trained_run)), terminal_size=SIZE, run_before=run_before
         )
 
 
@@ -170,7 +170,7 @@ class TestParamsScreen:
             await pilot.press("5")
             await settle(pilot)
 
-        assert snap_compare(tiny_app(warm_hidden_panes=True), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)
 
 
 class TestRunsScreen:
@@ -193,7 +193,7 @@ class TestRunsScreen:
             await wait_until(pilot, lambda: len(pane.overlay.series) == 2, 10, "two curves")
             await settle(pilot)
 
-        assert snap_compare(tiny_app(warm_hidden_panes=True), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)
 
 
 class TestHelpScreen:
@@ -203,7 +203,7 @@ class TestHelpScreen:
             await pilot.press("question_mark")
             await settle(pilot)
 
-        assert snap_compare(tiny_app(warm_hidden_panes=True), terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(tiny_app(), terminal_size=SIZE, run_before=run_before)
 
 
 class TestTooSmall:
@@ -212,7 +212,7 @@ class TestTooSmall:
             await ready(pilot)
             await settle(pilot)
 
-        assert snap_compare(tiny_app(warm_hidden_panes=True), terminal_size=(60, 18), run_before=run_before)
+        assert snap_compare(tiny_app(), terminal_size=(60, 18), run_before=run_before)
 
 
 async def test_walkthrough_numbers_agree_with_the_decode(trained_run: Path) -> None:
@@ -228,7 +228,7 @@ async def test_walkthrough_numbers_agree_with_the_decode(trained_run: Path) -> N
     from tests.ui.helpers import plain
     from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 
-    app = tiny_app(warm_hidden_panes=True, run_dir=str(trained_run))
+    app = tiny_app(run_dir=str(trained_run))
     async with app.run_test(size=SIZE) as pilot:
         await _decoded(pilot)
         await pilot.press("4", "w")

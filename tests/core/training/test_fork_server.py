@@ -37,6 +37,17 @@ def test_runs_are_forked_by_one_server_and_end_by_themselves(tmp_path: Path) -> 
     assert [run._process.poll() for run in runs] == [0, 0]  # each saved and ended by itself
 
 
+def test_a_lab_closing_its_runs_leaves_the_server_to_the_next_lab(tmp_path: Path) -> None:
+    """The lab's exit (``shutdown_all``) closes its runs; the server, which would leave on
+    EOF when the process ends, serves the next lab of the same process (tests open many)."""
+    server = run_process._fork_server()
+    assert server is not None
+    run = run_process.RemoteRun(lambda e: None, config=tiny_config(), out_dir=tmp_path / "a")
+    run_process.shutdown_all()
+    assert run._process.poll() is not None  # the lab's run ended (and saved)
+    assert run_process._fork_server() is server and server.alive
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_a_forked_process_starts_in_the_folder_the_lab_is_in_now(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -156,16 +156,23 @@ def test_the_process_saves_and_ends_when_the_lab_is_killed(tmp_path: Path) -> No
         assert proc.stdout is not None
         child = int(proc.stdout.readline())
         assert proc.stdout.readline().strip() == "training"
+        server = _parent(child)  # the fork server, where there is one; else the lab itself
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         deadline = time.monotonic() + 30
-        while _alive(child) and time.monotonic() < deadline:
+        while (_alive(child) or _alive(server)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(child), "the training process outlived the lab"
+        assert not _alive(server), "the fork server outlived the lab"
         state = load_run(out).state
         assert state["step"] >= 5  # its last save came after the lab died
     finally:
         proc.kill()
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
 def _alive(pid: int) -> bool:

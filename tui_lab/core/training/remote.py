@@ -336,7 +336,11 @@ class RemoteRun:
 
 
 def shutdown_all(timeout: float = CLOSE_SECONDS) -> None:
-    """Close every training process (each saves first) and the spare; for the lab's exit."""
+    """Close every training process (each saves first) and the spare; for the lab's exit.
+
+    The fork server stays: it leaves by itself when this process ends (EOF on its
+    socket), and a later lab in the same process (tests open many) reuses it rather
+    than importing torch again. ``stop_fork_server`` ends it now."""
     global _spare
     for run in list(_live):
         run.close(timeout)
@@ -346,6 +350,10 @@ def shutdown_all(timeout: float = CLOSE_SECONDS) -> None:
         spare[1].close()
         spare[0].kill()
         spare[0].wait()
+
+
+def stop_fork_server() -> None:
+    """End the fork server now (it has no children once ``shutdown_all`` has run)."""
     global _server
     with _server_lock:
         server, _server = _server, None
