@@ -2,8 +2,10 @@
 
 Why processes: a small model's step is mostly Python, so threads in one
 interpreter would share one lock; separate processes scale with cores. Each
-child is an ordinary ``tfx-lab train --json`` writing an ordinary run folder,
-started in its own session so that a ctrl+c reaches the sweep alone, which
+child is an ordinary ``tfx-lab train --json`` writing an ordinary run folder
+(forked by the fork server, ``training/fork_server.py``, where there is one:
+torch is imported once a sweep, not once a run), started in its own session
+so that a ctrl+c reaches the sweep alone, which
 then asks each child to stop exactly once (a second SIGINT would interrupt its
 save). A sweep run again on the same folder skips runs that are complete,
 resumes those with a checkpoint and starts the rest afresh.
@@ -29,6 +31,7 @@ from tui_lab.core.runs.layout import LOG_FILE, METRICS_FILE, STATE_FILE
 from tui_lab.core.runs.status import is_complete
 from tui_lab.core.runs.summary import read_run_config, summarize_run
 from tui_lab.core.sweeps.spec import PlannedRun, SweepPlan
+from tui_lab.core.training.remote import fork_server
 
 PRIVATE = ".sweep"  # per-run preset, pid and output files; hidden from run listings
 
@@ -52,7 +55,7 @@ class RunTask:
 
     run: PlannedRun
     action: str  # "skip" | "start" | "resume"
-    process: subprocess.Popen[bytes] | None = None
+    process: Any = None  # subprocess.Popen, or fork_server.ForkedProcess (the same calls)
     slot: int | None = None
     started: float | None = None
     ended: float | None = None
@@ -163,7 +166,7 @@ class SweepRunner:
     def _start(self, task: RunTask) -> None:
         run = task.run
         task.private.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "tui_lab.cli", "train", "--json"]
+        command = ["train", "--json"]
         if task.action == "resume":
             command += ["--resume", str(run.folder)]
         else:
@@ -177,14 +180,8 @@ class SweepRunner:
         used = {t.slot for t in self.active}
         task.slot = next(i for i in range(self.parallel) if i not in used)
         cores = self.slots[task.slot] if self.slots else None
-        env = dict(os.environ)
-        if cores:  # keep OpenMP's pool to the run's share of cores
-            env["OMP_NUM_THREADS"] = str(len(cores))
         with open(task.private / "stdout.txt", "wb") as out, open(task.private / "stderr.txt", "wb") as err:
-            task.process = subprocess.Popen(
-                command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
-                start_new_session=True,
-            )
+            task.process = _launch(command, out.fileno(), err.fileno(), len(cores) if cores else None)
         task.started = time.time()
         if cores:
             with contextlib.suppress(OSError):
@@ -211,6 +208,25 @@ class SweepRunner:
                 task.step, task.loss = rec["step"], rec.get("loss")
             elif rec.get("kind") == "eval":
                 task.exact_match = rec.get("exact_match")
+
+
+def _launch(args: list[str], out: int, err: int, threads: int | None) -> Any:
+    """``tfx-lab ARGS`` in its own session, writing to ``out``/``err``: forked by the fork
+    server where there is one (torch imported once for the whole sweep, not once a run),
+    else a fresh interpreter. ``threads``: the run's share of cores for OpenMP's pool."""
+    server = fork_server()
+    if server is not None:
+        try:
+            return server.run_module("tui_lab.cli", args, out, err, threads)
+        except OSError:
+            pass  # the server has just gone: a fresh interpreter instead
+    env = dict(os.environ)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tui_lab.cli", *args], stdout=out, stderr=err,
+        stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+    )
 
 
 def _tail_records(path: Path, size: int = 4096) -> list[dict[str, Any]]:

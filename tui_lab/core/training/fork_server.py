@@ -7,8 +7,10 @@ single-threaded, and forks a child per run in a few milliseconds; the child
 takes the working folder and environment of the moment it was asked for, so it
 is the process a fresh interpreter started then would be, with torch loaded.
 
-``ForkedProcess`` offers what ``RemoteRun`` uses of ``subprocess.Popen``
-(``pid``, ``poll``, ``wait``, ``kill``): the server reaps its children and
+``run_module`` forks a child that runs a module as ``python -m`` would (the
+sweep runner's ``tfx-lab train`` processes).
+``ForkedProcess`` offers what ``RemoteRun`` and the sweep runner use of ``subprocess.Popen``
+(``pid``, ``poll``, ``wait``, ``kill``, ``send_signal``): the server reaps its children and
 reports each exit code. The server leaves when the lab does (EOF on its socket);
 its children then see EOF on their own sockets and stop as they always did.
 """
@@ -62,9 +64,13 @@ class ForkedProcess:
 
     def kill(self) -> None:
         """SIGKILL the process (nothing if it has ended)."""
+        self.send_signal(signal.SIGKILL)
+
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` to the process (nothing if it has ended)."""
         if self.poll() is None:
             try:
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(self.pid, sig)
             except (ProcessLookupError, OSError):
                 pass
 
@@ -104,9 +110,20 @@ class ForkServer:
 
     def fork(self, fd: int) -> ForkedProcess:
         """A new child running ``child_main`` on socket ``fd`` (in this folder and environment)."""
-        request = json.dumps({"cwd": os.getcwd(), "env": dict(os.environ)}).encode() + b"\n"
+        return self._ask({}, [fd])
+
+    def run_module(
+        self, module: str, args: list[str], stdout: int, stderr: int, threads: int | None = None
+    ) -> ForkedProcess:
+        """A new child that runs ``python -m module args`` would, in its own session, with
+        ``stdout``/``stderr`` (file descriptors) as its output and ``threads`` torch threads
+        (the ``OMP_NUM_THREADS`` that cannot reach a torch already imported)."""
+        return self._ask({"module": module, "args": args, "threads": threads}, [stdout, stderr])
+
+    def _ask(self, request: dict[str, object], fds: list[int]) -> ForkedProcess:
+        request = {"cwd": os.getcwd(), "env": dict(os.environ), "fds": len(fds), **request}
         with self._ask_lock:
-            socket.send_fds(self._sock, [request], [fd])
+            socket.send_fds(self._sock, [json.dumps(request).encode() + b"\n"], fds)
             ticket, self._asked = self._asked, self._asked + 1
         return ForkedProcess(ticket, self)
 
@@ -219,17 +236,20 @@ def serve(fd: int) -> None:
         fds += new_fds
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
-            request, child_fd = json.loads(line), fds.pop(0)
+            request = json.loads(line)
+            count = int(request.get("fds", 1))
+            mine, fds = fds[:count], fds[count:]
             pid = os.fork()
             if pid == 0:
-                _child(sock, request, child_fd, others=fds)
-            os.close(child_fd)
+                _child(sock, request, mine, others=fds)
+            for fd in mine:
+                os.close(fd)
             children.add(pid)
             sock.sendall(json.dumps(["pid", pid, None]).encode() + b"\n")
 
 
 def _child(
-    server_sock: socket.socket, request: dict[str, object], fd: int, others: list[int]
+    server_sock: socket.socket, request: dict[str, object], fds: list[int], others: list[int]
 ) -> None:
     code = 1
     try:
@@ -241,12 +261,56 @@ def _child(
         assert isinstance(env, dict)
         os.environ.clear()
         os.environ.update(env)
-        from tui_lab.core.training.remote_child import child_main
+        if "module" in request:
+            code = _run_module(request, fds)
+        else:
+            from tui_lab.core.training.remote_child import child_main
 
-        child_main(fd)
-        code = 0
+            child_main(fds[0])
+            code = 0
     finally:
         os._exit(code)
+
+
+def _run_module(request: dict[str, object], fds: list[int]) -> int:
+    """``python -m module args`` in this forked child: its own session, its own output,
+    ctrl+c as in a fresh interpreter (the server ignores it); the exit code it would have."""
+    import runpy
+
+    import torch
+
+    os.setsid()
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    threads = request.get("threads")
+    if isinstance(threads, int) and threads > 0:
+        torch.set_num_threads(threads)
+    module, args = str(request["module"]), request["args"]
+    assert isinstance(args, list)
+    sys.argv = [module, *map(str, args)]
+    code: object = 0
+    interrupted = False
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code
+    except KeyboardInterrupt:
+        interrupted = True
+    except BaseException:  # noqa: BLE001 - printed, as an interpreter would, then exit 1
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    if interrupted:  # as Python ends on an uncaught ctrl+c: killed by SIGINT itself
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
 
 
 def _reap(sock: socket.socket, children: set[int]) -> None:

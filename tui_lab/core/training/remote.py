@@ -52,7 +52,7 @@ class RunProcessError(LabError):
 # ---- the lab's side ---------------------------------------------------------------
 
 
-def _fork_server() -> ForkServer | None:
+def fork_server() -> ForkServer | None:
     """The running fork server (started on first use), or None where there is no fork."""
     global _server
     if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
@@ -70,7 +70,7 @@ def _start_child() -> tuple[subprocess.Popen[bytes] | ForkedProcess, Connection]
     # talks over a socket pair. Its output goes nowhere: the lab owns the
     # terminal, and everything the run does reaches the lab as events.
     mine, theirs = socket.socketpair()
-    server = _fork_server()
+    server = fork_server()
     if server is not None:
         try:
             forked = server.fork(theirs.fileno())
