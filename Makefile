@@ -27,11 +27,17 @@ lab: $(VENV)/.installed
 # tests from busy ones (worksteal): a module's shared run is trained at most once per worker,
 # and no worker waits while the other holds a long file. Measured on 2 cores: 233 s vs 254 s
 # with whole files per worker.
+# Bytecode is cached whatever PYTHONDONTWRITEBYTECODE says (some machines set it): each
+# fresh interpreter the tests start (the command line, the fork server, serve's tabs) would
+# otherwise compile the whole package again, a second of a core each time, and each worker
+# would rewrite every test module's asserts.
 JOBS ?= auto
 DIST ?= worksteal
+CACHED := env -u PYTHONDONTWRITEBYTECODE
 test: $(VENV)/.installed
 	bash scripts/ensure_chromium.sh
-	$(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(ARGS)
+	$(CACHED) $(PY) -m compileall -q tui_lab bench tests
+	$(CACHED) $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(ARGS)
 
 # The UI and core tests with nothing set, then under settings that make this CPU round
 # floats as another would (MKL's reproducible mode, AVX2 only, torch's plain kernels): a

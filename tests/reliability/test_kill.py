@@ -1,6 +1,7 @@
 """Processes: kill -9 at any moment of training, ctrl+c, and quitting the lab while it trains.
 
-The kill test runs the real ``tfx-lab train`` executable on a tiny preset that
+The kill test runs ``tfx-lab train`` (forked with torch loaded, as the sweep
+runner starts it) on a tiny preset that
 checkpoints after every step (so most of its time is spent saving) and
 SIGKILLs it again and again: at random moments, and the instant a save has
 staged its files (weights written, renames not yet done). After each kill the
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +52,21 @@ def start(folder: Path, *args: object) -> subprocess.Popen[str]:
     )
 
 
-def wait_for(predicate, timeout: float, proc: subprocess.Popen[str], folder: Path, what: str) -> None:  # type: ignore[no-untyped-def]
+def start_forked(folder: Path, *args: object) -> Any:
+    """``tfx-lab ARGS`` forked by the fork server (``ForkServer.run_module``): the process a
+    fresh interpreter would be, torch already loaded. For the kill -9 rounds, where what
+    matters is what a killed writer leaves on disk, not how the process started (the
+    ctrl+c tests below start the real executable)."""
+    from tui_lab.core.training.remote import fork_server
+
+    server = fork_server()
+    if server is None:
+        return start(folder, *args)
+    with open(folder / "child.log", "ab") as log:
+        return server.run_module("tui_lab.cli", [str(a) for a in args], log.fileno(), log.fileno())
+
+
+def wait_for(predicate, timeout: float, proc: Any, folder: Path, what: str) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not predicate():
         if proc.poll() is not None:
@@ -87,16 +103,16 @@ def test_kill_9_at_random_moments_and_mid_save_always_leaves_a_loadable_run(
     run = tmp_path / "run"
     tiny_yaml = preset(tmp_path)
     # (how to pick the moment, ...): random moments, and right inside a save.
-    # Every file mid-save once, and one moment anywhere: four starts of the real executable.
+    # Every file mid-save once, and one moment anywhere: four starts of `tfx-lab train`.
     plan = ["weights staged", "random", "state staged", "optimizer staged"]
     caught: list[str] = []
     last_step = 0
     for round_no, moment in enumerate(plan):
         before = starts_logged(run)
         if round_no == 0:
-            proc = start(tmp_path, "train", "--preset", tiny_yaml, "--out", run)
+            proc = start_forked(tmp_path, "train", "--preset", tiny_yaml, "--out", run)
         else:
-            proc = start(tmp_path, "train", "--resume", run)
+            proc = start_forked(tmp_path, "train", "--resume", run)
         try:
             # Training has started (and, the first time, a checkpoint exists).
             wait_for(lambda b=before: starts_logged(run) > b and (run / "state.json").exists(),
