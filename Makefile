@@ -25,8 +25,8 @@ lab: $(VENV)/.installed
 
 # The suite on every core (pytest-xdist; JOBS=0 runs it in one process). Idle workers take
 # tests from busy ones (worksteal): a module's shared run is trained at most once per worker,
-# and no worker waits while the other holds a long file. Measured on 2 cores: 233 s vs 254 s
-# with whole files per worker.
+# and no worker waits while the other holds a long file (three workers on 2 cores: 245 s
+# against 209-231 s with two).
 # Bytecode is cached whatever PYTHONDONTWRITEBYTECODE says (some machines set it): each
 # fresh interpreter the tests start (the command line, the fork server, serve's tabs) would
 # otherwise compile the whole package again, a second of a core each time, and each worker

