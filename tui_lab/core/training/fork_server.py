@@ -75,25 +75,28 @@ class ForkedProcess:
                 pass
 
 
+def fresh_interpreter(code: str, fd: int) -> subprocess.Popen[bytes]:
+    """``python -c code`` with the lab's root on its path and socket ``fd`` passed on; no
+    terminal (the lab owns it: what the child does reaches the lab over the socket)."""
+    root = str(Path(__file__).resolve().parents[3])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        pass_fds=[fd],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+
+
 class ForkServer:
     """The lab's side of the server: ask for a child, learn when children end."""
 
     def __init__(self) -> None:
         mine, theirs = socket.socketpair()
-        root = str(Path(__file__).resolve().parents[3])
-        env = dict(
-            os.environ,
-            PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-        )
         code = f"from tui_lab.core.training.fork_server import serve; serve({theirs.fileno()})"
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", code],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        self.process = fresh_interpreter(code, theirs.fileno())
         theirs.close()
         self._sock = mine
         self._ask_lock = threading.Lock()

@@ -24,7 +24,6 @@ import os
 import queue
 import socket
 import subprocess
-import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from typing import Any
 
 from tui_lab.core.errors import LabError
 from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
-from tui_lab.core.training.fork_server import ForkedProcess, ForkServer
+from tui_lab.core.training.fork_server import ForkedProcess, ForkServer, fresh_interpreter
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
 
@@ -79,17 +78,8 @@ def _start_child() -> tuple[subprocess.Popen[bytes] | ForkedProcess, Connection]
         else:
             theirs.close()
             return forked, Connection(mine.detach())
-    root = str(Path(__file__).resolve().parents[3])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     code = f"from tui_lab.core.training.remote_child import child_main; child_main({theirs.fileno()})"
-    process = subprocess.Popen(
-        [sys.executable, "-c", code],
-        pass_fds=[theirs.fileno()],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
+    process = fresh_interpreter(code, theirs.fileno())
     theirs.close()
     return process, Connection(mine.detach())
 
