@@ -26,7 +26,7 @@ from textual.widgets import Input
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.core.runs.folder import runs_root
-from tui_lab.ui import compat, hangup
+from tui_lab.ui import compat, hangup, torch_preload
 from tui_lab.ui.export import SAVE_SVG, ScreenshotMixin
 from tui_lab.ui.keymap import PANE_TITLES, PANES
 from tui_lab.ui.lazy_panes import lazy_panes
@@ -41,6 +41,7 @@ from tui_lab.ui.routing import PaneRouting
 from tui_lab.ui.run_config import starting_config
 from tui_lab.ui.time_travel.travel import Travel
 from tui_lab.ui.widgets.key_bar import KeyBar
+from tui_lab.ui.widgets.lazy_pane import LazyPane
 from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id
 from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice
 from tui_lab.ui.widgets.status_bar import StatusBar
@@ -145,7 +146,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
         yield PaneTabs(PANE_TITLES, self.start_pane, id="tabs")
         yield PaneSwitcher(
             BuildPane(self.config, self.user_dir, id=pane_widget_id("build")),
-            *lazy_panes(self),  # built after the first frame
+            *lazy_panes(self, held=self._load_core),  # built after the first frame, see ready()
             active=self.start_pane,
             warm=self.warm_hidden_panes,
             id="panes",
@@ -247,14 +248,21 @@ class LabApp(PaneRouting, ScreenshotMixin):
         """
 
         def load() -> None:
-            from tui_lab.ui.core_access import load_core
+            from tui_lab.ui.core_access import keep_collections_short, load_core
 
             try:
                 core = load_core()
             except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
                 self.post_message(self.CoreLoaded(None, one_line(exc)))
                 return
+            # Here, before the model is built: a full collection over torch's objects
+            # in the middle of building it took a sixth of a second.
+            keep_collections_short()
             self.post_message(self.CoreLoaded(core))
+            if self.model_source is not None:  # on at once, without a round trip through the UI
+                from tui_lab.ui.model_opening import open_and_post
+
+                open_and_post(self, self.model_source, self.model_revision)
 
         threading.Thread(target=load, name="tfx-lab-load-torch", daemon=True).start()
 
@@ -264,22 +272,25 @@ class LabApp(PaneRouting, ScreenshotMixin):
             self.core_state = f"torch failed to load: {message.error}"
             self.notify(self.core_state, severity="error", timeout=10)
             self._update_status()
+            self.loaded()
             return
-        from tui_lab.ui.core_access import keep_collections_short
-
         self.core = message.core
-        keep_collections_short()
         self.core_state = f"torch {message.core.version} ready"
-        if self.model_source is not None:
-            from tui_lab.ui.model_opening import open_in_background
-
+        if self.model_source is not None:  # the loading thread opens it now
             self.core_state = f"opening {self.model_source}…"
-            open_in_background(self, self.model_source, self.model_revision)
+        else:
+            self.loaded()
         self._update_status()
         if self.pane("train") is not None:
             self.pane("train").core_ready()
         build = self.query_one(BuildPane)
         self._request_report(build.config, build.edited)  # not while a model opens
+
+    def loaded(self) -> None:
+        """What the user waited for is here (torch, and the ``--model``, opened or not):
+        the hidden panes are built now. Before, they would have slowed that wait."""
+        for stand_in in self.query(LazyPane):
+            stand_in.release()
 
     def _focus_pane(self, pane_id: str) -> None:
         pane = self.pane(pane_id)
@@ -348,6 +359,7 @@ def run_lab(
     revision: str | None = None,
 ) -> None:
     """Open the lab (the ``tfx-lab`` command with no subcommand)."""
+    torch_preload.start()  # on the second core, while the first frame is drawn
     try:
         LabApp(
             preset=preset,

@@ -1,7 +1,8 @@
 """The five panes built after the first frame, each behind a ``LazyPane`` stand-in.
 
 Only the Build pane is imported before the first frame; the others (and
-plotext, which the Train pane needs) are imported and built right after it.
+plotext, which the Train pane needs) are imported and built after it: in the
+lab, once torch (and a ``--model``) is loaded, or as soon as one is shown.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ if TYPE_CHECKING:
     from tui_lab.ui.panes.train.train_pane import TrainPane
 
 
-def lazy_panes(app: LabApp) -> list[LazyPane]:
-    """Stand-ins for Train, Decode, Attention, Params and Runs, in tab order."""
+def lazy_panes(app: LabApp, held: bool = False) -> list[LazyPane]:
+    """Stand-ins for Train, Decode, Attention, Params and Runs, in tab order
+    (``held``: hidden ones wait for ``LazyPane.release``)."""
 
     def train() -> TrainPane:
         from tui_lab.ui.panes.train.train_pane import TrainPane
@@ -55,7 +57,7 @@ def lazy_panes(app: LabApp) -> list[LazyPane]:
         return RunsPane(app.runs_root, id=pane_widget_id("runs"))
 
     return [
-        LazyPane(factory, id=pane_widget_id(name))
+        LazyPane(factory, id=pane_widget_id(name), held=held)
         for name, factory in (
             ("train", train),
             ("decode", decode),

@@ -1,17 +1,20 @@
-"""Opening a real model from files (``tfx-lab --model SOURCE``) in the background.
+"""Opening a real model from files (``tfx-lab --model SOURCE``), in torch's loading thread.
 
-Torch is loaded first (``core_access``), after the first frame; then a daemon
-thread opens the model (``core.decoding.opened.open_model``: the files are
+The thread that imported torch (``app._load_core_worker``) goes straight on to
+open the model (``core.decoding.opened.open_model``: the files are
 memory-mapped, the lab's own model is built around them) and posts one
-``ModelOpened`` message, which the app routes to every pane. A daemon thread,
-not a Textual worker, for the reason torch's import is one: opening cannot be
+``ModelOpened`` message, which the app routes to every pane: the model is
+usable from then on. What makes decoding faster but is not needed to start is
+done after that message, in the same thread: re-laying the weights for
+decoding (``LoadedModel.settle``; work in torch, so the UI keeps its
+interpreter lock meanwhile), then reading the mapped pages once.
+A daemon thread, for the reason torch's import is one: opening cannot be
 interrupted, and quitting while it runs must not wait for it.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import ModelOpened
@@ -20,25 +23,29 @@ if TYPE_CHECKING:
     from tui_lab.ui.app import LabApp
 
 
-def open_in_background(app: LabApp, source: str, revision: str | None) -> threading.Thread:
-    """Start opening ``source`` (a folder or a cached hub name); ``ModelOpened`` reports it."""
+def open_and_post(app: LabApp, source: str, revision: str | None) -> None:
+    """Open ``source`` (a folder or a cached hub name) in this thread; ``ModelOpened`` reports it."""
+    from tui_lab.core.decoding.opened import open_model
 
-    def run() -> None:
-        from tui_lab.core.decoding.opened import open_model
+    try:
+        loaded = open_model(source, "cpu", revision, lay_out_later=True)
+    except Exception as exc:  # noqa: BLE001 - one line in the lab, which stays usable
+        app.post_message(ModelOpened(source, None, one_line(exc)))
+        return
+    app.post_message(ModelOpened(source, loaded))
+    loaded.settle()
+    # The weights are mapped, not read: read their pages now, while the user
+    # types, so the first decode does not wait on the disk.
+    prefetch(loaded.model)
 
-        try:
-            loaded = open_model(source, "cpu", revision)
-        except Exception as exc:  # noqa: BLE001 - one line in the lab, which stays usable
-            app.post_message(ModelOpened(source, None, one_line(exc)))
-            return
-        app.post_message(ModelOpened(source, loaded))
-        # The weights are mapped, not read: read their pages now, while the user
-        # types, so the first decode does not wait on the disk.
-        prefetch(loaded.model)
 
-    thread = threading.Thread(target=run, name="tfx-lab-open-model", daemon=True)
-    thread.start()
-    return thread
+def settled(run: Any) -> Any:
+    """``run`` once its model is final: an opened model's background layout done (waited
+    for if it runs). Before code that copies the model's modules or counts its tensors."""
+    settle = getattr(run, "settle", None)
+    if settle is not None:
+        settle()
+    return run
 
 
 def prefetch(model: object) -> None:

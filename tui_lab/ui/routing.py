@@ -59,6 +59,7 @@ class PaneRouting(App[None]):
     # LabApp's: the status bar's text, and switching panes.
     _update_status: Callable[[], None]
     action_show_pane: Callable[[str], None]
+    loaded: Callable[[], None]  # torch (and --model) loaded: the hidden panes are built
 
     def pane(self, pane_id: str) -> Any:
         """The pane widget with this id ('train'...), or None before it is built or while quitting.
@@ -151,6 +152,7 @@ class PaneRouting(App[None]):
         work on it), or failed: one line, and the lab goes on with the default preset."""
         loaded = message.loaded
         version = self.core.version if self.core is not None else "?"
+        self.loaded()  # the hidden panes are built from here on
         if loaded is None:
             self.model_source = None
             self.core_state = f"model failed to open · torch {version} ready"
@@ -184,10 +186,11 @@ class PaneRouting(App[None]):
     def _model_report_worker(self, loaded: Any) -> None:
         """The opened model's parameter breakdown, from its own tensors (thread)."""
         from tui_lab.core.model.params import report_for_model
+        from tui_lab.ui.model_opening import settled
 
         model_config = loaded.config.model
         try:
-            report = report_for_model(loaded.model, model_config.max_len)
+            report = report_for_model(settled(loaded).model, model_config.max_len)  # a tied head once
         except Exception as exc:  # noqa: BLE001 - shown in Params, the lab keeps going
             self.post_message(ReportReady(loaded.config, None, 0, one_line(exc)))
             return

@@ -43,8 +43,8 @@ def masked_folder(
         core.version = TORCH_PLACEHOLDER
         return core
 
-    def open_masked(source: str, device: str = "cpu", revision: str | None = None) -> Any:
-        loaded = open_model(source, device, revision)
+    def open_masked(source: str, device: str = "cpu", revision: str | None = None, **options: Any) -> Any:
+        loaded = open_model(source, device, revision, **options)
         return dataclasses.replace(loaded, card=dataclasses.replace(loaded.card, folder=Path(source)))
 
     monkeypatch.setattr(core_access, "load_core", load_placeholder)

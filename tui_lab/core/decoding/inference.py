@@ -7,7 +7,8 @@ damaged ``optimizer.pt`` stops ``train --resume`` but not them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -35,6 +36,10 @@ class LoadedModel:
     notes: list[str]  # what loading the weights noticed (a save cut off midway)
     # A model opened from files (``opened.py``): its ModelCard; None for a run's model.
     card: Any = None
+    # Finishes what opening left for later (``open_model(lay_out_later=True)``: the weights'
+    # layout for decoding); safe from any thread, a no-op once done. Counting parameters
+    # by identity (a tied head once) waits for it; decoding meanwhile needs nothing.
+    settle: Callable[[], object] = field(default=lambda: None, compare=False, repr=False)
 
 
 def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: int | None = None) -> LoadedModel:

@@ -25,6 +25,7 @@ from tui_lab.core.model.device import choose_device, set_threads
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.files import open_tensors, read_config
+from tui_lab.core.pretrained.layout import PendingLayout
 from tui_lab.core.pretrained.marian_tokenizer import load_marian_tokenizer
 from tui_lab.core.pretrained.source import ModelSource, resolve_source
 from tui_lab.core.pretrained.tokenizer import load_tokenizer
@@ -82,15 +83,20 @@ class ModelCard:
 
 
 def open_model(
-    source: str, device: str = "cpu", revision: str | None = None
+    source: str, device: str = "cpu", revision: str | None = None, lay_out_later: bool = False
 ) -> LoadedModel:
-    """The model ``source`` names (a folder or a cached hub name), offline; PretrainedError if not."""
+    """The model ``source`` names (a folder or a cached hub name), offline; PretrainedError if not.
+
+    ``lay_out_later``: return before the weights are re-laid for decoding (a third
+    of a second for GPT-2 small); ``settle()`` on the result does it, once. The lab
+    shows the model first and re-lays it in the background.
+    """
     where = choose_device(device)
     found = resolve_source(source, revision)
     raw = read_config(found.folder)
     tensors = open_tensors(found.folder)
     stored = _stored_dtype(tensors)
-    model_config, model = build_pretrained(raw, tensors)
+    model_config, model = build_pretrained(raw, tensors, lay_out_now=not lay_out_later)
     translator = model_config.arch == "encoder-decoder"
     tokenizer: Any = load_marian_tokenizer(found.folder) if translator else load_tokenizer(found.folder)
     vocab = model_config.vocab_size or 0
@@ -127,7 +133,8 @@ def open_model(
         source=str(found.folder),
     )
     card = _card(found, raw, model_config, n_params, len(tokenizer), stored, tensors, notes)
-    return LoadedModel(config, task, model, 0, where, notes, card=card)
+    settle = PendingLayout(model, tensors.release) if lay_out_later else (lambda: None)
+    return LoadedModel(config, task, model, 0, where, notes, card=card, settle=settle)
 
 
 def _stored_dtype(tensors: Any) -> str:

@@ -27,10 +27,12 @@ from tui_lab.core.pretrained.layout import lay_out
 
 
 def build_pretrained(
-    config: dict[str, Any], tensors: Mapping[str, torch.Tensor]
+    config: dict[str, Any], tensors: Mapping[str, torch.Tensor], lay_out_now: bool = True
 ) -> tuple[ModelConfig, Any]:
     """(the lab's settings, the model in eval mode) for a config.json and its tensors:
-    a ``DecoderOnly``, or an ``EncoderDecoder`` for a translator (Marian)."""
+    a ``DecoderOnly``, or an ``EncoderDecoder`` for a translator (Marian). With
+    ``lay_out_now`` False its weights are left as stored: re-lay them later with a
+    ``PendingLayout`` (``layout.py``)."""
     family = family_for(config)
     model_config = family.model_config(config)
     state = family.lab_state_dict(tensors, model_config)
@@ -54,7 +56,8 @@ def build_pretrained(
     if model_config.tie_embeddings:
         model.lm_head.weight = model.tgt_embed.weight
     _real_buffers(model, model_config)
-    lay_out(model, getattr(tensors, "release", None))
+    if lay_out_now:
+        lay_out(model, getattr(tensors, "release", None))
     return model_config, model.eval()
 
 

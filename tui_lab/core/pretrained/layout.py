@@ -21,6 +21,7 @@ still held once: the rest stay memory-mapped. A tied head is laid out for the he
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import torch
@@ -73,3 +74,28 @@ def lay_out(model: nn.Module, release: Callable[[torch.Tensor], int] | None = No
         if release is not None:
             release(param.detach())
     return copied
+
+
+class PendingLayout:
+    """``lay_out(model, release)`` left for later: run once, by whichever thread asks first.
+
+    The lab opens a model without re-laying it, so that it is usable sooner, and
+    re-lays it in the background (``LoadedModel.settle``). A forward pass meanwhile
+    is still right: each module holds the old tensor or its copy, the same values,
+    and a released page is read back from the file. Code that counts parameters by
+    identity (a tied head is one tensor) calls it first, and waits for it if it runs.
+    """
+
+    def __init__(self, model: nn.Module, release: Callable[[torch.Tensor], int] | None) -> None:
+        self._model: nn.Module | None = model
+        self._release = release
+        self._lock = threading.Lock()
+        self.copied = 0
+
+    def __call__(self) -> int:
+        """Re-lay the model now unless done already; the bytes copied."""
+        with self._lock:
+            if self._model is not None:
+                self.copied = lay_out(self._model, self._release)
+                self._model = self._release = None
+            return self.copied

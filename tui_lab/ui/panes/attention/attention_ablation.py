@@ -159,6 +159,7 @@ class AttentionAblation(LabWidget):
     def _text_importance_worker(self, run: Any, mode: str, text: str) -> None:
         """Switch each head of a real model off alone; its loss on ``text`` (thread)."""
         from tui_lab.core.analysis.text_ablation import text_ids, text_importance
+        from tui_lab.ui.model_opening import settled
         from tui_lab.ui.widgets.atlas_scores import shared_clone
 
         what = f"{mode}, loss on the text"
@@ -172,7 +173,7 @@ class AttentionAblation(LabWidget):
 
         try:
             ids = text_ids(run.task, text, run.config.model.max_len)
-            table = text_importance(shared_clone(run.model), ids, mode, progress)
+            table = text_importance(shared_clone(settled(run).model), ids, mode, progress)
         except Exception as exc:  # noqa: BLE001 - say it in the view, never crash the lab
             self.post_message(self.ImportanceReady(error=one_line(exc)))
             return

@@ -85,8 +85,9 @@ class BuildPane(LabWidget, Vertical):
         )
         self.show_config(self.base, yaml_now=False)
         self.query_one(ModelSummary).show_loading()
-        # Syntax highlighting imports pygments: after the first frame.
-        self.call_after_refresh(lambda: self._show_yaml(self.config))
+        # Syntax highlighting imports pygments: after the first frame. Not at all while
+        # a model's card takes the form's place (``show_form`` shows it if the model fails).
+        self.call_after_refresh(lambda: None if self.card_shown else self._show_yaml(self.config))
 
     def focus_default(self) -> None:
         """Put the cursor where a visitor starts: the preset list (or the model's card)."""
@@ -131,11 +132,17 @@ class BuildPane(LabWidget, Vertical):
         return {"source": self.card.name, "revision": self.card.revision, "text": text,
                 "overrides": overrides}
 
+    @property
+    def card_shown(self) -> bool:
+        """Whether a model's card (or the note that it is being opened) is on show."""
+        return self.has_class("-model")
+
     def show_form(self) -> None:
         """Back to the presets and the form (the model failed to open, or a run replaced it)."""
         self.card = None
         self.remove_class("-model")
         self.refresh_bindings()
+        self._show_yaml(self.config)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The form's keys (save as, revert, focus) do nothing while a model's card is on show."""

@@ -290,6 +290,7 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
     ) -> None:
         """Run the core's decoder (thread); a copy of the model if it is training."""
         from tui_lab.core.decoding.decode import generate
+        from tui_lab.ui.model_opening import settled
 
         options: dict[str, Any] = {
             "temperature": temperature, "top_k": top_k, "top_p": top_p, "report_k": TOP_K_SHOWN
@@ -300,6 +301,7 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
         try:
             # Fetching the weights can fail too (a training process that has ended
             # before its first checkpoint): say so inline, like bad input.
+            settled(run)  # an opened model re-laid in the background: done first
             model = copy.deepcopy(run.model) if snapshot else run.model
             model, ablated = self.ablation.apply(model, run, copied=snapshot, text=text)
             result = generate(model, run.task, text, **options)
