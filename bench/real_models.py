@@ -325,7 +325,8 @@ def first_frame(folder: Path) -> dict[str, Any]:
             term.expect(folder.name.encode(), 60)
             painted, painted_cpu = time.perf_counter() - term.started, _cpu_seconds(term.proc.pid)
             term.expect(b"opening", 180)
-            term.expect(b"ready", 180)
+            # The status line's words once the model is open (nothing else on screen says them).
+            term.expect(f"torch {torch.__version__.split('+')[0]} ready".encode(), 180)
             ready, ready_cpu = time.perf_counter() - term.started, _cpu_seconds(term.proc.pid)
             if b"failed" in term.buffer:
                 raise RuntimeError("the lab could not open the model")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.widgets import Input
@@ -250,6 +251,29 @@ async def test_hidden_panes_are_drawn_once_out_of_sight() -> None:
         assert app.active_pane == "build" and [p for p in app.panes.values() if p.display] == [
             app.pane("build")
         ]
+
+
+async def test_hidden_panes_wait_for_torch_and_a_shown_one_is_built_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While torch loads (held here: it never arrives) only Build exists; a pane key builds
+    and shows that pane alone; once loaded (``loaded``), the rest are built."""
+    from tui_lab.ui.app import LabApp
+    from tui_lab.ui.widgets.lazy_pane import LazyPane
+
+    monkeypatch.setattr(LabApp, "_load_core_worker", lambda self: None)
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert set(app.panes) == {"build"} and len(app.query(LazyPane)) == 5
+        await pilot.press("3")
+        await wait_until(pilot, lambda: app.pane("decode") is not None, 30, "the decode pane")
+        await pilot.pause(0.2)
+        assert app.active_pane == "decode" and app.pane("decode").display
+        assert set(app.panes) == {"build", "decode"}
+        app.loaded()
+        await wait_until(pilot, lambda: len(app.panes) == 6, 30, "every pane")
+        assert not app.query(LazyPane)
 
 
 async def test_a_pane_key_during_the_warm_up_shows_that_pane() -> None:

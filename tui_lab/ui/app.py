@@ -248,16 +248,13 @@ class LabApp(PaneRouting, ScreenshotMixin):
         """
 
         def load() -> None:
-            from tui_lab.ui.core_access import keep_collections_short, load_core
+            from tui_lab.ui.core_access import load_core
 
             try:
                 core = load_core()
             except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
                 self.post_message(self.CoreLoaded(None, one_line(exc)))
                 return
-            # Here, before the model is built: a full collection over torch's objects
-            # in the middle of building it took a sixth of a second.
-            keep_collections_short()
             self.post_message(self.CoreLoaded(core))
             if self.model_source is not None:  # on at once, without a round trip through the UI
                 from tui_lab.ui.model_opening import open_and_post

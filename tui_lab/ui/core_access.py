@@ -46,16 +46,30 @@ def load_core() -> Core:
 
     No optimizer is made here: runs train in their own processes (``core.training.remote``),
     forked from a server that has made one already.
+
+    The cyclic collector is off meanwhile (for the whole process): torch's import
+    creates some 170,000 objects, and the full collections they set off walked a
+    heap that kept growing, a tenth to a quarter of a second of the interpreter
+    lock in all. The objects are frozen afterwards (``keep_collections_short``)
+    rather than collected, before the collector is on again.
     """
-    return Core()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        core = Core()
+        keep_collections_short()
+        return core
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 _frozen = False  # torch's objects are frozen once per process
 
 
 def keep_collections_short() -> None:
-    """Once torch is loaded, keep garbage collection from pausing the UI (the lab calls
-    it in torch's loading thread, before it builds a model).
+    """Once torch is loaded, keep garbage collection from pausing the UI (``load_core``
+    calls it, in torch's loading thread, before a model is built).
 
     torch brings hundreds of thousands of long-lived objects; a full collection
     walking them all paused the UI for hundreds of milliseconds now and then.
@@ -65,14 +79,13 @@ def keep_collections_short() -> None:
     every key press, and cyclic garbage waits a little longer.
     Frozen once per process: a later lab in the same process (tests open
     hundreds) finds torch already frozen.
-    Frozen without a full collection first: after torch's import that found 40
+    Frozen without a collection first: after torch's import one found 40
     unreachable objects among 170,000 and took 0.13-0.3 s of the interpreter
-    lock, right when the lab becomes usable. The young generations, where any
-    garbage of the import still is, are collected (a millisecond).
+    lock, right when the lab becomes usable (and with the collector off during
+    the import, every one of them is in the youngest generation).
     """
     global _frozen
     if not _frozen:
-        gc.collect(1)
         gc.freeze()
         _frozen = True
     young, middle, _ = gc.get_threshold()

@@ -215,3 +215,5 @@ async def test_a_folder_that_cannot_open_is_one_line_and_the_lab_goes_on(tmp_pat
         assert "failed" in plain(app.query_one("#status"))
         assert app.query_one("#build-form-col").display is True
         assert app.last_report.config.name == app.config.name
+        # The preset's YAML, left out while the model's card held its place, is drawn now.
+        assert "# what a saved preset holds" in plain(app.query_one("#yaml"))
