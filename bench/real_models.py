@@ -397,7 +397,7 @@ def real_models(quick: bool) -> Section:
         values["real_models_memory"] = mem
         values["real_models_rss_over_weights"] = round(mem["growth_over_weights"], 3)
         if _lab_accepts_model():
-            frames = [first_frame(folder) for _ in range(1 if quick else 2)]
+            frames = [first_frame(folder) for _ in range(1 if quick else 3)]
             ui = {k: statistics.median(f[k] for f in frames) for k in frames[0]}
             ui["runs"] = len(frames)
         else:
