@@ -146,7 +146,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
         yield PaneTabs(PANE_TITLES, self.start_pane, id="tabs")
         yield PaneSwitcher(
             BuildPane(self.config, self.user_dir, id=pane_widget_id("build")),
-            *lazy_panes(self, held=self._load_core),  # built after the first frame, see ready()
+            *lazy_panes(self, held=self._load_core),  # built after the first frame, see loaded()
             active=self.start_pane,
             warm=self.warm_hidden_panes,
             id="panes",

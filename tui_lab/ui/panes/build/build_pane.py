@@ -91,7 +91,7 @@ class BuildPane(LabWidget, Vertical):
 
     def focus_default(self) -> None:
         """Put the cursor where a visitor starts: the preset list (or the model's card)."""
-        if self.has_class("-model"):
+        if self.card_shown:
             self.query_one("#build-card-col").focus()
         else:
             self.query_one(PresetList).focus()
@@ -146,7 +146,7 @@ class BuildPane(LabWidget, Vertical):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The form's keys (save as, revert, focus) do nothing while a model's card is on show."""
-        if self.has_class("-model") and action in ("save_as", "revert", "focus_presets", "focus_form"):
+        if self.card_shown and action in ("save_as", "revert", "focus_presets", "focus_form"):
             return False
         return True
 
