@@ -1,7 +1,8 @@
 """The attention `generate` shows, against a step-by-step decode written out by hand.
 
-`generate` decodes on the fused path and takes the attention from one explicit
-pass at the end. Here a reference decodes the same sequence one token at a
+`generate` decodes on the fused path and takes the attention from explicit
+passes: a cached decoder-only model's prompt as it is read and the generated
+tokens against its cached keys at the end, otherwise one pass at the end. Here a reference decodes the same sequence one token at a
 time in float64, straight from the model's parameters and the formulas (layer
 norm, projections, RoPE by angle, softmax(q k^T / sqrt(d)) over the keys so
 far, pre-LN residuals), and keeps each step's attention row. The rows must be
@@ -147,14 +148,15 @@ def _reference(model: torch.nn.Module, src: list[int], fed: list[int]) -> tuple[
     ("arch", "positional"),
     [("decoder-only", "rope"), ("decoder-only", "sinusoidal"), ("encoder-decoder", "sinusoidal"), ("encoder-decoder", "rope")],
 )
-def test_generate_attention_equals_a_step_by_step_decode_by_hand(arch: str, positional: str) -> None:
+@pytest.mark.parametrize("new_tokens", [1, 9])  # the prompt's rows alone; with the generated tokens' rows
+def test_generate_attention_equals_a_step_by_step_decode_by_hand(arch: str, positional: str, new_tokens: int) -> None:
     cfg = tiny_config(model={"arch": arch, "positional": positional, "max_len": 16, "n_decoder_layers": 2})
     torch.manual_seed(0)
     task = make_task(cfg.task)
     model = build_model(cfg.model, vocab_size=len(task.vocab), pad_id=PAD).eval()
     for p in model.parameters():
         p.data.normal_(0, 0.3)  # a sharp random model: varied tokens and peaked rows
-    result = generate(model, task, "31415", max_new_tokens=9, capture=True)
+    result = generate(model, task, "31415", max_new_tokens=new_tokens, capture=True)
     src = task.vocab.encode("31415")
     prompt = [*src, SEP] if arch == "decoder-only" else [BOS]
     fed = [*prompt, *result.tokens[:-1]]

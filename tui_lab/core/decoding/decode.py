@@ -179,12 +179,15 @@ def generate(
     """Decode one input; greedy unless ``temperature`` > 0, then sampled after the
     ``top_k``/``top_p`` cuts (``sampling.py``) from a generator seeded with ``seed``.
 
-    Decoding always runs on the fast path (fused attention, no weights kept).
-    With ``capture`` the attention shown in the lab comes from one more,
-    explicit pass over the decoded sequence at the end: a causal pass gives
-    each position exactly the row that position's own decoding step would
-    have produced, at the cost of about one uncached step instead of the
-    explicit path at every step.
+    Decoding steps run on the fast path (fused attention, no weights kept).
+    With ``capture`` the attention shown in the lab comes from explicit passes:
+    a cached decoder-only model reads its prompt on the explicit path (the
+    prompt's rows), and one more pass at the end feeds the generated tokens
+    against the prompt's cached keys (their rows); otherwise one uncached pass
+    over the whole decoded sequence at the end. A causal pass gives each
+    position exactly the row that position's own decoding step would have
+    produced, at the cost of about one step instead of the explicit path at
+    every step.
     """
     try:
         check_sampling(temperature, top_k, top_p)
@@ -227,9 +230,10 @@ def generate(
     # The decoding steps run under inference_mode, not no_grad: no autograd
     # bookkeeping (views, version counters) on any of the ~800 ops of a decoded
     # token. Nothing made there outlives the call except the position tables,
-    # which are built outside it. The two capture passes run under no_grad, so
-    # the weights handed out are ordinary tensors (an inference tensor cannot be
-    # changed in place, or saved for backward, anywhere else).
+    # which are built outside it. The weights handed out are ordinary tensors
+    # (an inference tensor cannot be changed in place, or saved for backward,
+    # anywhere else): those captured while decoding are cloned on the way out,
+    # and the encoder's and an uncached decode's passes run under no_grad.
     lab = face(model)
     try:
         with torch.no_grad():
@@ -252,7 +256,12 @@ def generate(
 
             with torch.inference_mode():
                 cache = lab.new_cache() if use_cache else None
-                logits = run(prompt, cache)[:, -1]
+                # A cached decoder-only model captures the prompt's rows as it reads
+                # them: the pass at the end then covers only the generated tokens
+                # (over a cache cut back to the prompt), not the prompt again.
+                incremental = store is not None and cache is not None and decoder_only
+                with capture_attention(model, store) if incremental else nullcontext():
+                    logits = run(prompt, cache)[:, -1]
                 while len(out_ids) < budget:
                     if banned:
                         logits[:, banned] = float("-inf")
@@ -263,7 +272,11 @@ def generate(
                         break
                     if len(out_ids) < budget:
                         logits = run([nxt] if use_cache else [*prompt, *out_ids], cache)[:, -1]
-            if store is not None:
+                if incremental and len(out_ids) > 1:
+                    cache.crop(len(prompt))
+                    with capture_attention(model, store):
+                        run(out_ids[:-1], cache)  # the last token is never fed back
+            if store is not None and not incremental:
                 with capture_attention(model, store):
                     run([*prompt, *out_ids[:-1]], None)  # the last token is never fed back
     finally:
@@ -311,6 +324,8 @@ def _attach_attention(
     src_labels = [lab(i) for i in src_ids]
     for name, weights in store.matrices().items():
         w = weights[0].float().cpu()  # (H, Tq, Tk)
+        if w.is_inference():  # captured while decoding: an ordinary tensor for the panes
+            w = w.clone()
         if name.startswith("encoder"):
             labels = (src_labels, src_labels)
         elif name.endswith("cross"):

@@ -167,6 +167,11 @@ class KVCache:
         room[1][..., old : old + new, :].copy_(v)
         return room[0][..., : old + new, :], room[1][..., : old + new, :]
 
+    def crop(self, length: int) -> None:
+        """Keep the first ``length`` positions; the room stays, so appends write over the rest."""
+        if self.k is not None and self.v is not None and length < self.k.size(-2):
+            self.k, self.v = self.k[..., :length, :], self.v[..., :length, :]
+
     def reset(self) -> None:
         self.k = self.v = None
         self._room = None

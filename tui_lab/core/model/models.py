@@ -63,6 +63,11 @@ class DecoderCache:
         for c in (*self.self_attn, *self.cross_attn):
             c.reset()
 
+    def crop(self, length: int) -> None:
+        """Forget every target position from ``length`` on (the encoder's memory stays)."""
+        for c in self.self_attn:
+            c.crop(length)
+
 
 def _positions(config: ModelConfig) -> nn.Module | None:
     """The additive position module, or None for RoPE (applied inside attention)."""
