@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -90,6 +91,32 @@ def test_start_up_loads_no_torch_rich_or_textual() -> None:
                           timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_a_bad_preset_is_refused_before_torch_loads(tmp_path: Path) -> None:
+    """``train`` and ``params`` refuse a preset that does not load, and ``train`` one whose
+    model could never fit this machine, in a fraction of a second: torch is not imported."""
+    misspelt = tmp_path / "misspelt.yaml"
+    misspelt.write_text("model:\n  d_modle: 32\n")
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("model:\n  d_model: 4000000\n")
+    code = (
+        "import sys, io, contextlib\n"
+        "from tui_lab.cli import main\n"
+        "err = io.StringIO()\n"
+        "with contextlib.redirect_stderr(err):\n"
+        f"    codes = [main(['train', '--preset', {str(misspelt)!r}]), main(['params', '--preset', {str(misspelt)!r}]),\n"
+        f"             main(['train', '--preset', {str(huge)!r}, '--out', {str(tmp_path / 'out')!r}])]\n"
+        "print(codes, 'torch' in sys.modules)\n"
+        "print(err.getvalue())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    first, *errors = proc.stdout.strip().splitlines()
+    assert first == "[2, 2, 2] False"
+    assert "d_modle: unknown setting" in errors[0] and "d_modle: unknown setting" in errors[1]
+    assert "parameters need" in errors[2] and "more than this machine's" in errors[2]
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("args, fragment", [

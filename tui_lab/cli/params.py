@@ -21,8 +21,6 @@ def add_parser(sub: Subparsers) -> None:
 def params(args: argparse.Namespace) -> int:
     """Parameter breakdown of a preset: rows, total, memory and FLOPs per token."""
     from tui_lab.core.config.presets import load_preset
-    from tui_lab.core.model.params import parameter_report
-    from tui_lab.core.tasks import make_task
 
     if args.model is not None:
         from tui_lab.core.model.params import report_for_model
@@ -31,7 +29,10 @@ def params(args: argparse.Namespace) -> int:
         cfg = loaded.config
         report = report_for_model(loaded.model, cfg.model.max_len)
     else:
-        cfg = load_preset(args.preset)
+        cfg = load_preset(args.preset)  # a bad preset is refused before torch is imported
+        from tui_lab.core.model.params import parameter_report
+        from tui_lab.core.tasks import make_task
+
         report = parameter_report(cfg.model, len(make_task(cfg.task).vocab))
     if args.json:
         emit_json({

@@ -54,7 +54,16 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def train(args: argparse.Namespace) -> int:
     """Train headless with a progress display; ctrl+c stops cleanly and saves."""
+    from tui_lab.core.config.lab_config import check_fits_in_memory
     from tui_lab.core.config.presets import load_preset
+
+    # A preset that does not load, or whose model could never fit (counted without its
+    # vocabulary; the model's build checks again with it), is refused before torch is
+    # imported: seconds of a core.
+    cfg = load_preset(args.preset) if not args.resume and args.model is None else None
+    if cfg is not None:
+        check_fits_in_memory(cfg.model)
+
     from tui_lab.core.training.distributed import from_environment
     from tui_lab.core.training.train import TrainingRun, open_run
 
@@ -69,7 +78,7 @@ def train(args: argparse.Namespace) -> int:
     elif args.model is not None:
         run = _finetune_run(args, overrides, reporter.on_event, main_rank)
     else:
-        cfg = load_preset(args.preset)
+        assert cfg is not None
         if overrides:
             cfg = cfg.with_values(overrides)
         out = _new_run_folder(args.out, cfg.name) if main_rank else None
