@@ -48,12 +48,15 @@ def reference_loss(reference: Any, ids: list[int]) -> float:
     return float(reference(tokens, labels=tokens).loss)
 
 
-async def decode_text(pilot: Any, text: str) -> DecodePane:
-    """3, the text typed in, Enter; then back out of the field so the pane's keys work."""
+async def decode_text(pilot: Any, text: str, typed: bool = True) -> DecodePane:
+    """3, the text typed in (or, ``typed=False``, put in the field whole: a long text's
+    keys would only repeat what the short ones show), Enter; then back out of the field
+    so the pane's keys work."""
     await pilot.press("3")
     pane = pilot.app.query_one(DecodePane)
-    pane.query_one("#decode-input").value = ""
-    await type_text(pilot, text)
+    pane.query_one("#decode-input").value = "" if typed else text
+    if typed:
+        await type_text(pilot, text)
     await pilot.press("enter")
     await wait_until(pilot, lambda: pane.result is not None, 60, "the decode")
     await pilot.app.workers.wait_for_complete()
@@ -178,7 +181,7 @@ async def test_long_text_pages_and_a_text_over_the_context_is_one_line(
     long_text = " ".join(["the cat sat on the mat"] * 4)  # ~24 words, well under 64 tokens
     async with app.run_test(size=SIZE) as pilot:
         await opened(pilot)
-        pane = await decode_text(pilot, long_text)
+        pane = await decode_text(pilot, long_text, typed=False)
         n_rows = len(pane.result.attention["decoder.0.self"][0])
         await pilot.press("4")
         heatmap = app.query_one(Heatmap)
