@@ -106,12 +106,23 @@ async def edit_field(pilot: Pilot, key: str) -> None:
     assert form.editing and form.cursor_key == key
 
 
+async def form_settled(pilot: Pilot) -> None:
+    """Wait until the Build form has reported its last edit and the pane has taken it in
+    (the report follows the next refresh, which a slow machine or frame rate delays)."""
+    from tui_lab.ui.panes.build.config_form import ConfigForm
+
+    form = pilot.app.query_one(ConfigForm)
+    await wait_until(pilot, lambda: not form.reporting, 10, "the form's report")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 async def set_field(pilot: Pilot, key: str, text: str) -> None:
     """Type ``text`` into a Build form field the way a user would (clear it, type)."""
     await edit_field(pilot, key)
     await pilot.press("end", "ctrl+u")
     await type_text(pilot, text)
-    await pilot.pause(0.1)
+    await form_settled(pilot)
 
 
 def plain(widget: object) -> str:

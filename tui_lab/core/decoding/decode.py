@@ -272,7 +272,7 @@ def generate(
                         break
                     if len(out_ids) < budget:
                         logits = run([nxt] if use_cache else [*prompt, *out_ids], cache)[:, -1]
-                if incremental and len(out_ids) > 1:
+                if incremental and cache is not None and len(out_ids) > 1:
                     cache.crop(len(prompt))
                     with capture_attention(model, store):
                         run(out_ids[:-1], cache)  # the last token is never fed back

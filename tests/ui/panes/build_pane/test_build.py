@@ -10,6 +10,7 @@ from textual.widgets import Input, Static
 from tests.ui.helpers import (
     SIZE,
     edit_field,
+    form_settled,
     plain,
     ready,
     set_field,
@@ -114,7 +115,7 @@ async def test_a_time_limit_and_a_decay_over_it_from_the_form() -> None:
         assert app.config.train.max_seconds is None and app.config.train.decay_over == "steps"
         await edit_field(pilot, "train.decay_over")
         await pilot.press("right")  # steps -> time
-        await pilot.pause(0.1)
+        await form_settled(pilot)
         assert "time" in field_line(app, "train.decay_over")
         assert "needs a time limit" in error_text(app, "train.decay_over")
         assert app.config.train.decay_over == "steps"  # nothing changes while it is wrong

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual import events
 
-from tests.ui.helpers import SIZE, edit_field, ready, tiny_app
+from tests.ui.helpers import SIZE, edit_field, form_settled, ready, tiny_app
 from tests.ui.panes.build_pane.test_build import error_text
 from tui_lab.ui.panes.build.config_form import ConfigForm
 from tui_lab.ui.panes.build.form_fields import MIN_TEXT_CHARS
@@ -19,7 +19,8 @@ async def paste_field(pilot, key: str, text: str) -> None:  # type: ignore[no-un
     await pilot.press("end", "ctrl+u")
     if text:
         pilot.app.query_one(ConfigForm).post_message(events.Paste(text))
-    await pilot.pause(0.1)
+    await pilot.pause()
+    await form_settled(pilot)
 
 
 async def test_text_file_is_checked_inline_and_the_previous_text_stays(

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from tests.ui.helpers import SIZE, edit_field, ready, set_field, tiny_app, type_text
+from tests.ui.helpers import (
+    SIZE,
+    edit_field,
+    form_settled,
+    ready,
+    set_field,
+    tiny_app,
+    type_text,
+    wait_until,
+)
 from tui_lab.ui.panes.build.config_form import ConfigForm
 from tui_lab.ui.panes.build.line_edit import LineEdit
 
@@ -49,11 +58,11 @@ async def test_typing_edits_a_number_and_escape_gives_the_keys_back() -> None:
         assert form.text("model.d_ff") == "35q?"
         assert app.active_pane == "build" and len(app.screen_stack) == 1
         assert "35q?" in shown(form, "model.d_ff")
-        await pilot.pause(0.1)
+        await form_settled(pilot)
         assert "not a whole number" in form.error("model.d_ff")
         await pilot.press("left", "left", "delete", "delete")
         assert form.text("model.d_ff") == "35"
-        await pilot.pause(0.1)
+        await form_settled(pilot)
         assert form.error("model.d_ff") == "" and app.config.model.d_ff == 35
         await pilot.press("escape")
         assert app.focused is form and not app.in_text_field
@@ -86,11 +95,11 @@ async def test_choices_cycle_open_and_pick() -> None:
         assert not app.in_text_field  # 1-5 still switch panes on a choice
         first = form.text("train.schedule")
         await pilot.press("right")
-        await pilot.pause(0.1)
+        await form_settled(pilot)
         second = form.text("train.schedule")
         assert second != first and app.config.train.schedule == second
         await pilot.press("left")
-        await pilot.pause(0.1)
+        await form_settled(pilot)
         assert app.config.train.schedule == first
         await pilot.press("enter")  # the list opens on the current choice
         options = [t.strip() for kind, _, t in form.shown_lines() if kind == "option"]
@@ -100,7 +109,7 @@ async def test_choices_cycle_open_and_pick() -> None:
         assert form.text("train.schedule") == first
         assert form.has_focus  # escape closed the list only
         await pilot.press("enter", "down", "enter")
-        await pilot.pause(0.1)
+        await form_settled(pilot)
         assert app.config.train.schedule == options[options.index(f"▸ {first}") + 1]
 
 
@@ -112,7 +121,7 @@ async def test_a_switch_toggles_with_space() -> None:
         before = app.config.model.tie_embeddings
         await edit_field(pilot, "model.tie_embeddings")
         await pilot.press("space")
-        await pilot.pause(0.1)
+        await form_settled(pilot)
         assert app.config.model.tie_embeddings is (not before)
         assert ("[x]" in shown(form, "model.tie_embeddings")) is (not before)
 
@@ -141,10 +150,13 @@ async def test_clicking_a_field_edits_it_and_the_cursor_stays_in_view() -> None:
         clicked = form.cursor_key
         assert clicked != "model.arch"
         await edit_field(pilot, "train.device")  # far below the fold at 80x24
-        await pilot.pause()
         lines = form.shown_lines()
         y = next(
             i for i, (kind, k, _) in enumerate(lines) if kind == "field" and k == "train.device"
         )
-        top = form.scroll_offset.y
-        assert top <= y < top + form.scrollable_content_region.height
+
+        def in_view() -> bool:  # the form scrolls just after the next refresh
+            top = form.scroll_offset.y
+            return top <= y < top + form.scrollable_content_region.height
+
+        await wait_until(pilot, in_view, 10, "the field scrolled into view")

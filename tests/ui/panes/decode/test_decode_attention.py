@@ -229,9 +229,8 @@ async def test_edit_input_is_offered_only_when_the_input_lacks_the_keys() -> Non
         assert field.value == "i"
         field.value = ""
         await pilot.press("escape")  # out of the input, still in the pane
-        await pilot.pause()
+        await wait_until(pilot, lambda: "Edit input" in plain(app.query_one(KeyBar)), 10, "the key bar")
         assert app.focused is not field and app.active_pane == "decode"
-        assert "Edit input" in plain(app.query_one(KeyBar))
         await pilot.press("i")
         assert app.focused is field and field.value == ""
         await pilot.press("escape", "slash")

@@ -107,6 +107,11 @@ class ConfigForm(LineView, can_focus=True):
         return bool(self._errors or self._banner)
 
     @property
+    def reporting(self) -> bool:
+        """True while an edit waits to be reported to the pane (just after the next refresh)."""
+        return self._report_pending
+
+    @property
     def cursor_key(self) -> str:
         """The setting under the cursor."""
         return self._fields[self.cursor].spec.key
