@@ -180,14 +180,10 @@ def generate(
     ``top_k``/``top_p`` cuts (``sampling.py``) from a generator seeded with ``seed``.
 
     Decoding steps run on the fast path (fused attention, no weights kept).
-    With ``capture`` the attention shown in the lab comes from explicit passes:
-    a cached decoder-only model reads its prompt on the explicit path (the
-    prompt's rows), and one more pass at the end feeds the generated tokens
-    against the prompt's cached keys (their rows); otherwise one uncached pass
-    over the whole decoded sequence at the end. A causal pass gives each
-    position exactly the row that position's own decoding step would have
-    produced, at the cost of about one step instead of the explicit path at
-    every step.
+    With ``capture`` the attention comes from explicit causal passes (each row
+    the one its own step would have produced): a cached decoder-only model's
+    prompt as it is read and its generated tokens at the end, else one pass over
+    everything at the end (ARCHITECTURE.md, "Attention capture").
     """
     try:
         check_sampling(temperature, top_k, top_p)
