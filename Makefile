@@ -23,15 +23,17 @@ $(VENV)/.installed: pyproject.toml
 lab: $(VENV)/.installed
 	$(VENV)/bin/tfx-lab $(ARGS)
 
-# The suite on every core (pytest-xdist; JOBS=0 runs it in one process). Idle workers take
-# tests from busy ones (worksteal): a module's shared run is trained at most once per worker,
-# and no worker waits while the other holds a long file (three workers on 2 cores: 245 s
-# against 209-231 s with two).
+# The suite on one worker more than there are cores (pytest-xdist; JOBS=0 runs it in one
+# process). A UI test spends a third of its time waiting for the lab to go idle after each
+# key, a core left unused by a worker per core (2 cores: 84% busy); the extra worker fills
+# it: 134-152 s with three workers against 162-178 s with two, for the same CPU seconds.
+# Idle workers take tests from busy ones (worksteal): a module's shared run is trained at
+# most once per worker, and no worker waits while another holds a long file.
 # Bytecode is cached whatever PYTHONDONTWRITEBYTECODE says (some machines set it): each
 # fresh interpreter the tests start (the command line, the fork server, serve's tabs) would
 # otherwise compile the whole package again, a second of a core each time, and each worker
 # would rewrite every test module's asserts.
-JOBS ?= auto
+JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 DIST ?= worksteal
 CACHED := env -u PYTHONDONTWRITEBYTECODE
 test: $(VENV)/.installed

@@ -101,6 +101,17 @@ def any_rank(flag: bool, info: DistInfo, device: torch.device) -> bool:
     return bool(t.item() > 0)
 
 
-def shutdown(info: DistInfo) -> None:
+def shutdown(info: DistInfo, agreed: bool = True) -> None:
+    """Leave the process group.
+
+    ``agreed``: every rank left the loop at the same step (its last, or an end that
+    ``any_rank`` told them all), so all of them meet at a barrier first, after rank
+    0's closing evaluation and save. Without it a rank whose peer closed its sockets
+    while its own gloo thread still read from them could abort (SIGABRT) at exit,
+    seen once in a loaded test run. A rank that failed alone skips the barrier: its
+    peers are not coming to it.
+    """
     if info.enabled and dist.is_initialized():
+        if agreed:
+            dist.barrier()
         dist.destroy_process_group()

@@ -173,6 +173,7 @@ class TrainingRun(RunKeeping):
         reason, message = "finished", f"finished {cfg.steps} steps"
         last_save = time.perf_counter()
         window_tokens, window_time = 0, 0.0
+        together = False  # every rank left the loop at this step (see distributed.shutdown)
         try:
             while self.step < cfg.steps:
                 if self._stop.is_set() and not self.dist.enabled:
@@ -218,10 +219,13 @@ class TrainingRun(RunKeeping):
                     ended = ended or ("stopped", f"stopped at step {self.step}")
                 if ended:
                     reason, message = ended
+                    together = True
                     break
                 if time.perf_counter() - last_save >= cfg.checkpoint_seconds:
                     self.save()
                     last_save = time.perf_counter()
+            else:
+                together = True
         except KeyboardInterrupt:
             reason, message = "stopped", f"interrupted at step {self.step}"
         except NonFiniteWeights as exc:
@@ -250,7 +254,7 @@ class TrainingRun(RunKeeping):
         self._log(message, "error" if reason in ("nan", "error") else "info")
         self._record_end({"reason": reason, "message": message, "step": self.step})
         self._emit(DoneEvent(reason, message, self.step))
-        distributed.shutdown(self.dist)
+        distributed.shutdown(self.dist, agreed=together)
         return self.summary(reason, message)
 
     def _check_end(self) -> tuple[str, str] | None:
