@@ -184,15 +184,23 @@ def _put_user_presets(folder: Path, names: tuple[str, ...]) -> None:
 
 
 async def _pick(pilot, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Pick the bad preset ``name`` in the Build pane; wait for the error that names it."""
+    from tests.ui.helpers import wait_until
     from tui_lab.ui.widgets.preset_list import PresetList
 
-    presets = pilot.app.query_one(PresetList)
+    app = pilot.app
+    presets = app.query_one(PresetList)
     names = [p.name for p in presets.presets]
     await pilot.press("1")
     presets.focus()
     presets.highlighted = names.index(name)
     await pilot.press("enter")
-    await pilot.pause(0.1)
+    await wait_until(
+        pilot,
+        lambda: any(f"{name}.yaml" in n.message for n in app._notifications if n.severity == "error"),
+        10,
+        f"the error naming {name}.yaml",
+    )
 
 
 def _build_pane_text(app) -> str:  # type: ignore[no-untyped-def]

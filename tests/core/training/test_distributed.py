@@ -60,6 +60,46 @@ def test_ranks_of_a_resumed_run_draw_different_batches(tmp_path, monkeypatch):
     assert [again.task.batch(again._rng, 8, again.arch).examples for _ in range(3)] == batches[1]
 
 
+def _as_rank_one(monkeypatch, shutdowns: list) -> None:  # type: ignore[no-untyped-def]
+    """This process as rank 1 of 2 without a process group: every rank reports the same."""
+    monkeypatch.setattr(distributed, "init", lambda info, device: device)
+    monkeypatch.setattr(distributed, "any_rank", lambda flag, info, device: flag)
+    monkeypatch.setattr(distributed, "shutdown", lambda info, agreed=True: shutdowns.append(agreed))
+    monkeypatch.setattr("torch.nn.parallel.DistributedDataParallel", lambda model, device_ids=None: model)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+
+
+def test_ranks_that_end_together_meet_before_leaving_and_a_failed_one_does_not_wait(monkeypatch):
+    """A run that ends at its last step leaves the group at a barrier with the others;
+    one that fails alone leaves at once (its peers never come to the barrier)."""
+    shutdowns: list[bool] = []
+    _as_rank_one(monkeypatch, shutdowns)
+    cfg = tiny_config(train={"steps": 3, "batch_size": 8, "eval_every": 3})
+    TrainingRun(cfg, None).run()
+    failing = TrainingRun(cfg, None)
+
+    def device_fault():  # type: ignore[no-untyped-def]
+        raise RuntimeError("a device fault on this rank alone")
+
+    failing._train_step = device_fault  # type: ignore[method-assign]
+    assert failing.run()["reason"] == "error"
+    assert shutdowns == [True, False]
+
+
+def test_shutdown_meets_the_others_only_when_they_agreed(monkeypatch):
+    calls: list[str] = []
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(distributed.dist, "barrier", lambda: calls.append("barrier"))
+    monkeypatch.setattr(distributed.dist, "destroy_process_group", lambda: calls.append("destroy"))
+    two = distributed.DistInfo(rank=1, world_size=2, local_rank=1)
+    distributed.shutdown(two)
+    distributed.shutdown(two, agreed=False)
+    distributed.shutdown(distributed.DistInfo())  # a single process has no group
+    assert calls == ["barrier", "destroy", "destroy"]
+
+
 def test_accumulated_gradients_equal_the_whole_batchs():
     """4 micro-batches of 4 leave the gradients one backward over all 16 examples leaves.
 
