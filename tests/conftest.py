@@ -33,6 +33,20 @@ def _finer_pilot_idle() -> None:
 _finer_pilot_idle()
 
 
+@pytest.fixture(autouse=True)
+def _drop_dead_widgets_render_caches():  # type: ignore[no-untyped-def]
+    """Textual's ``StylesCache.get_inner_outer`` is an ``lru_cache`` on a method: it keeps
+    the last 1,024 widgets' render caches alive, with every line they drew
+    (Textualize/textual#6665). Over the suite's labs that was 450,000 objects per
+    worker, which each of Python's full collections walked again, and pytest's five
+    at the end took 10 s. Cleared after every test (no lab outlives its test)."""
+    yield
+    styles_cache = sys.modules.get("textual._styles_cache")
+    method = getattr(getattr(styles_cache, "StylesCache", None), "get_inner_outer", None)
+    if method is not None and hasattr(method, "cache_clear"):
+        method.cache_clear()
+
+
 def tiny_config(**sections: dict) -> LabConfig:
     """A small copy model; pass model=/task=/train= dicts to change it."""
     data = {
