@@ -37,20 +37,24 @@ def test_batch_split_keeps_the_effective_batch():
         split_batch(train, 3)
 
 
+def _as_rank(monkeypatch, rank: int) -> None:  # type: ignore[no-untyped-def]
+    """This process as rank ``rank`` of 2, as torchrun starts it, without a process group:
+    joining one and wrapping in DDP are the parts these tests do not need."""
+    monkeypatch.setattr(distributed, "init", lambda info, device: device)
+    monkeypatch.setattr("torch.nn.parallel.DistributedDataParallel", lambda model, device_ids=None: model)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", str(rank))
+    monkeypatch.setenv("LOCAL_RANK", str(rank))
+
+
 def test_ranks_of_a_resumed_run_draw_different_batches(tmp_path, monkeypatch):
     """After ``train --resume`` under torchrun each rank still draws its own examples."""
     out = tmp_path / "run"
     cfg = tiny_config(train={"steps": 4, "batch_size": 16, "eval_every": 4})
     TrainingRun(cfg, out).run()
-    # Two ranks as torchrun starts them, without a process group: joining one and
-    # wrapping in DDP are the parts this test does not need.
-    monkeypatch.setattr(distributed, "init", lambda info, device: device)
-    monkeypatch.setattr("torch.nn.parallel.DistributedDataParallel", lambda model, device_ids=None: model)
-    monkeypatch.setenv("WORLD_SIZE", "2")
     batches = []
     for rank in (0, 1):
-        monkeypatch.setenv("RANK", str(rank))
-        monkeypatch.setenv("LOCAL_RANK", str(rank))
+        _as_rank(monkeypatch, rank)
         run = open_run(out, device="cpu")
         assert run.step == 4 and run.dist.rank == rank  # every rank restores the checkpoint
         batches.append([run.task.batch(run._rng, 8, run.arch).examples for _ in range(3)])
@@ -60,22 +64,13 @@ def test_ranks_of_a_resumed_run_draw_different_batches(tmp_path, monkeypatch):
     assert [again.task.batch(again._rng, 8, again.arch).examples for _ in range(3)] == batches[1]
 
 
-def _as_rank_one(monkeypatch, shutdowns: list) -> None:  # type: ignore[no-untyped-def]
-    """This process as rank 1 of 2 without a process group: every rank reports the same."""
-    monkeypatch.setattr(distributed, "init", lambda info, device: device)
-    monkeypatch.setattr(distributed, "any_rank", lambda flag, info, device: flag)
-    monkeypatch.setattr(distributed, "shutdown", lambda info, agreed=True: shutdowns.append(agreed))
-    monkeypatch.setattr("torch.nn.parallel.DistributedDataParallel", lambda model, device_ids=None: model)
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    monkeypatch.setenv("RANK", "1")
-    monkeypatch.setenv("LOCAL_RANK", "1")
-
-
 def test_ranks_that_end_together_meet_before_leaving_and_a_failed_one_does_not_wait(monkeypatch):
     """A run that ends at its last step leaves the group at a barrier with the others;
     one that fails alone leaves at once (its peers never come to the barrier)."""
     shutdowns: list[bool] = []
-    _as_rank_one(monkeypatch, shutdowns)
+    _as_rank(monkeypatch, 1)
+    monkeypatch.setattr(distributed, "any_rank", lambda flag, info, device: flag)  # all report alike
+    monkeypatch.setattr(distributed, "shutdown", lambda info, agreed=True: shutdowns.append(agreed))
     cfg = tiny_config(train={"steps": 3, "batch_size": 8, "eval_every": 3})
     TrainingRun(cfg, None).run()
     failing = TrainingRun(cfg, None)
