@@ -93,7 +93,7 @@ def attention(model, name: str):  # type: ignore[no-untyped-def]
     from tui_lab.core.model.attention import MultiHeadAttention
 
     (module,) = [m for m in model.modules()
-                 if isinstance(m, MultiHeadAttention) and m.capture_name == name]
+                 if isinstance(m, MultiHeadAttention) and m.lab_name == name]
     return module
 
 

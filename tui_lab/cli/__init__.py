@@ -23,6 +23,7 @@ from . import (
     export,
     fourier,
     heads,
+    hooks,
     lab,
     params,
     presets,
@@ -34,7 +35,7 @@ from . import (
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, fourier, basics, lab, runs, sweep, ablate, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, serve, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

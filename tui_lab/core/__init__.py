@@ -3,7 +3,7 @@
 The names other code relies on are reachable from here, imported on first use:
 ``import tui_lab.core`` loads no torch until one of them is asked for. Each
 lives in the subpackage of its concept (``config``, ``model``, ``tasks``,
-``runs``, ``decoding``, ``training``, ``analysis``, ``sweeps``).
+``runs``, ``decoding``, ``training``, ``hooked``, ``analysis``, ``sweeps``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ _FACE = {
     "scaled_dot_product_attention": "tui_lab.core.model.attention",
     "MultiHeadAttention": "tui_lab.core.model.attention",
     "capture_attention": "tui_lab.core.model.capture",
+    "open_model": "tui_lab.core.hooked.handle",
+    "using_hooks": "tui_lab.core.model.hook_points",
     "parameter_report": "tui_lab.core.model.params",
     "LabConfig": "tui_lab.core.config.lab_config",
     "load_preset": "tui_lab.core.config.presets",
@@ -25,7 +27,7 @@ _FACE = {
 
 __all__ = [
     "LabConfig", "LabError", "MultiHeadAttention", "capture_attention", "load_for_inference",
-    "load_preset", "parameter_report", "scaled_dot_product_attention",
+    "load_preset", "open_model", "parameter_report", "scaled_dot_product_attention", "using_hooks",
 ]
 
 if TYPE_CHECKING:
@@ -33,8 +35,10 @@ if TYPE_CHECKING:
     from tui_lab.core.config.presets import load_preset
     from tui_lab.core.decoding.inference import load_for_inference
     from tui_lab.core.errors import LabError
+    from tui_lab.core.hooked.handle import open_model
     from tui_lab.core.model.attention import MultiHeadAttention, scaled_dot_product_attention
     from tui_lab.core.model.capture import capture_attention
+    from tui_lab.core.model.hook_points import using_hooks
     from tui_lab.core.model.params import parameter_report
 
 

@@ -40,7 +40,7 @@ class OneHeadPath(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.attn = MultiHeadAttention(4, 2)
-        self.attn.capture_name = "decoder.0.self"
+        self.attn.lab_name = "decoder.0.self"
         with torch.no_grad():
             for lin in (self.attn.w_q, self.attn.w_k, self.attn.w_v):
                 lin.weight.copy_(torch.eye(4))
@@ -94,7 +94,7 @@ def test_ablating_a_head_equals_zeroing_its_columns_of_w_o_through_the_kv_cache(
     ref = HeadRef("decoder.0.cross", 1)
     with ablate(model, [ref]):
         hooked = generate(model, task, "31415", max_new_tokens=8, capture=False)
-    module = dict((m.capture_name, m) for m in model.modules() if isinstance(m, MultiHeadAttention))[ref.name]
+    module = dict((m.lab_name, m) for m in model.modules() if isinstance(m, MultiHeadAttention))[ref.name]
     d = module.d_head
     with torch.no_grad():
         module.w_o.weight[:, ref.head * d : (ref.head + 1) * d] = 0.0
@@ -164,7 +164,7 @@ def _by_hand_exact_match(model: nn.Module, task: object, pairs: list[tuple[str, 
 def _switched_off_by_hand(name: str, head: int) -> nn.Module:
     """A freshly loaded model with ``name:head``'s slice of ``w_o``'s input columns zeroed."""
     model = _fresh_learned()
-    module = {m.capture_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}[name]
+    module = {m.lab_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}[name]
     d = module.d_head
     with torch.no_grad():
         module.w_o.weight[:, head * d : (head + 1) * d] = 0.0

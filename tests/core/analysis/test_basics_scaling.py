@@ -56,7 +56,7 @@ def test_real_q_k_of_every_self_attention() -> None:
     config = load_preset("copy").with_values({"model.d_model": 32, "model.n_heads": 2})
     model, task = fresh_model(config)
     rows = scaling_real(model, task, "encoder-decoder", text="123")
-    names = {m.capture_name for m in self_attention_modules(model)}
+    names = {m.lab_name for m in self_attention_modules(model)}
     assert {r.name for r in rows} == names == {"encoder.0.self", "decoder.0.self"}
     for r in rows:
         assert r.d_k == 16

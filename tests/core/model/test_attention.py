@@ -19,6 +19,7 @@ from tui_lab.core.model.attention import (
     padding_mask,
     scaled_dot_product_attention,
 )
+from tui_lab.core.model.hook_points import using_hooks
 
 Q = [[0.8, 0.2], [0.5, 0.6], [0.1, 0.9]]
 K = [[0.9, 0.1], [0.4, 0.7], [0.2, 0.8]]
@@ -285,26 +286,21 @@ def test_static_cache_cross_attention_ignores_later_key_value() -> None:
     torch.testing.assert_close(out, expected[:, 1:], atol=1e-5, rtol=1e-5)
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, torch.Tensor]] = []
-
-    def record(self, name: str, weights: torch.Tensor) -> None:
-        self.calls.append((name, weights))
-
-
-def test_store_hook_records_only_when_set() -> None:
+def test_pattern_hook_records_only_while_active() -> None:
     torch.manual_seed(8)
     mha = MultiHeadAttention(8, 2).eval()
-    mha.capture_name = "encoder.0.self"
+    mha.hook_prefix = "encoder.0.attn."
     x = torch.randn(2, 3, 8, requires_grad=True)
     plain, _ = mha(x, x, x)
-    rec = _Recorder()
-    mha.store = rec
-    captured, w = mha(x, x, x)
-    assert w is None  # capture does not widen the return value
-    assert [n for n, _ in rec.calls] == ["encoder.0.self"]
-    assert rec.calls[0][1].shape == (2, 2, 3, 3) and not rec.calls[0][1].requires_grad
+    calls: list[tuple[str, torch.Tensor]] = []
+    with using_hooks([("encoder.0.attn.hook_pattern", lambda w, n: calls.append((n, w.detach())))]):
+        captured, w = mha(x, x, x)
+    mha(x, x, x)  # outside the block: nothing more is recorded
+    assert w is None  # a hook does not widen the return value
+    assert [n for n, _ in calls] == ["encoder.0.attn.hook_pattern"]
+    assert calls[0][1].shape == (2, 2, 3, 3)
+    want = torch.softmax((mha.split_heads(mha.w_q(x)) @ mha.split_heads(mha.w_k(x)).transpose(-1, -2)) / 2.0, -1)
+    torch.testing.assert_close(calls[0][1], want.detach(), atol=1e-6, rtol=1e-6)  # d_head 4: /sqrt(4)
     torch.testing.assert_close(captured, plain, atol=1e-6, rtol=1e-6)
 
 

@@ -153,7 +153,7 @@ def test_window_mask_by_hand() -> None:
 
 def test_windowed_weights_are_zero_outside_the_window_in_capture() -> None:
     mha = make(window=3)
-    mha.capture_name = "decoder.0.self"
+    mha.lab_name = "decoder.0.self"
     x = x_input()
     with torch.no_grad(), capture_attention(mha) as store:
         decode_stepwise(mha, x, first=4)

@@ -15,8 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tui_lab.core.config.error import ConfigError
 from tui_lab.core.config.sections import ModelConfig
-from tui_lab.core.model.layers import BlockOptions, EncoderLayer, FeedForward, make_norm
+from tui_lab.core.model.layers import FeedForward, TransformerBlock, make_norm
 from tui_lab.core.model.models import build_model
 from tui_lab.core.model.params import parameter_report
 
@@ -53,6 +54,11 @@ def test_feed_forward_activation_by_formula(activation) -> None:
     torch.testing.assert_close(ff(x), want, atol=1e-5, rtol=1e-5)
 
 
+def block_config(**options) -> ModelConfig:
+    """A block's sizes (D, 4 heads, FF) with ``options``: blocks take the model's config."""
+    return ModelConfig(arch="decoder-only", **{**dict(d_model=D, n_heads=4, d_ff=FF), **options})
+
+
 def test_gated_feed_forward_is_llamas_mlp() -> None:
     ff = perturb(FeedForward(D, FF, activation="silu", gated=True, bias=False))
     assert {n for n, _ in ff.named_parameters()} == {"lin1.weight", "lin2.weight", "gate.weight"}
@@ -64,7 +70,7 @@ def test_gated_feed_forward_is_llamas_mlp() -> None:
 
 
 def test_rmsnorm_by_formula() -> None:
-    norm = perturb(make_norm(D, BlockOptions(norm_kind="rmsnorm", norm_eps=1e-6)))
+    norm = perturb(make_norm(block_config(norm_kind="rmsnorm", norm_eps=1e-6)))
     assert [n for n, _ in norm.named_parameters()] == ["weight"]  # a scale, no shift
     x = x_input()
     want = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * norm.weight
@@ -72,13 +78,13 @@ def test_rmsnorm_by_formula() -> None:
 
 
 def test_layernorm_eps_is_set() -> None:
-    norm = make_norm(D, BlockOptions(norm_eps=0.25))
+    norm = make_norm(block_config(norm_eps=0.25))
     assert isinstance(norm, nn.LayerNorm) and norm.eps == 0.25
     x = x_input()
     torch.testing.assert_close(norm(x), F.layer_norm(x, (D,), eps=0.25))
 
 
-def torch_block_parts(layer: EncoderLayer) -> tuple[nn.MultiheadAttention, nn.LayerNorm, nn.LayerNorm]:
+def torch_block_parts(layer: TransformerBlock) -> tuple[nn.MultiheadAttention, nn.LayerNorm, nn.LayerNorm]:
     """``torch.nn.MultiheadAttention`` and LayerNorms carrying the layer's weights."""
     mha = nn.MultiheadAttention(D, 4, batch_first=True, bias=True)
     a = layer.self_attn
@@ -96,7 +102,7 @@ def torch_block_parts(layer: EncoderLayer) -> tuple[nn.MultiheadAttention, nn.La
 
 
 def test_parallel_residual_against_torch_modules() -> None:
-    layer = perturb(EncoderLayer(D, 4, FF, activation="gelu", options=BlockOptions(parallel_residual=True)))
+    layer = perturb(TransformerBlock(block_config(activation="gelu", parallel_residual=True)))
     mha, norm1, norm2 = torch_block_parts(layer)
     ff = layer.ff
     assert ff is not None
@@ -113,12 +119,13 @@ def test_parallel_residual_against_torch_modules() -> None:
 
 
 def test_parallel_residual_needs_pre_norm() -> None:
-    with pytest.raises(ValueError, match="pre-norm"):
-        EncoderLayer(D, 4, FF, norm_first=False, options=BlockOptions(parallel_residual=True))
+    # The config refuses it before any block is built.
+    with pytest.raises(ConfigError, match="norm: pre"):
+        TransformerBlock(block_config(norm="post", parallel_residual=True))
 
 
 def test_ff_bias_off_removes_the_feed_forward_biases() -> None:
-    layer = EncoderLayer(D, 4, FF, options=BlockOptions(ff_bias=False, gated_ff=True))
+    layer = TransformerBlock(block_config(ff_bias=False, gated_ff=True))
     names = {n for n, _ in layer.named_parameters() if n.startswith("ff.")}
     assert names == {"ff.lin1.weight", "ff.lin2.weight", "ff.gate.weight"}
 

@@ -13,7 +13,8 @@ import torch
 from torch import nn
 
 from tui_lab.core.config.sections import ModelConfig
-from tui_lab.core.model.attention import KVCache, MultiHeadAttention, _stacked
+from tui_lab.core.model.attention import KVCache, MultiHeadAttention
+from tui_lab.core.model.kv_cache import _stacked
 from tui_lab.core.model.models import DecoderOnly
 
 D, H, T = 16, 4, 7

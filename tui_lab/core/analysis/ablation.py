@@ -1,10 +1,9 @@
 """Switching attention heads off: by name, zeroed or replaced by their mean output.
 
-A head's contribution to a layer is its slice of the concatenated heads that
-``w_o`` mixes back into d_model: ``concat(head_0, ..., head_H-1) @ w_o^T``.
-Editing that slice in a forward pre-hook on ``w_o`` removes exactly one head
-and nothing else, on the explicit and the fused attention path alike (both
-hand ``w_o`` the same (B, T, d_model) tensor), with or without a KV cache.
+A head's contribution to a layer is its slice of ``hook_z`` (B, T, H, d_head),
+the heads' outputs that ``w_o`` mixes back into d_model. Replacing that slice
+removes exactly one head and nothing else, on the explicit and the fused
+attention path alike, with or without a KV cache.
 
 Modes:
 
@@ -13,8 +12,10 @@ Modes:
   (``head_means``), so the layer still sees a typical value from it but no
   information about this input (zeroing can push a layer off its usual range).
 
-Head names are ``capture.py``'s module names plus ``:head``:
-``encoder.0.self:1``, ``decoder.1.self:0``, ``decoder.0.cross:2``.
+Head names are the lab's attention names plus ``:head``: ``encoder.0.self:1``,
+``decoder.1.self:0``, ``decoder.0.cross:2``. The hooks live for one call
+(``ablation_hooks`` with ``using_hooks``, or the ``ablate`` block): nothing is
+set on the model, so another thread running it sees every head.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from torch import Tensor, nn
 
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.attention import MultiHeadAttention
+from tui_lab.core.model.hook_points import HookFn, HookSpec, using_hooks
 from tui_lab.core.tasks.vocab import PAD
 
 MODES = ("zero", "mean")
@@ -40,7 +42,7 @@ class AblationError(LabError):
 
 @dataclass(frozen=True, order=True)
 class HeadRef:
-    """One attention head: a module's capture name and a head index."""
+    """One attention head: its module's lab name and a head index."""
 
     name: str
     head: int
@@ -50,8 +52,8 @@ class HeadRef:
 
 
 def attention_modules(model: nn.Module) -> dict[str, MultiHeadAttention]:
-    """Every attention module of ``model`` by capture name, in model order."""
-    return {m.capture_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}
+    """Every attention module of ``model`` by its lab name, in model order."""
+    return {m.lab_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}
 
 
 def all_heads(model: nn.Module) -> list[HeadRef]:
@@ -84,34 +86,28 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def _slice_hook(module: MultiHeadAttention, heads: list[int], values: Tensor | None) -> Any:
-    """A pre-hook on ``module.w_o`` replacing the given heads' slices (zeros or ``values``)."""
+def _head_replacer(heads: list[int], values: Tensor | None) -> HookFn:
+    """A ``hook_z`` hook replacing the given heads' outputs (zeros or ``values`` (H, d_head))."""
 
-    def hook(_: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-        x = args[0]
-        shape = x.shape
-        x = x.reshape(*shape[:-1], module.n_heads, module.d_head).clone()  # (..., H, d_head)
+    def hook(z: Tensor, _name: str) -> Tensor:
+        z = z.clone()  # (B, T, H, d_head)
         for h in heads:
-            if values is None:
-                x[..., h, :] = 0.0
-            else:
-                x[..., h, :] = values[h].to(x.dtype)
-        return (x.reshape(shape), *args[1:])
+            z[..., h, :] = 0.0 if values is None else values[h].to(z.dtype)
+        return z
 
     return hook
 
 
-@contextmanager
-def ablate(
+def ablation_hooks(
     model: nn.Module,
     heads: Sequence[HeadRef],
     mode: str = "zero",
     means: dict[str, Tensor] | None = None,
-) -> Iterator[None]:
-    """Inside the block, ``heads`` of ``model`` are switched off; restored on exit.
+) -> list[HookSpec]:
+    """The ``hook_z`` hooks that switch ``heads`` off, for ``using_hooks``.
 
     ``mode="mean"`` needs ``means`` (``head_means``'s result). An empty
-    ``heads`` changes nothing, so callers need no special case for "none".
+    ``heads`` gives no hooks, so callers need no special case for "none".
     """
     check_mode(mode)
     if mode == "mean" and means is None:
@@ -122,15 +118,22 @@ def ablate(
         if ref.name not in modules or not 0 <= ref.head < modules[ref.name].n_heads:
             raise AblationError(f"head {ref}: not in this model")
         by_module.setdefault(ref.name, []).append(ref.head)
-    handles = []
-    try:
-        for name, hs in by_module.items():
-            values = None if mode == "zero" or means is None else means[name]
-            handles.append(modules[name].w_o.register_forward_pre_hook(_slice_hook(modules[name], hs, values)))
+    return [
+        (modules[name].hook_names.z, _head_replacer(hs, None if means is None or mode == "zero" else means[name]))
+        for name, hs in by_module.items()
+    ]
+
+
+@contextmanager
+def ablate(
+    model: nn.Module,
+    heads: Sequence[HeadRef],
+    mode: str = "zero",
+    means: dict[str, Tensor] | None = None,
+) -> Iterator[None]:
+    """Inside the block, in this thread, ``heads`` of ``model`` are switched off."""
+    with using_hooks(ablation_hooks(model, heads, mode, means)):
         yield
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 @torch.no_grad()
@@ -150,24 +153,22 @@ def head_means(
     src = None if batch.src is None else batch.src.to(device)
     tgt = batch.tgt_in.to(device)
 
-    def recorder(name: str, module: MultiHeadAttention) -> Any:
-        def hook(_: nn.Module, args: tuple[Tensor, ...]) -> None:
-            x = args[0].float()  # (B, T, d_model)
+    def recorder(name: str) -> HookFn:
+        def hook(z: Tensor, _hook: str) -> None:
+            x = z.float()  # (B, T, H, d_head)
             tokens = src if src is not None and name.startswith("encoder") else tgt
             real = torch.ones_like(tokens, dtype=torch.bool) if pad_id is None else tokens != pad_id
-            keep = real.float()[..., None]  # (B, T, 1)
-            sums[name] = (x * keep).sum(dim=(0, 1)).view(module.n_heads, module.d_head)
+            keep = real.float()[..., None, None]  # (B, T, 1, 1)
+            sums[name] = (x * keep).sum(dim=(0, 1))  # (H, d_head)
             counts[name] = keep.sum()
 
         return hook
 
-    handles = [m.w_o.register_forward_pre_hook(recorder(n, m)) for n, m in modules.items()]
     was_training = model.training
     model.eval()
     try:
-        model(tgt) if src is None else model(src, tgt)
+        with using_hooks([(m.hook_names.z, recorder(n)) for n, m in modules.items()]):
+            model(tgt) if src is None else model(src, tgt)
     finally:
         model.train(was_training)
-        for handle in handles:
-            handle.remove()
     return {name: sums[name] / counts[name].clamp(min=1.0) for name in sums}

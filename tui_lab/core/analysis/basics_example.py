@@ -5,14 +5,12 @@ examples, so rows have different lengths and the shorter ones are padded on
 the right, as in training: for a lab task through the task's own ``collate``
 (decoder-only: ``input SEP answer``; encoder-decoder: the decoder's ``BOS +
 answer``, the source beside it), for a real model's text by its tokenizer.
-``self_attention_qk`` runs the model once on it and projects what each
-self-attention module received with the module's own ``w_q``/``w_k`` (and its
-RoPE), as the module does inside.
+``self_attention_qk`` runs the model once on it and reads each
+self-attention module's q, k and v at its hook points (after RoPE).
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +20,7 @@ from torch import nn
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.attention import MultiHeadAttention, causal_mask, padding_mask
+from tui_lab.core.model.hook_points import using_hooks
 
 N_EXAMPLES = 3  # task examples beside the typed input
 MARK = -1  # the id pad positions carry in ``marked``: no real token has it
@@ -108,63 +107,47 @@ def self_attention_modules(model: nn.Module) -> list[MultiHeadAttention]:
     """The model's self-attention modules, in order (the decoder's causal ones first)."""
     found = [
         m for m in model.modules()
-        if isinstance(m, MultiHeadAttention) and m.capture_name.endswith(".self")
+        if isinstance(m, MultiHeadAttention) and m.lab_name.endswith(".self")
     ]
-    return sorted(found, key=lambda m: (not m.capture_name.startswith("decoder"), m.capture_name))
+    return sorted(found, key=lambda m: (not m.lab_name.startswith("decoder"), m.lab_name))
 
 
-def _project(module: MultiHeadAttention, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    def heads(y: torch.Tensor) -> torch.Tensor:
-        b, t, width = y.shape
-        return y.view(b, t, width // module.d_head, module.d_head).transpose(1, 2)  # (B, H, T, d)
-
-    q, k, v = heads(module.w_q(x)), heads(module.w_k(x)), heads(module.w_v(x))
-    if module.rope is not None:
-        q, k = module.rope(q, 0), module.rope(k, 0)
-    group = module.n_heads // module.n_kv_heads
-    if group > 1:  # grouped-query attention: each key/value head serves ``group`` query heads
-        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    return q.float(), k.float(), v.float()
+def _heads(x: torch.Tensor, group: int) -> torch.Tensor:
+    """A hook's (B, T, heads, d_head) as (B, H, T, d_head), a shared key/value head
+    repeated for each of the ``group`` query heads it serves."""
+    x = x.detach().float().transpose(1, 2)
+    return x.repeat_interleave(group, dim=1) if group > 1 else x
 
 
 def self_attention_qk(model: nn.Module, batch: ExampleBatch) -> list[HeadsQK]:
-    """Run ``model`` on ``batch``; each self-attention module's q, k, v (decoder's first)."""
+    """Run ``model`` on ``batch``; each self-attention module's q, k, v (decoder's first),
+    read at its ``hook_q``, ``hook_k`` and ``hook_v`` (after rotary)."""
     modules = self_attention_modules(model)
     seen: dict[str, torch.Tensor] = {}
-    handles = []
-    for module in modules:
-        signature = inspect.signature(module.forward)
-
-        def hook(mod: nn.Module, args: Any, kwargs: Any, sig: Any = signature) -> None:
-            name = getattr(mod, "capture_name", "")
-            seen.setdefault(name, sig.bind(*args, **kwargs).arguments["query"].detach())
-
-        handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+    names = {n for m in modules for n in (m.hook_names.q, m.hook_names.k, m.hook_names.v)}
     device = next(model.parameters()).device
     tokens = batch.tokens.to(device)
     was_training = model.training
     model.eval()  # no dropout in the picture
     try:
-        with torch.no_grad():
+        with torch.no_grad(), using_hooks([(names.__contains__, lambda x, n: seen.setdefault(n, x))]):
             if batch.src is not None:
                 model(batch.src.to(device), tokens)
             else:
                 model(tokens)
     finally:
-        for handle in handles:
-            handle.remove()
         model.train(was_training)
     out = []
-    with torch.no_grad():
-        for module in modules:
-            x = seen.get(module.capture_name)
-            if x is None:
-                continue
-            q, k, v = _project(module, x)
-            out.append(HeadsQK(
-                module.capture_name, q.cpu(), k.cpu(), v.cpu(), module.score_scale,
-                causal=module.capture_name.startswith("decoder"), window=module.window,
-            ))
+    for module in modules:
+        hooked = module.hook_names
+        if hooked.q not in seen:
+            continue
+        group = module.n_heads // module.n_kv_heads
+        q, k, v = _heads(seen[hooked.q], 1), _heads(seen[hooked.k], group), _heads(seen[hooked.v], group)
+        out.append(HeadsQK(
+            module.lab_name, q.cpu(), k.cpu(), v.cpu(), module.score_scale,
+            causal=module.lab_name.startswith("decoder"), window=module.window,
+        ))
     return out
 
 

@@ -1,7 +1,7 @@
 """The logit lens: what each decoder layer would say if the model stopped there.
 
 For every decoding step and every decoder layer, the residual stream leaving
-that layer is sent straight through the final norm and the output head
+that layer (its ``hook_resid_post``) is sent straight through the final norm and the output head
 (``lm_head``); the most likely token and its probability are reported.
 
 Normalisation: each layer's stream goes through the final norm module itself,
@@ -22,12 +22,14 @@ distribution (tests check it to 1e-5).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
 
 from tui_lab.core.decoding.decode import DecodeResult, is_decoder_only, max_positions
+from tui_lab.core.model.hook_points import using_hooks
+from tui_lab.core.model.layers import CrossAttentionBlock, TransformerBlock
 from tui_lab.core.model.models import CausalDecoder, Decoder, DecoderOnly, EncoderDecoder
 from tui_lab.core.tasks.vocab import BOS, SEP
 
@@ -67,18 +69,14 @@ def _stack(model: nn.Module) -> Decoder | CausalDecoder:
 
 
 def layer_streams(model: nn.Module, run_forward: Any) -> list[Tensor]:
-    """The output of every decoder layer during ``run_forward()``, (B, T, d_model) each."""
-    outputs: list[Tensor] = []
-    hooks = [
-        layer.register_forward_hook(lambda _m, _a, out: outputs.append(out.detach()))
-        for layer in _stack(model).layers
-    ]
-    try:
+    """The output of every decoder layer (``hook_resid_post``) during ``run_forward()``,
+    (B, T, d_model) each, in layer order."""
+    layers = cast("list[TransformerBlock | CrossAttentionBlock]", list(_stack(model).layers))
+    names = [layer.hook_prefix + "hook_resid_post" for layer in layers]
+    found: dict[str, Tensor] = {}
+    with using_hooks([(name, lambda x, n: found.__setitem__(n, x.detach())) for name in names]):
         run_forward()
-    finally:
-        for h in hooks:
-            h.remove()
-    return outputs
+    return [found[name] for name in names]
 
 
 def lens_probs(model: nn.Module, stream: Tensor) -> Tensor:

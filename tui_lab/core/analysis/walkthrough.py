@@ -1,9 +1,8 @@
 """The numbers behind one attention row, taken from the real model.
 
 ``collect_projections`` replays the decode that produced a ``DecodeResult``
-with a forward pre-hook on every attention module, then projects the inputs it
-saw with the module's own ``w_q``, ``w_k`` and ``w_v`` (with the KV cache each
-step brings only the new tokens: the projections are concatenated). ``walk`` then writes the formula out for one head and one
+and reads every attention module's q, k and v at its hook points (with the KV
+cache each step brings only the new tokens: the steps are concatenated). ``walk`` then writes the formula out for one head and one
 query row: raw scores ``q·k``, scaled by ``1/sqrt(d_head)`` (or the model's own
 scale: GPT-Neo uses none), masked to the past (and to a local layer's window), the softmax, and
 the weighted sum of the value rows; the weights are compared with those the
@@ -63,67 +62,40 @@ class WalkRow:
 def collect_projections(
     model: Any, task: Any, result: Any, options: dict[str, Any] | None
 ) -> dict[str, Projections]:
-    """Replay ``result``'s decode; q/k/v of every attention module, by capture name.
+    """Replay ``result``'s decode; q/k/v of every attention module, by its lab name.
 
-    A forward pre-hook on each ``MultiHeadAttention`` records the inputs of
-    every call (with a KV cache: the new tokens of each step). The module's
-    own ``w_q``, ``w_k``, ``w_v`` then project them; a cross-attention call
-    whose static cache is already filled adds queries only.
+    Hooks on ``hook_q``, ``hook_k`` and ``hook_v`` record each call's (B, T,
+    heads, d_head) tensors, after rotary (a cross-attention whose static cache
+    is already filled brings queries only).
     """
-    import inspect
-
     import torch
 
     from tui_lab.core.decoding.decode import generate
     from tui_lab.core.model.attention import MultiHeadAttention
+    from tui_lab.core.model.hook_points import using_hooks
 
-    modules = {m.capture_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}
-    calls: dict[str, list[tuple[Any, Any, Any, bool]]] = {}
-    handles = []
-    for name, module in modules.items():
-        signature = inspect.signature(module.forward)
+    modules = {m.lab_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}
+    seen: dict[str, list[Any]] = {}
 
-        def hook(
-            mod: Any, args: Any, kwargs: Any, name: str = name, signature: Any = signature
-        ) -> None:
-            bound = signature.bind(*args, **kwargs)
-            cache = bound.arguments.get("cache")
-            reused = cache is not None and cache.static and cache.filled
-            a = bound.arguments
-            calls.setdefault(name, []).append(
-                (a["query"].detach(), a["key"].detach(), a["value"].detach(), reused)
-            )
+    def record(x: Any, name: str) -> None:
+        seen.setdefault(name, []).append(x[0].detach().float().transpose(0, 1))  # (heads, T, d_head)
 
-        handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
-    try:
+    names = [n for m in modules.values() for n in (m.hook_names.q, m.hook_names.k, m.hook_names.v)]
+    with using_hooks([(set(names).__contains__, record)]):
         generate(model, task, result.input, capture=False, **dict(options or {}))
-    finally:
-        for h in handles:
-            h.remove()
     found: dict[str, Projections] = {}
-    with torch.no_grad():
-        for name, module in modules.items():
-            recorded = calls.get(name)
-            if not recorded:
-                continue
-
-            def heads(x: Any, module: Any = module) -> Any:
-                x = x[0].float()  # (T, width): d_model, or fewer key/value heads' width
-                return x.view(x.size(0), -1, module.d_head).transpose(0, 1)  # (heads, T, d_head)
-
-            q = torch.cat([heads(module.w_q(query)) for query, _, _, _ in recorded], dim=1)
-            fresh = [(key, value) for _, key, value, reused in recorded if not reused]
-            k = torch.cat([heads(module.w_k(key)) for key, _ in fresh], dim=1)
-            v = torch.cat([heads(module.w_v(value)) for _, value in fresh], dim=1)
-            if module.rope is not None:
-                q, k = module.rope(q, 0), module.rope(k, 0)
-            group = module.n_heads // k.size(0)  # query heads per key/value head
-            if group > 1:
-                k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
-            found[name] = Projections(
-                q, k, v, causal=name.startswith("decoder") and name.endswith(".self"),
-                scale=module.score_scale, window=module.window,
-            )
+    for name, module in modules.items():
+        hooked = module.hook_names
+        if hooked.q not in seen:
+            continue
+        q, k, v = (torch.cat(seen[n], dim=1) for n in (hooked.q, hooked.k, hooked.v))
+        group = module.n_heads // k.size(0)  # query heads per key/value head
+        if group > 1:
+            k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
+        found[name] = Projections(
+            q, k, v, causal=name.startswith("decoder") and name.endswith(".self"),
+            scale=module.score_scale, window=module.window,
+        )
     return found
 
 

@@ -1,14 +1,15 @@
-"""Named capture of attention weights, without widening any return value.
+"""Attention weights recorded through the ``hook_pattern`` hook points, by the lab's names.
 
     with capture_attention(model) as store:
         model(src, tgt)
     store.matrices()["decoder.0.cross"]  # (B, H, Tq, Tk)
 
-Inside the context every ``MultiHeadAttention`` of ``model`` has its ``store``
-set, so it takes the explicit path and records its weights under its
-``capture_name`` (``encoder.{i}.self``, ``decoder.{i}.self``,
-``decoder.{i}.cross``). Outside it, ``store`` is None and the fused kernel
-runs: capture costs nothing when unused.
+Inside the block, in this thread only, a hook on every attention module's
+``hook_pattern`` records the weights under the module's ``lab_name``
+(``encoder.{i}.self``, ``decoder.{i}.self``, ``decoder.{i}.cross``); asking
+for the pattern puts those modules on the explicit path for these calls.
+Nothing is set on the model: outside the block, or in another thread, the
+fused kernel runs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tui_lab.core.model.attention import MultiHeadAttention
+from tui_lab.core.model.hook_points import HookFn, HookSpec, using_hooks
 
 
 class AttentionStore:
@@ -65,22 +67,31 @@ class AttentionStore:
         return out
 
 
+def pattern_hooks(model: nn.Module, store: AttentionStore) -> list[HookSpec]:
+    """A hook on every attention module's ``hook_pattern`` recording into ``store``."""
+
+    def recorder(lab_name: str) -> HookFn:
+        def hook(weights: torch.Tensor, _name: str) -> None:
+            store.record(lab_name, weights.detach())
+
+        return hook
+
+    return [
+        (m.hook_names.pattern, recorder(m.lab_name))
+        for m in model.modules()
+        if isinstance(m, MultiHeadAttention)
+    ]
+
+
 @contextmanager
 def capture_attention(
     model: nn.Module, store: AttentionStore | None = None
 ) -> Iterator[AttentionStore]:
-    """Record every attention module's weights while the context is open.
+    """Record every attention module's weights while the block is open (this thread only).
 
     ``store``: add to an existing store (records keep their order) instead of a
     new one, e.g. the encoder's pass and the decoder's pass of one decode.
     """
     store = AttentionStore() if store is None else store
-    modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
-    previous = [m.store for m in modules]
-    for m in modules:
-        m.store = store
-    try:
+    with using_hooks(pattern_hooks(model, store)):
         yield store
-    finally:
-        for m, prev in zip(modules, previous, strict=True):
-            m.store = prev

@@ -1,12 +1,12 @@
 """The two Transformer blocks and the position-wise feed-forward network.
 
 Each sub-layer (self-attention, cross-attention, feed-forward) sits in a
-residual connection with a LayerNorm, in one of two arrangements:
+residual connection with a norm, in one of two arrangements:
 
-- post-LN (the original paper, ``norm_first=False``): ``x = norm(x + sublayer(x))``;
-- pre-LN (GPT-2 and most modern models, ``norm_first=True``):
+- post-LN (the original paper, ``norm: post``): ``x = norm(x + sublayer(x))``;
+- pre-LN (GPT-2 and most modern models, ``norm: pre``):
   ``x = x + sublayer(norm(x))``, which trains stably without a long warmup but
-  needs a final LayerNorm after the last layer (the models add it).
+  needs a final norm after the last layer (the models add it).
 
 Dropout is applied to each sub-layer's output before it is added back, as in
 the paper.
@@ -15,23 +15,34 @@ the paper.
 norm for it (``ff`` is None). Attention-only models are the setting in which
 induction heads were first described (Olsson et al. 2022).
 
-``BlockOptions`` carries what real checkpoints need beyond that: RMSNorm
-(Llama) instead of LayerNorm, a gated feed-forward, the parallel residual of
-GPT-NeoX (``x + attn(norm1(x)) + ff(norm2(x))``: both read the same input),
-grouped-query attention, a score scale, a local window and bias switches. Its
-defaults are the lab's own blocks.
+A block takes the model's ``ModelConfig``; beyond the sizes it reads the
+options real checkpoints need: RMSNorm (Llama) instead of LayerNorm, a gated
+feed-forward, the parallel residual of GPT-NeoX (``x + attn(norm1(x)) +
+ff(norm2(x))``: both read the same input), grouped-query attention, a score
+scale, a local window and bias switches.
+
+Hook points, under the block's ``hook_prefix`` (``blocks.0.``, ``encoder.1.``):
+``hook_resid_pre``, ``ln1.hook_normalized``, ``hook_attn_out``,
+``hook_resid_mid`` (not with a parallel residual or without a feed-forward),
+``ln2.hook_normalized``, ``hook_mlp_out``, ``hook_resid_post`` (the block's
+output), and the attention's and feed-forward's own. The cross-attention block
+adds ``hook_cross_attn_out`` and ``hook_resid_mid_cross`` and names its norms
+``ln1`` (self), ``ln2`` (cross) and ``ln3`` (feed-forward), as TransformerLens's
+encoder-decoder blocks do. In a post-LN block a norm's output is the residual
+stream itself, so ``hook_resid_mid`` and ``hook_resid_post`` come after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention
+from tui_lab.core.model.hook_points import active_hooks, fire
 from tui_lab.core.model.positions import RotaryEmbedding
 
 RopeAngles = tuple[torch.Tensor, torch.Tensor]  # RotaryEmbedding.angles(offset, T)
@@ -58,47 +69,21 @@ _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-@dataclass(frozen=True)
-class BlockOptions:
-    """A block's options beyond its sizes (``ModelConfig``'s names; ``window`` is
-    this layer's entry of ``attention_windows``). Defaults: the lab's own blocks."""
-
-    norm_kind: str = "layernorm"
-    norm_eps: float = 1e-5
-    gated_ff: bool = False
-    ff_bias: bool = True
-    parallel_residual: bool = False
-    n_kv_heads: int | None = None
-    qkv_bias: bool = True
-    out_bias: bool = True
-    score_scale: float | None = None
-    window: int = 0
-
-
-DEFAULT_OPTIONS = BlockOptions()
-
-
-def make_norm(d_model: int, options: BlockOptions = DEFAULT_OPTIONS) -> nn.LayerNorm | nn.RMSNorm:
-    """The norm ``options`` ask for: LayerNorm (scale and shift) or RMSNorm (scale only)."""
-    if options.norm_kind == "rmsnorm":
-        return nn.RMSNorm(d_model, eps=options.norm_eps)
-    return nn.LayerNorm(d_model, eps=options.norm_eps)
+def make_norm(config: ModelConfig) -> nn.LayerNorm | nn.RMSNorm:
+    """The norm ``config`` asks for: LayerNorm (scale and shift) or RMSNorm (scale only)."""
+    if config.norm_kind == "rmsnorm":
+        return nn.RMSNorm(config.d_model, eps=config.norm_eps)
+    return nn.LayerNorm(config.d_model, eps=config.norm_eps)
 
 
 def make_attention(
-    d_model: int, n_heads: int, dropout: float, rope: RotaryEmbedding | None, options: BlockOptions
+    config: ModelConfig, rope: RotaryEmbedding | None, window: int = 0
 ) -> MultiHeadAttention:
-    """A block's attention with the options' heads, biases, scale and window."""
+    """A block's attention with the config's heads, biases and scale, and this layer's window."""
+    c = config
     return MultiHeadAttention(
-        d_model,
-        n_heads,
-        dropout,
-        rope=rope,
-        n_kv_heads=options.n_kv_heads,
-        qkv_bias=options.qkv_bias,
-        out_bias=options.out_bias,
-        score_scale=options.score_scale,
-        window=options.window,
+        c.d_model, c.n_heads, c.dropout, rope=rope, n_kv_heads=c.n_kv_heads, qkv_bias=c.qkv_bias,
+        out_bias=c.out_bias, score_scale=c.score_scale, window=window,
     )
 
 
@@ -107,6 +92,11 @@ class FeedForward(nn.Module):
 
     ``gated``: ``lin2(dropout(act(gate(x)) * lin1(x)))`` (Llama's gate, up and
     down projections are ``gate``, ``lin1`` and ``lin2``).
+
+    Hook points under ``hook_prefix`` (``blocks.0.mlp.``): ``hook_pre`` (the
+    activation's input: ``gate(x)`` when gated, else ``lin1(x)``),
+    ``hook_pre_linear`` (gated: ``lin1(x)``) and ``hook_post`` (what ``lin2``
+    reads), each (B, T, d_ff).
     """
 
     def __init__(
@@ -126,51 +116,61 @@ class FeedForward(nn.Module):
         self.gate = nn.Linear(d_model, d_ff, bias=bias) if gated else None
         self.dropout = nn.Dropout(dropout)
         self.act = _ACTIVATIONS[activation]
+        self.hook_prefix = "mlp."
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hooks = active_hooks()
+        if hooks is None:
+            h = self.act(self.gate(x)) * self.lin1(x) if self.gate is not None else self.act(self.lin1(x))
+            return self.lin2(maybe_dropout(self.dropout, h))  # (B, T, d_model)
+        p = self.hook_prefix
         if self.gate is not None:
-            h = self.act(self.gate(x)) * self.lin1(x)  # (B, T, d_ff)
+            pre = hooks.fire(p + "hook_pre", self.gate(x))  # (B, T, d_ff)
+            h = self.act(pre) * hooks.fire(p + "hook_pre_linear", self.lin1(x))
         else:
-            h = self.act(self.lin1(x))
-        return self.lin2(maybe_dropout(self.dropout, h))  # (B, T, d_model)
+            h = self.act(hooks.fire(p + "hook_pre", self.lin1(x)))
+        h = hooks.fire(p + "hook_post", h)
+        return self.lin2(maybe_dropout(self.dropout, h))
 
 
-def _feed_forward(
-    d_model: int, d_ff: int, dropout: float, activation: str, options: BlockOptions
-) -> FeedForward | None:
-    if not d_ff:
+def _feed_forward(config: ModelConfig) -> FeedForward | None:
+    c = config
+    if not c.d_ff:
         return None
-    return FeedForward(d_model, d_ff, dropout, activation, options.gated_ff, options.ff_bias)
+    return FeedForward(c.d_model, c.d_ff, c.dropout, c.activation, c.gated_ff, c.ff_bias)
 
 
-class EncoderLayer(nn.Module):
-    """Self-attention over the source, then feed-forward (``norm1``, ``norm2``).
+class TransformerBlock(nn.Module):
+    """Self-attention, then feed-forward (``norm1``, ``norm2``).
 
-    With ``causal=True`` the self-attention is masked to the past: this is the
-    block of a decoder-only (GPT-style) model, which has no cross attention.
+    An encoder's layer (bidirectional, with the source's padding mask) and a
+    decoder-only model's block (``is_causal=True``: each position sees only the
+    past) are this same block; only the mask differs.
     """
 
     def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = True,
-        rope: RotaryEmbedding | None = None,
-        options: BlockOptions = DEFAULT_OPTIONS,
+        self, config: ModelConfig, rope: RotaryEmbedding | None = None, window: int = 0
     ) -> None:
         super().__init__()
-        self.norm_first = norm_first
-        self.parallel = options.parallel_residual
-        if self.parallel and not norm_first:
-            raise ValueError("a parallel residual needs pre-norm (norm_first=True)")
-        self.self_attn = make_attention(d_model, n_heads, dropout, rope, options)
-        self.ff = _feed_forward(d_model, d_ff, dropout, activation, options)
-        self.norm1 = make_norm(d_model, options)
-        self.norm2 = make_norm(d_model, options) if d_ff else None
-        self.dropout = nn.Dropout(dropout)
+        self.norm_first = config.norm == "pre"
+        self.parallel = config.parallel_residual  # the config allows it with pre-norm only
+        self.self_attn = make_attention(config, rope, window)
+        self.ff = _feed_forward(config)
+        self.norm1 = make_norm(config)
+        self.norm2 = make_norm(config) if config.d_ff else None
+        self.dropout = nn.Dropout(config.dropout)
+        self.hook_prefix = ""
+
+    @property
+    def hook_prefix(self) -> str:
+        return self._prefix
+
+    @hook_prefix.setter
+    def hook_prefix(self, prefix: str) -> None:
+        self._prefix = prefix
+        self.self_attn.hook_prefix = prefix + "attn."
+        if self.ff is not None:
+            self.ff.hook_prefix = prefix + "mlp."
 
     def forward(
         self,
@@ -181,28 +181,40 @@ class EncoderLayer(nn.Module):
         rope_angles: RopeAngles | None = None,
     ) -> torch.Tensor:
         """``x`` (B, T, d_model); ``mask`` broadcastable to (B, H, T, T), True = may attend."""
-        drop = self.dropout
-        if self.norm_first:
-            h = self.norm1(x)
+        hooks, p, drop = active_hooks(), self._prefix, self.dropout
+        x = fire(hooks, p + "hook_resid_pre", x) if hooks is not None else x
+
+        def attention(h: torch.Tensor) -> torch.Tensor:
             a = self.self_attn(h, h, h, mask, is_causal=is_causal, cache=cache, rope_angles=rope_angles)[0]
-            if self.parallel:  # attention and feed-forward both read the block's input
-                out = x + maybe_dropout(drop, a)
-                if self.ff is not None and self.norm2 is not None:
-                    out = out + maybe_dropout(drop, self.ff(self.norm2(x)))
-                return out
-            x = x + maybe_dropout(drop, a)
-            if self.ff is not None and self.norm2 is not None:
-                x = x + maybe_dropout(drop, self.ff(self.norm2(x)))
+            return maybe_dropout(drop, fire(hooks, p + "hook_attn_out", a) if hooks is not None else a)
+
+        def mlp(h: torch.Tensor) -> torch.Tensor:
+            assert self.ff is not None
+            return maybe_dropout(drop, fire(hooks, p + "hook_mlp_out", self.ff(h)) if hooks is not None else self.ff(h))
+
+        def norm(module: nn.Module | None, name: str, h: torch.Tensor) -> torch.Tensor:
+            assert module is not None
+            return module(h) if hooks is None else hooks.fire(p + name, module(h))
+
+        if not self.norm_first:  # post-LN: the norm's output is the residual stream
+            x = norm(self.norm1, "ln1.hook_normalized", x + attention(x))
+            if self.ff is not None:
+                x = x if hooks is None else hooks.fire(p + "hook_resid_mid", x)
+                x = norm(self.norm2, "ln2.hook_normalized", x + mlp(x))
+        elif self.parallel:  # attention and feed-forward both read the block's input
+            out = x + attention(norm(self.norm1, "ln1.hook_normalized", x))
+            x = out if self.ff is None else out + mlp(norm(self.norm2, "ln2.hook_normalized", x))
         else:
-            a = self.self_attn(x, x, x, mask, is_causal=is_causal, cache=cache, rope_angles=rope_angles)[0]
-            x = self.norm1(x + maybe_dropout(drop, a))
-            if self.ff is not None and self.norm2 is not None:
-                x = self.norm2(x + maybe_dropout(drop, self.ff(x)))
-        return x
+            x = x + attention(norm(self.norm1, "ln1.hook_normalized", x))
+            if self.ff is not None:
+                x = x if hooks is None else hooks.fire(p + "hook_resid_mid", x)
+                x = x + mlp(norm(self.norm2, "ln2.hook_normalized", x))
+        return x if hooks is None else hooks.fire(p + "hook_resid_post", x)
 
 
-class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention to the encoder memory, feed-forward.
+class CrossAttentionBlock(nn.Module):
+    """An encoder-decoder's decoder layer: causal self-attention, cross-attention to
+    the encoder memory, feed-forward.
 
     Norms: ``norm1`` (self-attention), ``norm2`` (cross-attention), ``norm3``
     (feed-forward). The self-attention is always causal: position t never sees
@@ -211,29 +223,30 @@ class DecoderLayer(nn.Module):
     """
 
     def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = True,
-        rope: RotaryEmbedding | None = None,
-        options: BlockOptions = DEFAULT_OPTIONS,
+        self, config: ModelConfig, rope: RotaryEmbedding | None = None, window: int = 0
     ) -> None:
         super().__init__()
-        if options.parallel_residual:
-            raise ValueError("a parallel residual is for decoder-only blocks")
-        self.norm_first = norm_first
-        self.self_attn = make_attention(d_model, n_heads, dropout, rope, options)
-        # Cross attention reads the whole memory: no window.
-        cross = replace(options, window=0)
-        self.cross_attn = make_attention(d_model, n_heads, dropout, None, cross)
-        self.ff = _feed_forward(d_model, d_ff, dropout, activation, options)
-        self.norm1 = make_norm(d_model, options)
-        self.norm2 = make_norm(d_model, options)
-        self.norm3 = make_norm(d_model, options) if d_ff else None
-        self.dropout = nn.Dropout(dropout)
+        self.norm_first = config.norm == "pre"
+        self.self_attn = make_attention(config, rope, window)
+        self.cross_attn = make_attention(config, None)  # reads the whole memory: no window
+        self.ff = _feed_forward(config)
+        self.norm1 = make_norm(config)
+        self.norm2 = make_norm(config)
+        self.norm3 = make_norm(config) if config.d_ff else None
+        self.dropout = nn.Dropout(config.dropout)
+        self.hook_prefix = ""
+
+    @property
+    def hook_prefix(self) -> str:
+        return self._prefix
+
+    @hook_prefix.setter
+    def hook_prefix(self, prefix: str) -> None:
+        self._prefix = prefix
+        self.self_attn.hook_prefix = prefix + "attn."
+        self.cross_attn.hook_prefix = prefix + "cross_attn."
+        if self.ff is not None:
+            self.ff.hook_prefix = prefix + "mlp."
 
     def forward(
         self,
@@ -245,20 +258,32 @@ class DecoderLayer(nn.Module):
         rope_angles: RopeAngles | None = None,
     ) -> torch.Tensor:
         """``x`` (B, T, d_model), ``memory`` (B, S, d_model), ``memory_mask`` (B, 1, 1, S)."""
-        drop = self.dropout
-        if self.norm_first:
-            h = self.norm1(x)
-            a = self.self_attn(h, h, h, is_causal=True, cache=self_cache, rope_angles=rope_angles)[0]
-            x = x + maybe_dropout(drop, a)
-            h = self.norm2(x)
-            x = x + maybe_dropout(drop, self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0])
+        hooks, p, drop = active_hooks(), self._prefix, self.dropout
+
+        def hooked(name: str, h: torch.Tensor) -> torch.Tensor:
+            return h if hooks is None else hooks.fire(p + name, h)
+
+        def sublayers() -> list[tuple[nn.Module, str, Callable[[torch.Tensor], torch.Tensor], str]]:
+            """(norm, its hook, sub-layer, the sub-layer's output hook), in order."""
+            steps: list[tuple[nn.Module, str, Callable[[torch.Tensor], torch.Tensor], str]] = [
+                (self.norm1, "ln1.hook_normalized", lambda h: self.self_attn(
+                    h, h, h, is_causal=True, cache=self_cache, rope_angles=rope_angles)[0], "hook_attn_out"),
+                (self.norm2, "ln2.hook_normalized", lambda h: self.cross_attn(
+                    h, memory, memory, memory_mask, cache=cross_cache)[0], "hook_cross_attn_out"),
+            ]
             if self.ff is not None and self.norm3 is not None:
-                x = x + maybe_dropout(drop, self.ff(self.norm3(x)))
-        else:
-            a = self.self_attn(x, x, x, is_causal=True, cache=self_cache, rope_angles=rope_angles)[0]
-            x = self.norm1(x + maybe_dropout(drop, a))
-            a = self.cross_attn(x, memory, memory, memory_mask, cache=cross_cache)[0]
-            x = self.norm2(x + maybe_dropout(drop, a))
-            if self.ff is not None and self.norm3 is not None:
-                x = self.norm3(x + maybe_dropout(drop, self.ff(x)))
-        return x
+                steps.append((self.norm3, "ln3.hook_normalized", self.ff, "hook_mlp_out"))
+            return steps
+
+        x = hooked("hook_resid_pre", x)
+        steps = sublayers()
+        # The residual stream between two sub-layers: after self-attention, after cross.
+        mids = ("hook_resid_mid", "hook_resid_mid_cross")
+        for i, (norm, norm_hook, sublayer, out_hook) in enumerate(steps):
+            if self.norm_first:
+                x = x + maybe_dropout(drop, hooked(out_hook, sublayer(hooked(norm_hook, norm(x)))))
+            else:
+                x = hooked(norm_hook, norm(x + maybe_dropout(drop, hooked(out_hook, sublayer(x)))))
+            if i < len(steps) - 1:
+                x = hooked(mids[i], x)
+        return hooked("hook_resid_post", x)

@@ -30,11 +30,11 @@ from torch import nn
 
 from tui_lab.core.config.lab_config import LabConfig, ModelConfig, check_fits_in_memory
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention, padding_mask
+from tui_lab.core.model.hook_points import active_hooks, fire
 from tui_lab.core.model.layers import (
-    BlockOptions,
-    DecoderLayer,
-    EncoderLayer,
+    CrossAttentionBlock,
     RopeAngles,
+    TransformerBlock,
     make_norm,
     maybe_dropout,
 )
@@ -69,7 +69,7 @@ class DecoderCache:
             c.crop(length)
 
 
-def _positions(config: ModelConfig) -> nn.Module | None:
+def _positions(config: ModelConfig) -> SinusoidalPositions | LearnedPositions | None:
     """The additive position module, or None for RoPE (applied inside attention)."""
     if config.positional == "sinusoidal":
         return SinusoidalPositions(config.d_model, config.max_len, config.sinusoid_layout)
@@ -83,23 +83,6 @@ def _rope(config: ModelConfig) -> RotaryEmbedding | None:
         return None
     return RotaryEmbedding(
         config.d_head, base=config.rope_base, max_len=config.max_len, fraction=config.rope_fraction
-    )
-
-
-def block_options(config: ModelConfig, window: int = 0) -> BlockOptions:
-    """The block options ``config`` sets; ``window``: this layer's attention window."""
-    c = config
-    return BlockOptions(
-        norm_kind=c.norm_kind,
-        norm_eps=c.norm_eps,
-        gated_ff=c.gated_ff,
-        ff_bias=c.ff_bias,
-        parallel_residual=c.parallel_residual,
-        n_kv_heads=c.n_kv_heads,
-        qkv_bias=c.qkv_bias,
-        out_bias=c.out_bias,
-        score_scale=c.score_scale,
-        window=window,
     )
 
 
@@ -125,29 +108,34 @@ def _init_weights(model: nn.Module) -> None:
 
 
 def _stack(
-    layer: type[EncoderLayer] | type[DecoderLayer],
+    layer: type[TransformerBlock] | type[CrossAttentionBlock],
     count: int,
     config: ModelConfig,
     rope: RotaryEmbedding | None,
     name: str,
+    hook_base: str,
 ) -> tuple[nn.ModuleList, nn.LayerNorm | nn.RMSNorm | None]:
     """``count`` layers of one kind, and the final norm that pre-LN stacks need.
 
-    Each attention is named for capture: ``{name}.{i}.self`` and ``{name}.{i}.cross``.
+    Each attention gets the lab's name of its heads (``{name}.{i}.self``,
+    ``{name}.{i}.cross``) and each block its hook prefix (``{hook_base}{i}.``).
     ``attention_windows`` belong to the decoder stack's layers.
     """
-    c = config
-    pre = c.norm == "pre"
-    windows = c.attention_windows if name == "decoder" and c.attention_windows else (0,) * count
-    layers = [
-        layer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, pre, rope, block_options(c, w))
-        for w in windows
-    ]
+    windows = config.attention_windows if name == "decoder" and config.attention_windows else (0,) * count
+    layers = [layer(config, rope, w) for w in windows]
     for i, block in enumerate(layers):
-        block.self_attn.capture_name = f"{name}.{i}.self"
-        if isinstance(block, DecoderLayer):
-            block.cross_attn.capture_name = f"{name}.{i}.cross"
-    return nn.ModuleList(layers), make_norm(c.d_model, block_options(c)) if pre else None
+        block.hook_prefix = f"{hook_base}{i}."
+        block.self_attn.lab_name = f"{name}.{i}.self"
+        if isinstance(block, CrossAttentionBlock):
+            block.cross_attn.lab_name = f"{name}.{i}.cross"
+    return nn.ModuleList(layers), make_norm(config) if config.norm == "pre" else None
+
+
+def _final_norm(norm: nn.Module | None, hook: str, x: torch.Tensor) -> torch.Tensor:
+    """A pre-LN stack's final norm, through its hook point (post-LN stacks have none)."""
+    if norm is None:
+        return x
+    return fire(active_hooks(), hook, norm(x))
 
 
 def _angles(rope: RotaryEmbedding | None, offset: int, length: int) -> RopeAngles | None:
@@ -156,12 +144,12 @@ def _angles(rope: RotaryEmbedding | None, offset: int, length: int) -> RopeAngle
 
 
 class Encoder(nn.Module):
-    """A stack of ``EncoderLayer`` (``layers``) plus ``norm`` for pre-LN."""
+    """A stack of bidirectional ``TransformerBlock`` (``layers``) plus ``norm`` for pre-LN."""
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
         self.layers, self.norm = _stack(
-            EncoderLayer, config.n_encoder_layers, config, rope, "encoder"
+            TransformerBlock, config.n_encoder_layers, config, rope, "encoder", "encoder."
         )
         self.rope = rope  # shared with every self-attention; no parameters or saved state
 
@@ -169,16 +157,16 @@ class Encoder(nn.Module):
         angles = _angles(self.rope, 0, x.size(1))
         for layer in self.layers:
             x = layer(x, mask, rope_angles=angles)
-        return x if self.norm is None else self.norm(x)
+        return _final_norm(self.norm, "encoder_final_ln.hook_normalized", x)
 
 
 class Decoder(nn.Module):
-    """A stack of ``DecoderLayer`` (with cross attention) plus ``norm`` for pre-LN."""
+    """A stack of ``CrossAttentionBlock`` plus ``norm`` for pre-LN."""
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
         self.layers, self.norm = _stack(
-            DecoderLayer, config.n_decoder_layers, config, rope, "decoder"
+            CrossAttentionBlock, config.n_decoder_layers, config, rope, "decoder", "decoder."
         )
         self.rope = rope
 
@@ -195,16 +183,20 @@ class Decoder(nn.Module):
             if cache is not None:
                 self_cache, cross_cache = cache.self_attn[i], cache.cross_attn[i]
             x = layer(x, memory, memory_mask, self_cache, cross_cache, rope_angles=angles)
-        return x if self.norm is None else self.norm(x)
+        return _final_norm(self.norm, "decoder_final_ln.hook_normalized", x)
 
 
 class CausalDecoder(nn.Module):
-    """GPT-style stack: ``EncoderLayer`` blocks with causal self-attention only."""
+    """GPT-style stack: ``TransformerBlock`` blocks with causal self-attention only.
+
+    Its heads keep the lab's names ``decoder.{i}.self``; its hook points are
+    TransformerLens's ``blocks.{i}.``.
+    """
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
         self.layers, self.norm = _stack(
-            EncoderLayer, config.n_decoder_layers, config, rope, "decoder"
+            TransformerBlock, config.n_decoder_layers, config, rope, "decoder", "blocks."
         )
         self.rope = rope
 
@@ -213,15 +205,16 @@ class CausalDecoder(nn.Module):
         for i, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache.self_attn[i]
             x = layer(x, is_causal=True, cache=layer_cache, rope_angles=angles)
-        return x if self.norm is None else self.norm(x)
+        return _final_norm(self.norm, "ln_final.hook_normalized", x)
 
 
-class _Base(nn.Module):
-    """Embedding, positions and output head shared by both model kinds."""
+class EmbeddingsAndHead(nn.Module):
+    """What both model kinds share around their stacks: token embeddings,
+    positions and the output head."""
 
     tgt_embed: nn.Embedding
     lm_head: nn.Linear
-    pos: nn.Module | None
+    pos: SinusoidalPositions | LearnedPositions | None
 
     def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int) -> None:
         super().__init__()
@@ -231,12 +224,24 @@ class _Base(nn.Module):
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embeddings else 1.0
         self.drop = nn.Dropout(config.dropout)
 
-    def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int) -> torch.Tensor:
-        """(B, T) ids -> (B, T, d_model): scaled embedding + positions, then dropout."""
+    def _embed(
+        self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int, hook_base: str = ""
+    ) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d_model): scaled embedding + positions, then dropout.
+
+        Hook points ``{hook_base}hook_embed`` (the scaled token embeddings) and
+        ``{hook_base}hook_pos_embed`` (the position vectors added to them, (B, T, d_model)).
+        """
         x = embedding(tokens)  # (B, T, d_model)
         if self.embed_scale != 1.0:
             x = x * self.embed_scale
-        if self.pos is not None:
+        hooks = active_hooks()
+        if hooks is not None:
+            x = hooks.fire(hook_base + "hook_embed", x)
+            if self.pos is not None:
+                pos = self.pos.vectors(offset, x.size(1), x.dtype).expand_as(x)  # (B, T, d_model)
+                x = x + hooks.fire(hook_base + "hook_pos_embed", pos)
+        elif self.pos is not None:
             x = self.pos(x, offset)
         return maybe_dropout(self.drop, x)
 
@@ -252,7 +257,7 @@ class _Base(nn.Module):
         return head
 
 
-class EncoderDecoder(_Base):
+class EncoderDecoder(EmbeddingsAndHead):
     """The paper's model: ``forward(src (B,S), tgt (B,T)) -> logits (B,T,V)``."""
 
     def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int = 0) -> None:
@@ -303,7 +308,7 @@ class EncoderDecoder(_Base):
         return self._decode(tgt, self._encode(src, src_mask), src_mask, None)
 
     def _encode(self, src: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
-        return self.encoder(self._embed(self.src_embed, src, 0), src_mask)  # (B, S, d_model)
+        return self.encoder(self._embed(self.src_embed, src, 0, "encoder."), src_mask)  # (B, S, d_model)
 
     def _decode(
         self,
@@ -313,7 +318,7 @@ class EncoderDecoder(_Base):
         cache: DecoderCache | None,
     ) -> torch.Tensor:
         offset = 0 if cache is None else cache.length  # positions continue after the cache
-        x = self._embed(self.tgt_embed, tgt, offset)
+        x = self._embed(self.tgt_embed, tgt, offset, "decoder.")
         x = self.decoder(x, memory, src_mask, cache)
         return self.lm_head(x)  # (B, T, V)
 
@@ -325,7 +330,7 @@ class EncoderDecoder(_Base):
         )
 
 
-class DecoderOnly(_Base):
+class DecoderOnly(EmbeddingsAndHead):
     """GPT-style model: ``forward(tokens (B,T), cache=None) -> logits (B,T,V)``."""
 
     def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int = 0) -> None:

@@ -78,17 +78,21 @@ class SinusoidalPositions(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``x`` (B, T, D) plus the encodings of positions ``offset .. offset+T-1``."""
-        end = offset + x.size(1)
+        return x + self.vectors(offset, x.size(1), x.dtype)
+
+    def vectors(self, offset: int, length: int, dtype: torch.dtype) -> torch.Tensor:
+        """The (length, D) encodings of positions ``offset .. offset+length-1``."""
+        end = offset + length
         if end > self.pe.size(0):
             # Grow geometrically so a long decode does not rebuild the table every step.
             # Decoding runs under inference_mode; a table made there would be an
             # inference tensor that a later training step could not use.
             with torch.inference_mode(False):
                 self.pe = sinusoid_table(
-                    max(end, 2 * self.pe.size(0)), self.d_model, x.device, self.layout
+                    max(end, 2 * self.pe.size(0)), self.d_model, self.pe.device, self.layout
                 )
         pe = self.pe[offset:end]  # (T, D) broadcasts over B
-        return x + (pe if pe.dtype == x.dtype else pe.to(x.dtype))
+        return pe if pe.dtype == dtype else pe.to(dtype)
 
 
 class LearnedPositions(nn.Module):
@@ -107,12 +111,18 @@ class LearnedPositions(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``x`` (B, T, D) plus the learned vectors of positions ``offset .. offset+T-1``."""
-        end = offset + x.size(1)
+        return x + self.vectors(offset, x.size(1))  # (T, D) broadcasts over B
+
+    def vectors(self, offset: int, length: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """The (length, D) learned vectors of positions ``offset .. offset+length-1``
+        (in ``dtype`` when given)."""
+        end = offset + length
         if end > self.max_len:
             raise ValueError(
                 f"sequence reaches position {end}, past the learned table's max_len={self.max_len}"
             )
-        return x + self.weight[offset:end]  # (T, D) broadcasts over B
+        table = self.weight[offset:end]
+        return table if dtype is None or table.dtype == dtype else table.to(dtype)
 
 
 class RotaryEmbedding(nn.Module):

@@ -117,7 +117,7 @@ def exact_match_without(run_dir: Path, head: str | None, n: int) -> float:
     model = loaded.model
     if head is not None:
         name, index = head.rsplit(":", 1)
-        module = next(m for m in model.modules() if getattr(m, "capture_name", None) == name)
+        module = next(m for m in model.modules() if getattr(m, "lab_name", None) == name)
         width = module.d_head
         with torch.no_grad():
             module.w_o.weight[:, int(index) * width : (int(index) + 1) * width] = 0.0
