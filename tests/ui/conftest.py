@@ -17,6 +17,8 @@ def lab_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TFX_LAB_RUNS", "runs")
     monkeypatch.setenv("TFX_LAB_PRESETS", str(tmp_path / "my-presets"))
+    # The keymap.yaml read is the test's own (none), never the developer's.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     return tmp_path
 
 

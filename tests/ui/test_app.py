@@ -135,21 +135,24 @@ async def test_help_lists_every_binding() -> None:
 
 async def test_command_palette_offers_every_binding() -> None:
     """The palette's lab commands come from the bindings: one per pane action, with its key."""
-    from tui_lab.ui.keymap import action_help, pane_keys
+    from tui_lab.ui import keys
+    from tui_lab.ui.keymap import action_help
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
-        for keys in pane_keys():
-            for binding in keys.owner.BINDINGS:
-                title = f"{keys.title}: {binding.description}"
+        for pane_id in keys.PANES:
+            owner = type(app.pane(pane_id))  # every pane is mounted once torch is in
+            for binding in owner.BINDINGS:
+                title = f"{keys.PANE_TITLES[pane_id]}: {binding.description}"
                 assert title in commands, title
                 key = app.get_key_display(Binding(binding.key.split(",")[0], binding.action))
-                what = action_help(keys.owner, binding.action)  # the action's docstring
-                assert what and commands[title] == f"{what} ({key})", (title, commands[title])
-        assert commands["Go to Params"] == "Show the Params pane (5)"
-        assert commands["Help"] == "Open the help screen listing every binding (?)"
+                what = action_help(owner, binding.action)  # the action's docstring
+                expected = f"{what} ({key} · {binding.id})"
+                assert what and commands[title] == expected, (title, commands[title])
+        assert commands["Go to Params"] == "Show the Params pane (5 · app.params)"
+        assert commands["Help"] == "Open the help screen listing every binding (? · app.help)"
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)

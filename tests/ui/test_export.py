@@ -16,7 +16,6 @@ from tests.ui.helpers import SIZE, runs_pane, tiny_app, wait_until
 from tui_lab.core.runs.summary import CSV_COLUMNS, RunSummary
 from tui_lab.ui.export import SCREENSHOTS, write_runs_table
 from tui_lab.ui.keymap import bindings_of
-from tui_lab.ui.screens.help import lab_sections
 
 ROOT = Path("runs")
 
@@ -71,8 +70,9 @@ async def test_f12_saves_the_screen_as_svg_overlay_included() -> None:
 async def test_export_keys_are_in_help_and_bindings() -> None:
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        sections = dict(lab_sections(app))
+        await pilot.press("6")  # help lists the mounted panes: Runs is built when first shown
+        await wait_until(pilot, lambda: app.pane("runs") is not None, 10, "the Runs pane")
+        sections = dict(app.help_sections())
         everywhere = dict(sections["Everywhere"])
         assert "SVG" in everywhere["f12"]
         runs = dict(sections["6 Runs"])

@@ -18,28 +18,23 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input
 
-from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.core.runs.folder import runs_root
-from tui_lab.ui import compat, hangup, torch_preload
-from tui_lab.ui.export import SAVE_SVG, ScreenshotMixin
-from tui_lab.ui.keymap import PANE_TITLES, PANES
+from tui_lab.ui import compat, hangup, keys, torch_preload
+from tui_lab.ui.export import ScreenshotMixin
+from tui_lab.ui.keymap import read_keymap
 from tui_lab.ui.lazy_panes import lazy_panes
-from tui_lab.ui.messages import (
-    Decoded,
-    ReportReady,
-)
-from tui_lab.ui.panes.attention.ablation_state import AblationState
 from tui_lab.ui.panes.build.build_pane import BuildPane
 from tui_lab.ui.panes.params.param_count import ParamCounter
 from tui_lab.ui.routing import PaneRouting
 from tui_lab.ui.run_config import starting_config
-from tui_lab.ui.time_travel.travel import Travel
+from tui_lab.ui.state.host import Pane
+from tui_lab.ui.state.lab_state import LabState
 from tui_lab.ui.widgets.key_bar import KeyBar
 from tui_lab.ui.widgets.lazy_pane import LazyPane
 from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id
@@ -51,9 +46,7 @@ compat.install()
 if TYPE_CHECKING:
     from tui_lab.ui.core_access import Core
     from tui_lab.ui.panes.train.train_pane import TrainPane
-
-PANES_GROUP = Binding.Group("Panes", compact=True)
-
+    from tui_lab.ui.screens.help import PaneKeys
 
 class LabApp(PaneRouting, ScreenshotMixin):
     """Build, train, decode and look inside small Transformers."""
@@ -78,20 +71,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
     # Screen classes the .tcss files use to fit 80x24 as well as large terminals.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
-    BINDINGS = [
-        *(
-            Binding(str(i), f"show_pane('{pane}')", PANE_TITLES[pane], group=PANES_GROUP)
-            for i, pane in enumerate(PANES, start=1)
-        ),
-        Binding("question_mark", "help", "Help"),
-        Binding(
-            "b", "basics", "Basics", show=False,
-            tooltip="Basics: the tutorials' pictures (positions, masks, scaling, schedule)",
-        ),
-        SAVE_SVG,  # f12
-        Binding("q", "quit", "Quit"),
-        Binding("escape", "leave_field", "Leave field", show=False),
-    ]
+    BINDINGS = keys.APP
 
     def __init__(
         self,
@@ -104,6 +84,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
         model_source: str | None = None,
         revision: str | None = None,
         warm_hidden_panes: bool = True,
+        keymap_path: Path | None = None,
     ) -> None:
         super().__init__()
         # No animations unless asked for (TEXTUAL_ANIMATIONS): the sliding tab
@@ -113,28 +94,24 @@ class LabApp(PaneRouting, ScreenshotMixin):
             self.animation_level = "none"
         self.run_dir = Path(run_dir) if run_dir else None
         # An opened run's settings are the lab's from the first frame on.
-        self.config: LabConfig
-        self.config, self.start_error = starting_config(preset, self.run_dir)
+        config, self.start_error = starting_config(preset, self.run_dir)
+        # What the panes share (host.state); --model SOURCE is opened once torch is here.
+        self.state = LabState(
+            config,
+            runs_root(runs_dir),
+            user_dir=user_dir,
+            model_source=model_source,
+            model_revision=revision,
+        )
         self.follow_run = follow
         self.start_pane = "train" if follow else "build"  # watching a run is about its curves
-        self.runs_root = runs_root(runs_dir)
-        self.user_dir = user_dir
-        self.core: Core | None = None
-        self.core_state = "loading torch…"
-        self.panes: dict[str, Any] = {}  # pane id -> pane widget, once mounted
-        self.current_run: Any = None  # the run whose model Decode uses
-        self.last_report: ReportReady | None = None
-        self.last_decode: Decoded | None = None
-        self.ablation = AblationState()  # the heads the lab's decodes run without
-        self.travel = Travel()  # where time travel stands, and what its workers share
+        self.panes: dict[str, Pane] = {}  # pane id -> pane widget, once mounted
         self._load_core = load_core
         self._report_generation = 0
         self.counter = ParamCounter()
-        # A real model to open from files once torch is here (``--model SOURCE``), and
-        # the core's LoadedModel once it is open: every pane then works on it.
-        self.model_source = model_source
-        self.model_revision = revision
-        self.opened: Any = None
+        # The user's keymap.yaml: the entries kept apply from the first key on.
+        self.user_keymap = read_keymap(keymap_path)
+        self.set_keymap(self.user_keymap.entries)
         # Each hidden pane is drawn once out of sight, so that showing it is instant
         # (PaneSwitcher); False builds a pane when it is first shown instead.
         self.warm_hidden_panes = warm_hidden_panes
@@ -143,10 +120,10 @@ class LabApp(PaneRouting, ScreenshotMixin):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
-        yield PaneTabs(PANE_TITLES, self.start_pane, id="tabs")
+        yield PaneTabs(keys.PANE_TITLES, self.start_pane, id="tabs")
         yield PaneSwitcher(
             BuildPane(self.config, self.user_dir, id=pane_widget_id("build")),
-            *lazy_panes(self, held=self._load_core),  # built after the first frame, see loaded()
+            *lazy_panes(self.state, self.run_dir, self.follow_run, held=self._load_core),  # built after the first frame, see loaded()
             active=self.start_pane,
             warm=self.warm_hidden_panes,
             id="panes",
@@ -154,8 +131,9 @@ class LabApp(PaneRouting, ScreenshotMixin):
         yield SizeNotice(id="size-notice")
         yield KeyBar(id="keys")
 
-    def register_pane(self, pane_id: str, widget: Any) -> None:
+    def register_pane(self, pane_id: str, widget: Widget) -> None:
         """Called by each pane when it mounts; hands it what it missed."""
+        assert isinstance(widget, Pane)
         self.panes[pane_id] = widget
         if self.active_pane == pane_id:
             self._focus_pane(pane_id)
@@ -167,6 +145,8 @@ class LabApp(PaneRouting, ScreenshotMixin):
             self.panes["build"].show_opening(self.model_source)
         self._update_status()
         self._focus_pane(self.start_pane)
+        for problem in self.user_keymap.problems:  # one line each; the default key stands
+            self.notify(problem, title="Keymap", severity="warning", timeout=10)
         if self.start_error:
             self.notify(  # long enough to read while torch loads
                 self.start_error,
@@ -308,15 +288,37 @@ class LabApp(PaneRouting, ScreenshotMixin):
 
     def action_help(self) -> None:
         """Open the help screen listing every binding."""
-        from tui_lab.ui.screens.help import HelpScreen, lab_sections
+        from tui_lab.ui.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen(lab_sections(self)))
+        self.push_screen(HelpScreen(self.help_sections(), self.user_keymap))
+
+    def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The help screen's sections: the app's keys and each mounted pane's, as remapped."""
+        from tui_lab.ui.screens.help import lab_sections
+
+        keymap = self.user_keymap.entries
+        return lab_sections(keys.APP, self.pane_keys(), self.get_key_display, keymap)
+
+    def pane_keys(self) -> list[PaneKeys]:
+        """What help lists for each mounted pane, in tab order."""
+        from tui_lab.ui.keymap import bindings_of
+        from tui_lab.ui.screens.help import PaneKeys
+
+        found = []
+        for number, pane_id in enumerate(keys.PANES, start=1):
+            pane = self.pane(pane_id)
+            if pane is None:
+                continue
+            cls = type(pane)
+            sections = [("", bindings_of(cls)), *cls.KEY_SECTIONS]
+            found.append(PaneKeys(number, keys.PANE_TITLES[pane_id], sections, list(cls.HELP_EXTRA)))
+        return found
 
     def action_basics(self, view: str = "positions") -> None:
         """Open the basics: positional table, masks, sqrt(d_k) scaling, schedule of the lab's model."""
         from tui_lab.ui.screens.basics.basics_screen import BasicsScreen, lab_source
 
-        self.push_screen(BasicsScreen(lab_source(self), view))
+        self.push_screen(BasicsScreen(lab_source(self.state), view))
 
     def action_leave_field(self) -> None:
         """Escape: leave a text field so the single-key bindings work again."""
@@ -344,7 +346,8 @@ class LabApp(PaneRouting, ScreenshotMixin):
         from tui_lab.ui.palette import lab_commands
 
         yield from super().get_system_commands(screen)
-        yield from lab_commands(self)
+        panes = [p for pane_id in keys.PANES if (p := self.pane(pane_id)) is not None]
+        yield from lab_commands(self, panes, self.user_keymap.entries, self.run_pane_action)
 
 
 def run_lab(

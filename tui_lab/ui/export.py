@@ -16,20 +16,10 @@ from datetime import datetime
 from pathlib import Path
 
 from textual.app import App
-from textual.binding import Binding
 
 from tui_lab.core.runs.summary import CSV_COLUMNS, RunSummary, csv_row
 
 SCREENSHOTS = "screenshots"
-# The app's key for ScreenshotMixin.action_save_svg (ctrl+s is Build's Save as;
-# ctrl+e is a text field's End), in the help and the palette, not the footer.
-SAVE_SVG = Binding(
-    "f12",
-    "save_svg",
-    "Save SVG",
-    show=False,
-    tooltip="Save SVG of the screen (in <runs>/screenshots)",
-)
 
 
 def stamp(now: datetime | None = None) -> str:

@@ -7,13 +7,14 @@ lab, once torch (and a ``--model``) is loaded, or as soon as one is shown.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui_lab.ui.state.lab_state import LabState
 from tui_lab.ui.widgets.lazy_pane import LazyPane
 from tui_lab.ui.widgets.pane_tabs import pane_widget_id
 
 if TYPE_CHECKING:
-    from tui_lab.ui.app import LabApp
     from tui_lab.ui.panes.attention.attention_pane import AttentionPane
     from tui_lab.ui.panes.decode.decode_pane import DecodePane
     from tui_lab.ui.panes.params.params_pane import ParamsPane
@@ -21,18 +22,20 @@ if TYPE_CHECKING:
     from tui_lab.ui.panes.train.train_pane import TrainPane
 
 
-def lazy_panes(app: LabApp, held: bool = False) -> list[LazyPane]:
-    """Stand-ins for Train, Decode, Attention, Params and Runs, in tab order
-    (``held``: hidden ones wait for ``LazyPane.release``)."""
+def lazy_panes(
+    state: LabState, run_dir: Path | None, follow: bool, held: bool = False
+) -> list[LazyPane]:
+    """Stand-ins for Train, Decode, Attention, Params and Runs, in tab order; Train opens
+    ``run_dir`` (or follows it, ``follow``). ``held``: hidden ones wait for ``LazyPane.release``."""
 
     def train() -> TrainPane:
         from tui_lab.ui.panes.train.train_pane import TrainPane
 
         return TrainPane(
-            app.config,
-            app.runs_root,
-            open_dir=app.run_dir if not app.follow_run else None,
-            follow_dir=app.run_dir if app.follow_run else None,
+            state.config,
+            state.runs_root,
+            open_dir=run_dir if not follow else None,
+            follow_dir=run_dir if follow else None,
             id=pane_widget_id("train"),
         )
 
@@ -54,7 +57,7 @@ def lazy_panes(app: LabApp, held: bool = False) -> list[LazyPane]:
     def runs() -> RunsPane:
         from tui_lab.ui.panes.runs.runs_pane import RunsPane
 
-        return RunsPane(app.runs_root, id=pane_widget_id("runs"))
+        return RunsPane(state.runs_root, id=pane_widget_id("runs"))
 
     return [
         LazyPane(factory, id=pane_widget_id(name), held=held)

@@ -14,16 +14,15 @@ interrupted, and quitting while it runs must not wait for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from textual.app import App
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import ModelOpened
 
-if TYPE_CHECKING:
-    from tui_lab.ui.app import LabApp
 
-
-def open_and_post(app: LabApp, source: str, revision: str | None) -> None:
+def open_and_post(app: App[Any], source: str, revision: str | None) -> None:
     """Open ``source`` (a folder or a cached hub name) in this thread; ``ModelOpened`` reports it."""
     from tui_lab.core.decoding.opened import open_model
 
@@ -39,15 +38,6 @@ def open_and_post(app: LabApp, source: str, revision: str | None) -> None:
     prefetch(loaded.model)
 
 
-def settled(run: Any) -> Any:
-    """``run`` once its model is final: an opened model's background layout done (waited
-    for if it runs). Before code that copies the model's modules or counts its tensors."""
-    settle = getattr(run, "settle", None)
-    if settle is not None:
-        settle()
-    return run
-
-
 def prefetch(model: object) -> None:
     """Touch every weight once (one read per page of the mapped files)."""
     import torch
@@ -55,10 +45,3 @@ def prefetch(model: object) -> None:
     with torch.no_grad():
         for p in model.parameters():  # type: ignore[attr-defined]
             p.sum()
-
-
-def model_label(loaded: object) -> str:
-    """How the Decode and Attention panes name an opened model: ``gpt2 (family gpt2, from files)``."""
-    card = getattr(loaded, "card", None)
-    name = loaded.config.name  # type: ignore[attr-defined]
-    return f"{name} ({card.family}, opened from files)" if card is not None else name

@@ -10,8 +10,9 @@ layout; this mixin only moves messages on.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from textual import work
 from textual.app import App
@@ -32,30 +33,58 @@ from tui_lab.ui.messages import (
     SnapshotDecoded,
     TravelMoved,
 )
+from tui_lab.ui.state.ablation import AblationState
+from tui_lab.ui.state.host import Pane
+from tui_lab.ui.state.lab_state import LabState
+from tui_lab.ui.state.travel import Travel
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 
+T = TypeVar("T")
+
 if TYPE_CHECKING:
-    from tui_lab.ui.core_access import Core
     from tui_lab.ui.panes.params.param_count import ParamCounter
-    from tui_lab.ui.time_travel.travel import Travel
+
+
+class StateField(Generic[T]):
+    """An attribute of the app that is the ``LabState`` field of the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, objtype: type) -> StateField[T]: ...
+    @overload
+    def __get__(self, obj: PaneRouting, objtype: type) -> T: ...
+    def __get__(self, obj: PaneRouting | None, objtype: type) -> T | StateField[T]:
+        if obj is None:
+            return self
+        return cast(T, getattr(obj.state, self.name))
+
+    def __set__(self, obj: PaneRouting, value: T) -> None:
+        setattr(obj.state, self.name, value)
 
 
 class PaneRouting(App[None]):
     """The message handlers of ``LabApp`` that hand what one pane says to the others."""
 
-    # The lab's state, set in LabApp.__init__.
-    config: LabConfig
-    core: Core | None
-    panes: dict[str, Any]
-    current_run: Any
-    last_report: ReportReady | None
-    last_decode: Decoded | None
-    travel: Travel
+    # The lab's state (LabApp.__init__ makes it); the names below read and write it.
+    state: LabState
+    config = StateField[LabConfig]()
+    core = StateField["Core | None"]()
+    core_state = StateField[str]()
+    current_run = StateField[Any]()
+    opened = StateField[Any]()  # the LoadedModel of --model, once open
+    last_report = StateField["ReportReady | None"]()
+    last_decode = StateField["Decoded | None"]()
+    ablation = StateField[AblationState]()
+    travel = StateField[Travel]()
+    model_source = StateField["str | None"]()  # until it fails to open or a run replaces it
+    model_revision = StateField["str | None"]()
+    runs_root = StateField[Path]()
+    user_dir = StateField["Path | None"]()
+    panes: dict[str, Pane]
     counter: ParamCounter
     _report_generation: int
-    model_source: str | None  # --model SOURCE, until it fails to open or a run replaces it
-    opened: Any  # the LoadedModel of --model, once open
-    core_state: str
     # LabApp's: the status bar's text, and switching panes.
     _update_status: Callable[[], None]
     action_show_pane: Callable[[str], None]
@@ -186,7 +215,7 @@ class PaneRouting(App[None]):
     def _model_report_worker(self, loaded: Any) -> None:
         """The opened model's parameter breakdown, from its own tensors (thread)."""
         from tui_lab.core.model.params import report_for_model
-        from tui_lab.ui.model_opening import settled
+        from tui_lab.ui.state.model_copies import settled
 
         model_config = loaded.config.model
         try:

@@ -64,11 +64,10 @@ async def test_the_run_decode_uses(trained_run: Path) -> None:
 def test_help_and_palette_list_it() -> None:
     from tui_lab.ui.app import LabApp
     from tui_lab.ui.palette import lab_commands
-    from tui_lab.ui.screens.help import lab_sections
 
     app = LabApp(preset=None, load_core=False)
-    sections = dict(lab_sections(app))
+    sections = dict(app.help_sections())
     assert "Basics" in dict(sections["Everywhere"]).get("b", "")
     assert set(dict(sections["b Basics (over any pane)"])) >= {"p", "m", "s", "r"}
-    titles = [c.title for c in lab_commands(app)]
+    titles = [c.title for c in lab_commands(app, [], {}, app.run_pane_action)]
     assert {"Basics", "Basics: Positions", "Basics: Masks", "Basics: Scaling", "Basics: Schedule"} <= set(titles)

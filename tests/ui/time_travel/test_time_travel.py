@@ -15,7 +15,7 @@ from tests.ui.helpers import ready, tiny_app, type_text, wait_until
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.train_pane import TrainPane
-from tui_lab.ui.time_travel.travel import TimeTravel, sparkline, value_at
+from tui_lab.ui.state.travel import TimeTravel, sparkline, value_at
 from tui_lab.ui.widgets.head_atlas import HeadAtlas, bar
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 

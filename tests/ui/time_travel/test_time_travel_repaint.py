@@ -16,7 +16,7 @@ from tui_lab.core.runs.curves import Curve, RunCurves
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.train_pane import TrainPane
-from tui_lab.ui.time_travel.travel import TimeTravel
+from tui_lab.ui.state.travel import TimeTravel
 from tui_lab.ui.widgets.snapshot_strip import KEYS_HINT, SHORT_HINT, SnapshotStrip
 
 

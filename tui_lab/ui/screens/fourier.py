@@ -16,14 +16,14 @@ from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.time_travel.travel import TimeTravel
+from tui_lab.ui import keys
+from tui_lab.ui.state.travel import TimeTravel
 from tui_lab.ui.widgets.fourier_view import FourierView
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 
@@ -33,14 +33,7 @@ PLAY_SECONDS = 0.35
 class FourierScreen(Screen[None]):
     """The spectrum of the run's model now or of one history snapshot."""
 
-    BINDINGS = [
-        Binding("left_square_bracket", "snapshot('prev')", "Earlier snapshot"),
-        Binding("right_square_bracket", "snapshot('next')", "Later snapshot (then latest)"),
-        Binding("left_curly_bracket", "snapshot('first')", "First snapshot", show=False),
-        Binding("right_curly_bracket", "snapshot('last')", "Last snapshot", show=False),
-        Binding("p", "play", "Play the history / stop"),
-        Binding("escape,f", "close", "Back to Train"),
-    ]
+    BINDINGS = keys.FOURIER
 
     class Shown(Message):
         """A spectrum was worked out (``spec`` None: ``error`` says why)."""

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui_lab.ui.keymap import bindings_of, pane_keys
+from tui_lab.ui import keys
+from tui_lab.ui.keymap import UserKeymap, shown
 
 FIELD_KEYS = [
     ("escape", "leave the text field (then 1-6, q and ? work again)"),
@@ -29,47 +32,58 @@ EVERYWHERE_EXTRA = [
     ("ctrl+p", "command palette: every action by name"),
     ("ctrl+q", "quit (also q outside text fields)"),
 ]
-# Keys a pane handles without a binding of its own (a widget's message).
-PANE_EXTRA = {
-    "build": FORM_TYPING,  # goes with the form's section
-    "decode": [("enter", "decode the input / the chosen example")],
-    "runs": [("enter", "in the filter line: back to the table (the filter stays)")],
-}
 
 
-def binding_rows(bindings: list[Binding], app: App[Any]) -> list[tuple[str, str]]:
-    """(keys, what they do) for a BINDINGS list; one key's several actions are joined."""
+Rows = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class PaneKeys:
+    """What help lists for one mounted pane: its number and title, and its key sections."""
+
+    number: int
+    title: str
+    sections: list[tuple[str, list[Binding]]]  # ("" for the pane's own, "the form", ...)
+    extra: Rows = field(default_factory=list)  # keys handled without a binding
+
+
+def binding_rows(
+    bindings: list[Binding], display: Callable[[Binding], str], keymap: Mapping[str, str]
+) -> Rows:
+    """(keys, what they do + id) for bindings as remapped; one key's several actions joined."""
     rows: dict[str, list[str]] = {}
-    for b in bindings:
-        if not isinstance(b, Binding):
-            b = Binding(*b)
-        key = app.get_key_display(b)
+    for b in shown(bindings, keymap):
+        key = display(b)
         description = b.tooltip or b.description or b.action  # the footer's label is terser
-        if description not in rows.setdefault(key, []):
-            rows[key].append(description)
+        what = escape(description) + (f"  [dim]{b.id}[/]" if b.id else "")
+        if not any(w.startswith(escape(description)) for w in rows.setdefault(key, [])):
+            rows[key].append(what)
     return [(key, " / ".join(descriptions)) for key, descriptions in rows.items()]
 
 
-def lab_sections(app: App[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
-    """The help screen's sections: the app's keys, text fields, then each pane's (from BINDINGS)."""
+def lab_sections(
+    app_bindings: list[Binding],
+    panes: list[PaneKeys],
+    display: Callable[[Binding], str],
+    keymap: Mapping[str, str],
+) -> list[tuple[str, Rows]]:
+    """The help screen's sections: the app's keys, text fields, each mounted pane's, basics."""
     sections = [
-        ("Everywhere", binding_rows(bindings_of(type(app)), app) + EVERYWHERE_EXTRA),
+        ("Everywhere", binding_rows(app_bindings, display, keymap) + EVERYWHERE_EXTRA),
         ("In text fields", FIELD_KEYS),
     ]
-    for keys in pane_keys():
-        title = f"{keys.number} {keys.title}"
-        rows = binding_rows(bindings_of(keys.owner), app)
-        for section, widget in keys.widgets:
-            widget_rows = binding_rows(bindings_of(widget), app)
+    for pane in panes:
+        title = f"{pane.number} {pane.title}"
+        rows: Rows = []
+        for section, bindings in pane.sections:
+            section_rows = binding_rows(bindings, display, keymap)
             if section:
                 sections.append((title, rows))
-                title, rows = f"{title}: {section}", widget_rows
+                title, rows = f"{pane.number} {pane.title}: {section}", section_rows
             else:
-                rows += widget_rows
-        sections.append((title, rows + PANE_EXTRA.get(keys.pane, [])))
-    from tui_lab.ui.screens.basics.basics_screen import BasicsScreen
-
-    sections.append(("b Basics (over any pane)", binding_rows(bindings_of(BasicsScreen), app)))
+                rows += section_rows
+        sections.append((title, rows + pane.extra))
+    sections.append(("b Basics (over any pane)", binding_rows(keys.BASICS, display, keymap)))
     return sections
 
 
@@ -77,13 +91,12 @@ class HelpScreen(ModalScreen[None]):
     """Lists the bindings of the app, each pane and text fields; any of ?/escape/q closes it."""
 
     CSS_PATH = "help.tcss"
-    BINDINGS = [
-        Binding("escape,question_mark,q", "close", "Close"),
-    ]
+    BINDINGS = keys.HELP
 
-    def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
+    def __init__(self, sections: list[tuple[str, Rows]], keymap: UserKeymap) -> None:
         super().__init__()
         self.sections = sections
+        self.keymap = keymap
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
@@ -123,7 +136,15 @@ class HelpScreen(ModalScreen[None]):
             outer.add_row(*cells)
         outer.add_row("", "")
         outer.add_row(Text("escape, ? or q closes this screen", style="dim"), "")
+        outer.add_row(Text.from_markup(self._keymap_note(), style="dim"), "")
         return outer
+
+    def _keymap_note(self) -> str:
+        """Where a user remaps keys (ids are the dim names above), and what was refused."""
+        path = self.keymap.path
+        there = "in use" if path.exists() else "no file yet"
+        note = f"Remap keys in {path} ({there}): 'id: key' lines, e.g. train.toggle: t"
+        return "\n".join([escape(note), *(escape(p) for p in self.keymap.problems)])
 
     def action_close(self) -> None:
         """Close the help screen."""

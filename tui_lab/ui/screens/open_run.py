@@ -6,20 +6,20 @@ from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui_lab.core.runs.summary import list_run_folders
+from tui_lab.ui import keys
 
 
 class OpenRunScreen(ModalScreen[Path | None]):
     """Lists the run folders under the runs root; Enter opens one."""
 
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = keys.OPEN_RUN
 
     def __init__(self, root: Path) -> None:
         super().__init__()

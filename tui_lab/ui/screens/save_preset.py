@@ -8,13 +8,13 @@ import re
 from pathlib import Path
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.config.presets import user_preset_dir
+from tui_lab.ui import keys
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -23,7 +23,7 @@ class SavePresetScreen(ModalScreen[Path | None]):
     """Asks for a preset name (and a description), then writes the YAML file."""
 
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = keys.SAVE_PRESET
 
     def __init__(self, config: LabConfig, user_dir: Path | None = None) -> None:
         super().__init__()

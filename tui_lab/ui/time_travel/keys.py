@@ -15,26 +15,16 @@ from time import perf_counter
 from typing import Any
 
 from textual import events, work
-from textual.binding import Binding
 from textual.message import Message
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.messages import Decoded, SnapshotDecoded, TravelMoved
+from tui_lab.ui.state.host import Hosted
 
 PLAY_SECONDS = 0.35  # between one snapshot's repaint and the next load while playing
 
-TIME_TRAVEL_BINDINGS = [
-    Binding("left_square_bracket", "snapshot('prev')", "Earlier snapshot", show=False),
-    Binding("right_square_bracket", "snapshot('next')", "Later snapshot (then latest)", show=False),
-    Binding("left_curly_bracket", "snapshot('first')", "First snapshot", show=False),
-    Binding("right_curly_bracket", "snapshot('last')", "Last snapshot", show=False),
-    Binding("p", "play_snapshots", "Play the history / stop", show=False),
-]
-
-
-class TimeTravelKeys(LabWidget):
-    """Mixed into a pane: the time-travel actions and their worker (state: ``lab.travel``)."""
+class TimeTravelKeys(Hosted):
+    """Mixed into a pane: the time-travel actions and their worker (state: ``host.state.travel``)."""
 
     @dataclass
     class SnapshotShown(Message):
@@ -51,19 +41,19 @@ class TimeTravelKeys(LabWidget):
 
     def run_dir(self) -> Path | None:
         """The folder of the run whose model the lab decodes with (its history is travelled)."""
-        folder = getattr(self.lab.current_run, "out_dir", None)
+        folder = getattr(self.host.state.current_run, "out_dir", None)
         return Path(folder) if folder else None
 
     def action_snapshot(self, move: str) -> None:
         """Show the last decode on an earlier/later/first/last history snapshot."""
-        travel = self.lab.travel
+        travel = self.host.state.travel
         travel.state.playing = False
         if self._refresh_steps():
             self._go(travel.state.target(move))
 
     def action_play_snapshots(self) -> None:
         """Play the decode through every history snapshot (p again, or any key, stops)."""
-        state = self.lab.travel.state
+        state = self.host.state.travel.state
         if state.playing:
             state.playing = False
             self.post_message(TravelMoved())
@@ -74,40 +64,40 @@ class TimeTravelKeys(LabWidget):
 
     def _refresh_steps(self) -> bool:
         """Read the run's snapshot list; False (and a notification) when time travel cannot go."""
-        lab = self.lab
+        host = self.host
         run_dir = self.run_dir()
-        if getattr(lab.current_run, "card", None) is not None:
+        if getattr(host.state.current_run, "card", None) is not None:
             self.notify("a model opened from files has no training history", severity="warning", timeout=3)
             return False
-        if lab.core is None or lab.current_run is None or run_dir is None:
+        if host.state.core is None or host.state.current_run is None or run_dir is None:
             self.notify("train or open a run first (2)", severity="warning", timeout=3)
             return False
         from tui_lab.core.runs.snapshots import list_snapshots
 
-        lab.travel.state.set_run(run_dir, list_snapshots(run_dir))
-        if not lab.travel.state.steps:
+        host.state.travel.state.set_run(run_dir, list_snapshots(run_dir))
+        if not host.state.travel.state.steps:
             self.notify("this run has no history snapshots", severity="warning", timeout=3)
             return False
-        if lab.last_decode is None:
+        if host.state.last_decode is None:
             self.notify("decode an input first (3, type, Enter)", severity="warning", timeout=3)
             return False
         return True
 
     def _go(self, index: int | None) -> None:
-        lab = self.lab
-        last = lab.last_decode
-        state = lab.travel.state
+        host = self.host
+        last = host.state.last_decode
+        state = host.state.travel.state
         if last is None or state.run_dir is None:
             return
         step = None if index is None else state.steps[index]
         self._snapshot_worker(
-            lab.current_run,
+            host.state.current_run,
             state.run_dir,
             index,
             step,
             last.result.input,
             dict(last.options or {}),
-            lab.training_active,
+            host.training_active,
             perf_counter(),
         )
 
@@ -128,7 +118,7 @@ class TimeTravelKeys(LabWidget):
 
         from tui_lab.core.decoding.decode import generate
 
-        travel, ablation = self.lab.travel, self.lab.ablation
+        travel, ablation = self.host.state.travel, self.host.state.ablation
         try:
             if step is None:  # back to the live model, as the Decode pane would use it
                 model = copy.deepcopy(run.model) if training else run.model
@@ -152,7 +142,7 @@ class TimeTravelKeys(LabWidget):
     def on_time_travel_keys_snapshot_shown(self, message: TimeTravelKeys.SnapshotShown) -> None:
         """Hand the snapshot's decode to the app (both panes show it), redraw the strips, play on."""
         message.stop()
-        travel = self.lab.travel
+        travel = self.host.state.travel
         if message.error:
             travel.state.playing = False
             self.notify(f"time travel: {message.error}", severity="error", timeout=4)
@@ -173,19 +163,19 @@ class TimeTravelKeys(LabWidget):
                 self.set_timer(PLAY_SECONDS, lambda: self._play_on(nxt))
 
     def _play_on(self, index: int) -> None:
-        if self.lab.travel.state.playing:
+        if self.host.state.travel.state.playing:
             self._go(index)
 
     def on_key(self, event: events.Key) -> None:
         """Any key but p stops playing (and then does what it does)."""
-        state = self.lab.travel.state
+        state = self.host.state.travel.state
         if state.playing and event.key != "p":
             state.playing = False
             self.post_message(TravelMoved())
 
     def on_decoded(self, message: Decoded) -> None:
         """A decode of the user's own (on the live model) puts the strips back on latest."""
-        travel = self.lab.travel
+        travel = self.host.state.travel
         if message.result is not travel.shown_result and travel.state.index is not None:
             travel.state.index = None
             travel.state.playing = False

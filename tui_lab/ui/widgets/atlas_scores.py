@@ -13,13 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-
-def shared_clone(model: Any) -> Any:
-    """A copy of ``model``'s modules that shares its tensors: what a capture or a hook sets
-    on a module stays on the copy, and no weight is copied (a real model's are hundreds of MB)."""
-    memo: dict[int, Any] = {id(t): t for t in model.parameters()}
-    memo.update({id(t): t for t in model.buffers()})
-    return copy.deepcopy(model, memo)
+from tui_lab.ui.state.model_copies import shared_clone
 
 
 def atlas_heads(model: Any, task: Any, arch: str) -> list[Any]:

@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.time_travel.travel import sparkline
+from tui_lab.ui.state.travel import sparkline
 
 BAR = 10
 SPARK = 24

@@ -15,13 +15,13 @@ from typing import Any
 from rich.color import Color
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
 from tui_lab.core.decoding.attention_text import shade
+from tui_lab.ui import keys
 
 LOW = (40, 60, 110)  # dark blue for weights near 0
 HIGH = (255, 210, 80)  # warm yellow for weights near 1
@@ -49,16 +49,7 @@ def cell_text(value: float, width: int) -> str:
 class Heatmap(Widget, can_focus=True):
     """Rows are queries, columns keys; the arrow keys move a cursor over the cells."""
 
-    BINDINGS = [
-        Binding("up", "move(-1, 0)", "Cursor to the previous query row", show=False),
-        Binding("down", "move(1, 0)", "Cursor to the next query row", show=False),
-        Binding("left", "move(0, -1)", "Cursor to the previous key", show=False),
-        Binding("right", "move(0, 1)", "Cursor to the next key", show=False),
-        Binding("home", "jump(0)", "First key", show=False),
-        Binding("end", "jump(-1)", "Last key", show=False),
-        Binding("pageup", "page(-1)", "Cursor a window's rows up", show=False),
-        Binding("pagedown", "page(1)", "Cursor a window's rows down", show=False),
-    ]
+    BINDINGS = keys.HEATMAP
 
     cursor: reactive[tuple[int, int]] = reactive((0, 0))
 

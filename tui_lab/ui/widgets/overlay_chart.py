@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tui_lab.ui.panes.train.loss_chart import CachedPlot, integer_ticks
+from tui_lab.ui.widgets.cached_plot import CachedPlot, integer_ticks
 from tui_lab.ui.widgets.chart_points import thin
 
 # One fixed colour per run, in the order runs are first marked.

@@ -16,12 +16,12 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui_lab.ui import keys
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 
@@ -45,15 +45,7 @@ class PickList(QuietFocus, ScrollView, can_focus=True):
         "pick-list--focused",
     }
 
-    BINDINGS = [
-        Binding("up", "move(-1)", "Previous", show=False),
-        Binding("down", "move(1)", "Next", show=False),
-        Binding("home", "move_to(0)", "First", show=False),
-        Binding("end", "move_to(-1)", "Last", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("enter", "pick", "Pick", show=False),
-    ]
+    BINDINGS = keys.PICK_LIST
 
     @dataclass
     class Picked(Message):

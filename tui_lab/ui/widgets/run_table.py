@@ -17,12 +17,12 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui_lab.ui import keys
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 GAP = 2  # spaces between columns
@@ -47,15 +47,7 @@ class RunTable(QuietFocus, ScrollView, can_focus=True):
     RunTable:focus > .run-table--cursor { background: $accent 60%; }
     RunTable > .run-table--header { text-style: bold; color: $text; }
     """
-    BINDINGS = [
-        Binding("up", "move(-1)", "Up", show=False),
-        Binding("down", "move(1)", "Down", show=False),
-        Binding("pageup", "move(-10)", "Page up", show=False),
-        Binding("pagedown", "move(10)", "Page down", show=False),
-        Binding("home", "move(-1000000)", "First", show=False),
-        Binding("end", "move(1000000)", "Last", show=False),
-        Binding("enter", "select", "Select", show=False),
-    ]
+    BINDINGS = keys.RUN_TABLE
 
     class Highlighted(Message):
         """The cursor is on another row (``key``)."""

@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from tui_lab.ui.time_travel.travel import TimeTravel, sparkline, value_at
+from tui_lab.ui.state.travel import TimeTravel, sparkline, value_at
 
 KEYS_HINT = "[ ] step · { } first/last · p play"
 SHORT_HINT = "[ ] { } p"  # when the full hint does not fit on the line

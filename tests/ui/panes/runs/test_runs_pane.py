@@ -191,13 +191,12 @@ def test_cells() -> None:
 
 async def test_help_footer_and_palette_list_the_runs_keys() -> None:
     from tui_lab.ui.panes.runs.runs_pane import RunsPane
-    from tui_lab.ui.screens.help import lab_sections
 
     write_run(ROOT / "a")
     app = tiny_app(load_core=False)
     async with app.run_test(size=SIZE) as pilot:
         await runs_pane(pilot)
-        sections = dict(lab_sections(app))
+        sections = dict(app.help_sections())
         text = " ".join(f"{k} {v}" for k, v in sections["6 Runs"])
         for binding in RunsPane.BINDINGS:
             assert binding.description in text, binding.description

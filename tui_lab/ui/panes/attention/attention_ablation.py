@@ -1,7 +1,7 @@
 """The Attention pane's interventions: switch the head on show off (``x``) and the importance table (``i``).
 
 A mixin for ``AttentionPane``. The heads switched off live in the lab's
-``AblationState`` (``lab.ablation``: the Decode pane's decodes apply them, to a
+``AblationState`` (``host.state.ablation``: the Decode pane's decodes apply them, to a
 private model copy); toggling one here asks Decode, through the app, to
 decode the input on show again. The importance table ablates
 each head alone on N held-out examples in a thread worker, on its own copy
@@ -23,15 +23,15 @@ from textual import work
 from textual.message import Message
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.messages import DecodeRequested
+from tui_lab.ui.state.host import Hosted
 from tui_lab.ui.widgets.importance_view import ImportanceView
 
 IMPORTANCE_N = 200  # held-out examples per head in the lab (the CLI's --n)
 PROGRESS_EVERY = 0.1  # seconds between progress messages (the last one always goes)
 
 
-class AttentionAblation(LabWidget):
+class AttentionAblation(Hosted):
     """``x`` toggles the selected head, ``m`` cycles zero/mean, ``X`` restores all, ``i`` importance."""
 
     @dataclass
@@ -80,7 +80,7 @@ class AttentionAblation(LabWidget):
 
     def ablation_header(self, text: Text) -> None:
         """Append what the lab's decodes run without to the header line."""
-        ablation = self.lab.ablation
+        ablation = self.host.state.ablation
         if ablation.active:
             text.append(f"   ablated: {ablation.label()}", style="bold magenta")
 
@@ -97,13 +97,13 @@ class AttentionAblation(LabWidget):
         head = self.selected_head
         if not self._need_data() or head is None:
             return
-        off = self.lab.ablation.toggle(head)
+        off = self.host.state.ablation.toggle(head)
         self.notify(f"{head} switched {'off' if off else 'back on'}", timeout=2)
         self._rerun()
 
     def action_cycle_ablation_mode(self) -> None:
         """Ablate by zeroing the head's output or by its mean output (and decode again)."""
-        ablation = self.lab.ablation
+        ablation = self.host.state.ablation
         mode = ablation.cycle_mode()
         self.notify(f"ablation mode: {mode}", timeout=2)
         if ablation.active:
@@ -113,7 +113,7 @@ class AttentionAblation(LabWidget):
 
     def action_restore_heads(self) -> None:
         """Switch every ablated head back on and decode again."""
-        ablation = self.lab.ablation
+        ablation = self.host.state.ablation
         if ablation.active:
             ablation.clear()
             self._rerun()
@@ -129,11 +129,11 @@ class AttentionAblation(LabWidget):
 
     def _start_importance(self) -> None:
         view = self.query_one(ImportanceView)
-        run = self.lab.current_run
+        run = self.host.state.current_run
         if run is None:
             view.show_message("no model yet: train one (2) or open a run")
             return
-        mode = self.lab.ablation.mode
+        mode = self.host.state.ablation.mode
         if getattr(run, "card", None) is not None:  # opened from files: the loss on the text
             if self.result is None:
                 view.show_message("importance: decode a text first (3); each head is scored on it")
@@ -142,8 +142,8 @@ class AttentionAblation(LabWidget):
             self._text_importance_worker(run, mode, self.result.input)
             return
         view.show_message(f"importance: starting ({mode}, N={self.importance_n})…")
-        at_step = self.lab.travel.state.step  # a history snapshot on show, else None
-        self._importance_worker(run, mode, self.importance_n, self.lab.training_active, at_step)
+        at_step = self.host.state.travel.state.step  # a history snapshot on show, else None
+        self._importance_worker(run, mode, self.importance_n, self.host.training_active, at_step)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="importance")
     def _importance_worker(
@@ -159,8 +159,7 @@ class AttentionAblation(LabWidget):
     def _text_importance_worker(self, run: Any, mode: str, text: str) -> None:
         """Switch each head of a real model off alone; its loss on ``text`` (thread)."""
         from tui_lab.core.analysis.text_ablation import text_ids, text_importance
-        from tui_lab.ui.model_opening import settled
-        from tui_lab.ui.widgets.atlas_scores import shared_clone
+        from tui_lab.ui.state.model_copies import settled, shared_clone
 
         what = f"{mode}, loss on the text"
         last = [0.0]
@@ -193,7 +192,7 @@ class AttentionAblation(LabWidget):
 
         run_dir = Path(run.out_dir) if run.out_dir is not None else None
         if at_step is not None and run_dir is not None:
-            model = self.lab.travel.snapshot_model(run_dir, at_step, run.model)
+            model = self.host.state.travel.snapshot_model(run_dir, at_step, run.model)
             where, key = f"snapshot at step {at_step:,}", weights_key(run_dir, at_step)
         else:
             model = copy.deepcopy(run.model)  # never the Train pane's model

@@ -8,15 +8,16 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
+from tui_lab.ui import keys
 from tui_lab.ui.panes.attention.attention_ablation import AttentionAblation
-from tui_lab.ui.time_travel.keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
+from tui_lab.ui.state.host import Pane
+from tui_lab.ui.time_travel.keys import TimeTravelKeys
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
 from tui_lab.ui.widgets.head_grid import HeadGrid
 from tui_lab.ui.widgets.heatmap import Heatmap
@@ -35,7 +36,7 @@ KINDS = (
 )
 
 
-class AttentionPane(AttentionAblation, TimeTravelKeys, Vertical):
+class AttentionPane(AttentionAblation, TimeTravelKeys, Pane, Vertical):
     """Cycle kind (k), layer (l) and head (h); a overview; w walkthrough; arrows move the cursor."""
 
     class ProjectionsReady(Message):
@@ -49,21 +50,9 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Vertical):
             self.projections = projections
             self.error = error
 
-    BINDINGS = [
-        Binding("k", "cycle_kind(1)", "Kind"),
-        Binding("l", "cycle_layer(1)", "Layer"),
-        Binding("h", "cycle_head(1)", "Head"),
-        Binding("K", "cycle_kind(-1)", "Previous kind", show=False),
-        Binding("L", "cycle_layer(-1)", "Previous layer", show=False),
-        Binding("H", "cycle_head(-1)", "Previous head", show=False),
-        Binding("a", "toggle_overview", "All heads"),
-        Binding("w", "toggle_walkthrough", "Walkthrough"),
-        Binding("x", "toggle_ablation", "Ablate", tooltip="Ablate the head on show / restore it"),
-        Binding("m", "cycle_ablation_mode", "Ablation mode", show=False),
-        Binding("X", "restore_heads", "Restore all heads", show=False),
-        Binding("i", "toggle_importance", "Importance"),
-        *TIME_TRAVEL_BINDINGS,
-    ]
+    PANE_ID = "attention"
+    KEY_SECTIONS = (("", keys.HEATMAP),)
+    BINDINGS = keys.ATTENTION
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -97,14 +86,14 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Vertical):
 
     def on_mount(self) -> None:
         """Start empty, explaining how to get a heatmap."""
-        if self.lab.quitting:
+        if self.host.quitting:
             return  # mounted while the app quits
         self.query_one("#walkthrough-scroll").display = False
-        opened = self.lab.opened  # a real model opened from files: its own settings
-        self.config = opened.config if opened is not None else self.lab.config
+        opened = self.host.state.opened  # a real model opened from files: its own settings
+        self.config = opened.config if opened is not None else self.host.state.config
         self.clear()
-        self.lab.register_pane("attention", self)
-        last = self.lab.last_decode
+        self.host.register_pane("attention", self)
+        last = self.host.state.last_decode
         if last is not None:
             self.set_result(last.result, last.model, last.task, last.options)
 
@@ -377,7 +366,7 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Vertical):
             return
         names = list(self.result.attention)
         arch = "encoder-decoder" if any(n.startswith("encoder.") for n in names) else "decoder-only"
-        travel = self.lab.travel
+        travel = self.host.state.travel
         run_dir = self.run_dir()
         from tui_lab.core.runs.snapshots import list_snapshots
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import yaml
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, check_fits_in_memory, load_file
-from tui_lab.ui.lab_widget import LabWidget
+from tui_lab.ui import keys
 from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
 from tui_lab.ui.panes.build.config_form import FIELDS, ConfigForm
+from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.highlight import highlighted
 from tui_lab.ui.widgets.model_card import ModelCardView
 from tui_lab.ui.widgets.model_summary import ModelSummary
@@ -35,15 +35,13 @@ FINETUNE_HELP = ("above: the text file, then the steps · windows of 128 tokens 
                  "evaluated every 50 steps and at step 0 · on a CPU, for small models")
 
 
-class BuildPane(LabWidget, Vertical):
+class BuildPane(Pane, Vertical):
     """Presets, the hyperparameter form, live size/cost and the YAML preview."""
 
-    BINDINGS = [
-        Binding("ctrl+s", "save_as", "Save as"),
-        Binding("ctrl+r", "revert", "Revert"),
-        Binding("p", "focus_presets", "Focus the preset list", show=False),
-        Binding("f", "focus_form", "Focus the form", show=False),
-    ]
+    PANE_ID = "build"
+    KEY_SECTIONS = (("the form", keys.FORM),)
+    HELP_EXTRA = (("0-9 . e -", "type into a number (backspace, delete, ←→, home, end, ctrl+u)"),)
+    BINDINGS = keys.BUILD
 
     def __init__(self, config: LabConfig, user_dir: Path | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -109,6 +107,7 @@ class BuildPane(LabWidget, Vertical):
     def show_card(self, card: Any) -> None:
         """Show an opened model's card and config.json instead of the presets and the form."""
         self.card = card
+        self.host.state.finetune = self.finetune_spec()
         self.query_one(ModelCardView).show_card(card)
         try:
             text = (card.folder / "config.json").read_text(encoding="utf-8")
@@ -132,6 +131,11 @@ class BuildPane(LabWidget, Vertical):
         return {"source": self.card.name, "revision": self.card.revision, "text": text,
                 "overrides": overrides}
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """The fine-tune fields changed: the lab's state holds what Train's space would use."""
+        if event.input.id in ("finetune-text", "finetune-steps"):
+            self.host.state.finetune = self.finetune_spec()
+
     @property
     def card_shown(self) -> bool:
         """Whether a model's card (or the note that it is being opened) is on show."""
@@ -140,6 +144,7 @@ class BuildPane(LabWidget, Vertical):
     def show_form(self) -> None:
         """Back to the presets and the form (the model failed to open, or a run replaced it)."""
         self.card = None
+        self.host.state.finetune = None
         self.remove_class("-model")
         self.refresh_bindings()
         self._show_yaml(self.config)
@@ -281,7 +286,7 @@ class BuildPane(LabWidget, Vertical):
                 self._show_yaml(self.config)
                 self.notify(f"Saved preset to {path}", title="Preset saved")
 
-        self.lab.push_screen(SavePresetScreen(self.config, self.user_dir), saved)
+        self.app.push_screen(SavePresetScreen(self.config, self.user_dir), saved)
 
     def show_report(self, report: object, vocab_size: int) -> None:
         """Show the live parameter count for the current config."""

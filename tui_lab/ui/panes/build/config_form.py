@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from textual import events
-from textual.binding import Binding
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.ui import keys
 from tui_lab.ui.panes.build.form_draw import Cursor, draw_line
 from tui_lab.ui.panes.build.form_fields import FIELDS, FormField, load_fields, read_fields
 from tui_lab.ui.panes.build.form_layout import LABEL_WIDTH, Line, lay_out
@@ -52,22 +52,7 @@ class ConfigForm(LineView, can_focus=True):
         "config-form--option-highlighted",
     }
 
-    BINDINGS = [
-        Binding("up", "move(-1)", "Previous field", show=False),
-        Binding("down", "move(1)", "Next field", show=False),
-        Binding("tab", "tab(1)", "Next field", show=False),
-        Binding("shift+tab", "tab(-1)", "Previous field", show=False),
-        Binding(
-            "enter",
-            "activate",
-            "Edit / choose",
-            tooltip="Edit / choose: resume editing, next field; open a choice list, pick",
-        ),
-        Binding("space", "toggle", "Toggle a switch, open a choice list", show=False),
-        Binding("left", "cycle(-1)", "Previous choice", show=False),
-        Binding("right", "cycle(1)", "Next choice", show=False),
-        Binding("escape", "leave", "Close the list, or stop editing (1-5, q work)", show=False),
-    ]
+    BINDINGS = keys.FORM
 
     @dataclass
     class Edited(Message):

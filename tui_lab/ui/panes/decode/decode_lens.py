@@ -15,15 +15,15 @@ from textual import work
 from textual.message import Message
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.messages import Decoded
+from tui_lab.ui.state.host import Hosted
 from tui_lab.ui.widgets.lens_table import LensView
 
 if TYPE_CHECKING:
-    from tui_lab.ui.panes.attention.ablation_state import AblationState
+    from tui_lab.ui.state.ablation import AblationState
 
 
-class DecodeLensMixin(LabWidget):
+class DecodeLensMixin(Hosted):
     """``ablation`` shared with Attention, ``v`` for the logit lens of the last decode."""
 
     @dataclass
@@ -42,7 +42,7 @@ class DecodeLensMixin(LabWidget):
     @property
     def ablation(self) -> AblationState:
         """The heads the lab's decodes run without (the lab's: Attention switches them)."""
-        return self.lab.ablation
+        return self.host.state.ablation
 
     def ablated_label(self, result: Any) -> str:
         """What ``result`` was decoded without ("decoder.0.cross:2 (zero)"), or empty."""

@@ -9,15 +9,16 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Static
 
 from tui_lab.core.errors import one_line
+from tui_lab.ui import keys
 from tui_lab.ui.messages import Decoded
 from tui_lab.ui.panes.decode.decode_lens import DecodeLensMixin
-from tui_lab.ui.time_travel.keys import TIME_TRAVEL_BINDINGS, TimeTravelKeys
+from tui_lab.ui.state.host import Pane
+from tui_lab.ui.time_travel.keys import TimeTravelKeys
 from tui_lab.ui.widgets.lens_table import LensView
 from tui_lab.ui.widgets.pick_list import Item, PickList
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
@@ -96,7 +97,7 @@ def top_cell(token: str, p: float, chosen: bool) -> Text:
     return cell
 
 
-class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
+class DecodePane(DecodeLensMixin, TimeTravelKeys, Pane, Vertical):
     """Input, sampling options, the output, per-step top-k and example inputs."""
 
     @dataclass
@@ -105,13 +106,9 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
 
         message: str
 
-    BINDINGS = [
-        Binding("i,slash", "edit_input", "Edit input"),
-        Binding("ctrl+n", "next_example", "Example"),
-        Binding("ctrl+t", "toggle_sampling", "Sampling"),
-        Binding("v", "toggle_lens", "Logit lens"),
-        *TIME_TRAVEL_BINDINGS,
-    ]
+    PANE_ID = "decode"
+    HELP_EXTRA = (("enter", "decode the input / the chosen example"),)
+    BINDINGS = keys.DECODE
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -157,17 +154,17 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
 
     def on_mount(self) -> None:
         """Set up the steps table and say there is no model yet."""
-        if self.lab.quitting:
+        if self.host.quitting:
             return  # mounted while the app quits
         self._show_model()
         self.query_one("#decode-output", Static).update(
             Text("Train a model (2, then space) or open a run (2, then o) to decode.", style="dim")
         )
-        self.lab.register_pane("decode", self)
-        if self.lab.last_report is not None:
-            self.show_task(self.lab.last_report.task)
-        if self.lab.current_run is not None:
-            self.set_run(self.lab.current_run)
+        self.host.register_pane("decode", self)
+        if self.host.state.last_report is not None:
+            self.show_task(self.host.state.last_report.task)
+        if self.host.state.current_run is not None:
+            self.set_run(self.host.state.current_run)
 
     def focus_default(self) -> None:
         """Focus lands in the input."""
@@ -264,13 +261,13 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
 
     def decode(self, text: str) -> bool:
         """Decode ``text`` in a thread worker; False (and a message) if it cannot start."""
-        if self.lab.core is None:
+        if self.host.state.core is None:
             self._error("torch is still loading; try again in a moment")
             return False
         if self.run is None:
-            if self.lab.model_source is not None:  # --model, still being opened
-                self._error(f"{self.lab.model_source} is still opening; try again in a moment")
-            elif self.lab.training_active:  # an opened run being restored
+            if self.host.state.model_source is not None:  # --model, still being opened
+                self._error(f"{self.host.state.model_source} is still opening; try again in a moment")
+            elif self.host.training_active:  # an opened run being restored
                 self._error("the model is still being built; try again in a moment")
             else:
                 self._error("no model yet: train one in the Train pane (2, then space)")
@@ -280,7 +277,7 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
             return False
         self._error("")
         self.query_one("#decode-output", Static).update(Text("decoding…", style="dim"))
-        training = self.lab.training_active
+        training = self.host.training_active
         self._decode_worker(self.run, text, options[0], options[1], training, top_p=options[2])
         return True
 
@@ -290,7 +287,7 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Vertical):
     ) -> None:
         """Run the core's decoder (thread); a copy of the model if it is training."""
         from tui_lab.core.decoding.decode import generate
-        from tui_lab.ui.model_opening import settled
+        from tui_lab.ui.state.model_copies import settled
 
         options: dict[str, Any] = {
             "temperature": temperature, "top_k": top_k, "top_p": top_p, "report_k": TOP_K_SHOWN

@@ -7,11 +7,11 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tui_lab.ui.lab_widget import LabWidget
+from tui_lab.ui import keys
+from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.model_summary import human, human_bytes
 from tui_lab.ui.widgets.text_table import TextTable
 
@@ -27,10 +27,11 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
     return ("█" * full + part).ljust(width)
 
 
-class ParamsPane(LabWidget, Vertical, can_focus=False):
+class ParamsPane(Pane, Vertical, can_focus=False):
     """Follows the Build pane's config: every component's count, share and bar."""
 
-    BINDINGS = [Binding("g", "toggle_grouped", "Group rows")]
+    PANE_ID = "params"
+    BINDINGS = keys.PARAMS
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -53,13 +54,13 @@ class ParamsPane(LabWidget, Vertical, can_focus=False):
 
     def on_mount(self) -> None:
         """Columns, and a note until torch (and so the counter) is loaded."""
-        if self.lab.quitting:
+        if self.host.quitting:
             return  # mounted while the app quits
         self.query_one("#params-title", Static).update(
             Text("Parameters: loading torch…", style="dim")
         )
-        self.lab.register_pane("params", self)
-        last = self.lab.last_report
+        self.host.register_pane("params", self)
+        last = self.host.state.last_report
         if last is not None:
             self.show_report(last.report, last.config, last.vocab_size, last.edited)
 

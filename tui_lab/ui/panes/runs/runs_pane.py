@@ -16,14 +16,13 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
 from tui_lab.core.runs.curves import METRICS, Curve
+from tui_lab.ui import keys
 from tui_lab.ui.export import write_runs_table
-from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.messages import OpenRunRequested
 from tui_lab.ui.panes.runs.run_rows import (
     COLUMNS,
@@ -36,6 +35,7 @@ from tui_lab.ui.panes.runs.run_rows import (
     overlay_series,
     sort_rows,
 )
+from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.overlay_chart import COLOURS, Overlay, OverlayChart, Series, rich_colour
 from tui_lab.ui.widgets.run_table import RunTable, TableColumn
 
@@ -53,7 +53,7 @@ STATUS_STYLES = {
 }
 
 
-class RunsPane(LabWidget, Vertical, can_focus=False):
+class RunsPane(Pane, Vertical, can_focus=False):
     """The run folders under the runs root (and any added with o), and the overlay chart."""
 
     @dataclass
@@ -68,32 +68,9 @@ class RunsPane(LabWidget, Vertical, can_focus=False):
 
         curves: dict[str, tuple[str, dict[str, Curve]]]
 
-    BINDINGS = [
-        Binding("space", "mark", "Mark"),
-        Binding("enter", "open_run", "Open in lab"),
-        Binding("s", "cycle_sort", "Sort by"),
-        Binding("r", "reverse_sort", "Reverse"),
-        Binding("slash", "filter", "Filter"),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
-        Binding("m", "cycle_metric", "Metric"),
-        Binding("x", "toggle_x", "Step/seconds"),
-        Binding("l", "toggle_log", "Log scale"),
-        Binding("o", "add_folder", "Add folder"),
-        Binding(
-            "e",
-            "export('csv')",
-            "Export CSV",
-            show=False,
-            tooltip="Export CSV of the table as shown (<runs>/runs-<time>.csv)",
-        ),
-        Binding(
-            "E",
-            "export('json')",
-            "Export JSON",
-            show=False,
-            tooltip="Export JSON of the same (runs-<time>.json)",
-        ),
-    ]
+    PANE_ID = "runs"
+    HELP_EXTRA = (("enter", "in the filter line: back to the table (the filter stays)"),)
+    BINDINGS = keys.RUNS
 
     def __init__(self, root: Path, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -125,11 +102,11 @@ class RunsPane(LabWidget, Vertical, can_focus=False):
 
     def on_mount(self) -> None:
         """Columns, the live-update timer, and a first read."""
-        if self.lab.quitting:
+        if self.host.quitting:
             return  # mounted while the app quits
         self.query_one("#runs-filter", Input).display = False
         self.set_interval(REFRESH_SECONDS, self._tick)
-        self.lab.register_pane("runs", self)
+        self.host.register_pane("runs", self)
         self._draw_chart()
         if self.display:
             self.refresh_runs()
@@ -144,7 +121,7 @@ class RunsPane(LabWidget, Vertical, can_focus=False):
 
     def _tick(self) -> None:
         """Timer: re-read the folders while the pane is on show (only changed folders are parsed)."""
-        if self.display and self.lab.active_pane == "runs":
+        if self.display and self.host.active_pane == "runs":
             self.refresh_runs()
 
     # ---- reading ----------------------------------------------------------------------
@@ -385,7 +362,7 @@ class RunsPane(LabWidget, Vertical, can_focus=False):
                 self.roots.append(Path(path))
                 self.refresh_runs()
 
-        self.lab.push_screen(OpenRunScreen(self.roots[0]), chosen)
+        self.app.push_screen(OpenRunScreen(self.roots[0]), chosen)
 
     def action_export(self, kind: str = "csv") -> None:
         """Write the table as shown (filter and sort) to runs-<time>.csv or .json in the runs root."""

@@ -8,8 +8,8 @@ axis) falls as weight decay pushes the memorised solution out.
 
 from __future__ import annotations
 
-from tui_lab.ui.panes.train.loss_chart import CachedPlot, integer_ticks
 from tui_lab.ui.panes.train.run_history import HistorySnapshot
+from tui_lab.ui.widgets.cached_plot import CachedPlot, integer_ticks
 from tui_lab.ui.widgets.chart_points import thin
 
 

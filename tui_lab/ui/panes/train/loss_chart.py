@@ -17,54 +17,13 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual_plotext import PlotextPlot
 
 from tui_lab.ui.panes.train.run_history import HistorySnapshot, RunHistory
+from tui_lab.ui.widgets.cached_plot import CachedPlot, integer_ticks
 from tui_lab.ui.widgets.chart_points import thin
 
 CHART_SECONDS = 0.5  # while training, the loss chart is rebuilt at most twice a second
 LR_REDRAW_SECONDS = 1.0  # and the small learning-rate chart at most once
-
-
-def integer_ticks(last: int, count: int = 5) -> list[int]:
-    """Up to ``count`` whole-number step ticks from 0 to ``last``."""
-    if last <= 0:
-        return [0]
-    step = max(1, round(last / (count - 1)))
-    ticks = list(range(0, last + 1, step))
-    if ticks[-1] != last and last - ticks[-1] > step // 2:
-        ticks.append(last)
-    return ticks
-
-
-class CachedPlot(PlotextPlot):
-    """A plot whose built text is reused until ``draw`` changes the data.
-
-    Subclasses set up the figure in ``_figure`` from ``self._data``; it runs
-    afresh before every build, never on a figure that was built already.
-    """
-
-    _version = 0
-    _cached: tuple[Any, Any] | None = None
-    _data: Any = None
-
-    def render(self) -> Any:
-        """The plot, rebuilt only when the data, size or theme changed."""
-        key = (self._version, self.size, self.app.theme)
-        if self._cached is None or self._cached[0] != key:
-            self.plt.clear_figure()
-            self._figure()
-            self._cached = (key, super().render())
-        return self._cached[1]
-
-    def _figure(self) -> None:
-        raise NotImplementedError
-
-    def _set(self, data: Any) -> None:
-        """Keep the data to plot and rebuild at the next repaint."""
-        self._data = data
-        self._version += 1
-        self.refresh()
 
 
 class LossChart(CachedPlot):

@@ -33,11 +33,11 @@ class RunFolders(TrainParts):
             if path is not None:
                 self.open_run_dir(path)
 
-        self.lab.push_screen(OpenRunScreen(self.runs_root), chosen)
+        self.app.push_screen(OpenRunScreen(self.runs_root), chosen)
 
     def open_run_dir(self, path: Path) -> None:
         """Show a run folder's curves and restore its model; space continues it."""
-        if self.lab.core is None:
+        if self.host.state.core is None:
             self._pending_open = self.run_dir = Path(path)
             self._update_status()
             return
@@ -74,7 +74,7 @@ class RunFolders(TrainParts):
 
     def _follow_tick(self) -> None:
         """Timer: show what the other process has written since the last tick (if anything)."""
-        if self.lab.core is None or self._follower is None:
+        if self.host.state.core is None or self._follower is None:
             return
         ended = self._follower.ended() or ""
         if ended != self.train_state.reason:  # the other process finished (or resumed) the run

@@ -17,7 +17,6 @@ from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
@@ -25,6 +24,7 @@ from textual.widgets import ProgressBar, Static
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.runs.events import EvalEvent, StepEvent
+from tui_lab.ui import keys
 from tui_lab.ui.messages import ModelChanged
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
@@ -34,6 +34,7 @@ from tui_lab.ui.panes.train.train_folders import RunFolders
 from tui_lab.ui.panes.train.train_reports import RunReports
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
 from tui_lab.ui.panes.train.train_views import TrainViews
+from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
@@ -44,23 +45,15 @@ def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
     return (config.model, config.task, config.train)
 
 
-class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_focus=True):
+class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, can_focus=True):
     """Drives a training process from a thread worker; events arrive as posted messages."""
 
     class PhaseChanged(Message):
         """The training phase moved (the app's status bar says it)."""
 
-    BINDINGS = [
-        Binding("space", "start", "Start"),
-        Binding("space", "pause", "Pause"),
-        Binding("space", "resume", "Resume"),
-        Binding("s", "stop", "Stop"),
-        Binding("r", "reset", "Reset"),
-        Binding("l", "toggle_log", "Log scale"),
-        Binding("o", "open_run", "Open run"),
-        Binding("a", "toggle_accuracy", "Accuracy chart", show=False),
-        Binding("f", "fourier", "Fourier", tooltip="Fourier view: the embedding's spectrum (modular-addition runs)"),
-    ]
+    PANE_ID = "train"
+    KEY_SECTIONS = (("the Fourier view (f)", keys.FOURIER),)
+    BINDINGS = keys.TRAIN
 
     def __init__(
         self,
@@ -127,20 +120,20 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
 
     def on_mount(self) -> None:
         """Draw the empty state, start the redraw timer, open a run given on the command line."""
-        if self.lab.quitting:
+        if self.host.quitting:
             return  # mounted while the app quits: nothing to show
-        self.config = self.lab.config
-        if self.lab.core is not None:
+        self.config = self.host.state.config
+        if self.host.state.core is not None:
             self.train_state.core_loaded()  # before the run folder below is opened
         self.set_interval(REDRAW_SECONDS, self._redraw)
         self._update_status()
         self._redraw(force=True)
-        self.lab.register_pane("train", self)
+        self.host.register_pane("train", self)
         if self._follow_at_start is not None:
             self.follow(self._follow_at_start)
         elif self._open_at_start is not None:
             self.open_run_dir(self._open_at_start)
-        if self.lab.core is not None:
+        if self.host.state.core is not None:
             self.core_ready()
 
     def focus_default(self) -> None:
@@ -166,18 +159,18 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
         self.refresh_bindings()
         # The app's status bar shows "training"/"paused"/"stopping": without this it kept
         # saying "training" after a pause (it was only redrawn when the worker ended).
-        if self.is_attached and not self.lab.quitting:
+        if self.is_attached and not self.host.quitting:
             self.post_message(self.PhaseChanged())
 
     def _update_status(self) -> None:
         """The pane's title line: the run's name and folder, what the keys do now."""
-        if not self.is_attached or self.lab.quitting:
+        if not self.is_attached or self.host.quitting:
             return
-        if self.lab.model_source is not None and self.run is None:  # --model: not trainable here
+        if self.host.state.model_source is not None and self.run is None:  # --model: not trainable here
             from rich.markup import escape
 
             self.query_one("#train-status", Static).update(
-                f"[b]{escape(self.lab.model_source)}[/b] · opened from files · space fine-tunes it "
+                f"[b]{escape(self.host.state.model_source)}[/b] · opened from files · space fine-tunes it "
                 "on the text typed under its card in Build",
                 layout=False,
             )
@@ -231,7 +224,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
 
     def _prewarm(self) -> None:
         """Someone looking at this pane may press space: have a training process ready."""
-        if self.lab.core is not None and self._follower is None and self.state is not Phase.RUNNING:
+        if self.host.state.core is not None and self._follower is None and self.state is not Phase.RUNNING:
             from tui_lab.core.training.remote import prewarm  # torch-backed: loaded by now
 
             prewarm()
@@ -308,11 +301,11 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
 
     def action_start(self) -> None:
         """Start training: a new run, or continue a stopped/opened one."""
-        if self.lab.model_source is not None and self.run is None:  # --model: fine-tune it
-            spec = self.lab.panes["build"].finetune_spec()
-            if spec is None or self.lab.core is None:
+        if self.host.state.model_source is not None and self.run is None:  # --model: fine-tune it
+            spec = self.host.state.finetune
+            if spec is None or self.host.state.core is None:
                 self.notify(
-                    f"to fine-tune {self.lab.model_source}, type a text file under its card in "
+                    f"to fine-tune {self.host.state.model_source}, type a text file under its card in "
                     "Build (1), once it is open",
                     severity="warning",
                     timeout=5,
@@ -321,7 +314,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
             self._clear_run()
             self._launch(config=self.config, finetune=spec)
             return
-        if self.lab.core is None:
+        if self.host.state.core is None:
             self._start_when_ready = True
             self.notify("training starts as soon as torch has loaded", timeout=3)
             return
@@ -360,7 +353,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Vertical, can_fo
 
     def action_reset(self) -> None:
         """Forget the current run (stopping it first): the next start builds a fresh model."""
-        if not self.train_state.reset(core_loaded=self.lab.core is not None):
+        if not self.train_state.reset(core_loaded=self.host.state.core is not None):
             return
         self.stop_training()
         self.driver.forget(self.run)

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.runs.events import EvalEvent, StepEvent
-from tui_lab.ui.lab_widget import LabWidget
 from tui_lab.ui.panes.train.run_driver import RunDriver
 from tui_lab.ui.panes.train.run_follow import RunFollower
 from tui_lab.ui.panes.train.run_history import RunHistory
 from tui_lab.ui.panes.train.train_state import TrainState
+from tui_lab.ui.state.host import Hosted
 
 if TYPE_CHECKING:
     from tui_lab.core.training.remote import RemoteRun
 
 
-class TrainParts(LabWidget):
+class TrainParts(Hosted):
     """The Train pane's state and the steps its mixins take (defined by ``TrainPane``)."""
 
     config: LabConfig

@@ -41,9 +41,9 @@ class TrainViews(TrainParts):
     def action_fourier(self) -> None:
         """The embedding's power per frequency for a modular-addition run, through its history."""
         run = self.run
-        if run is None or self.lab.core is None:
+        if run is None or self.host.state.core is None:
             self.notify("train this preset first (space), or open a run (o)", severity="warning", timeout=3)
             return
         from tui_lab.ui.screens.fourier import FourierScreen
 
-        self.app.push_screen(FourierScreen(run, self.run_dir, self.lab.travel, self.lab.training_active))
+        self.app.push_screen(FourierScreen(run, self.run_dir, self.host.state.travel, self.host.training_active))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tui_lab.ui.panes.train.loss_chart import CachedPlot
+from tui_lab.ui.widgets.cached_plot import CachedPlot
 
 
 class RateChart(CachedPlot):

@@ -9,18 +9,17 @@ come from the core's ``analysis/basics_*`` in a thread, once per opening.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import ContentSwitcher, Static
 
 from tui_lab.core.errors import one_line
+from tui_lab.ui import keys
 from tui_lab.ui.screens.basics.basics_data import BasicsData, BasicsSource, compute
 from tui_lab.ui.screens.basics.basics_views import (
     MasksView,
@@ -28,6 +27,7 @@ from tui_lab.ui.screens.basics.basics_views import (
     ScalingView,
     ScheduleView,
 )
+from tui_lab.ui.state.lab_state import LabState
 from tui_lab.ui.widgets.heatmap import Heatmap
 
 VIEWS = {
@@ -38,25 +38,19 @@ VIEWS = {
 }
 
 
-def lab_source(lab: Any) -> BasicsSource:
+def lab_source(state: LabState) -> BasicsSource:
     """What the lab holds: its config, the run Decode uses, the last decoded input."""
-    decoded = lab.last_decode
+    decoded = state.last_decode
     text = decoded.result.input if decoded is not None else None
-    run = lab.current_run if lab.current_run is not None else getattr(lab, "opened", None)
-    return BasicsSource(lab.config, run, text)
+    run = state.current_run if state.current_run is not None else state.opened
+    return BasicsSource(state.config, run, text)
 
 
 class BasicsScreen(ModalScreen[None]):
     """The tutorials' pictures drawn from the lab's own model; escape, b or q closes it."""
 
     CSS_PATH = "basics.tcss"
-    BINDINGS = [
-        Binding("p", "view('positions')", "Positions", tooltip="positions: the model's positional table"),
-        Binding("m", "view('masks')", "Masks", tooltip="masks: padding, causal, both; a row before/after"),
-        Binding("s", "view('scaling')", "Scaling", tooltip="scaling: why q.k is divided by sqrt(d_k)"),
-        Binding("r", "view('schedule')", "Schedule", tooltip="schedule: the learning rate beside Noam"),
-        Binding("escape,b,q", "close", "Close", tooltip="close the basics screen"),
-    ]
+    BINDINGS = keys.BASICS
 
     @dataclass
     class Computed(Message):

@@ -110,7 +110,7 @@ def value_at(steps: list[int], values: list[float], step: int) -> tuple[int, flo
 
 
 class Travel:
-    """What the panes' time-travel workers share in one lab (the app holds one: ``lab.travel``)."""
+    """What the panes' time-travel workers share in one lab (the app holds one: ``host.state.travel``)."""
 
     def __init__(self) -> None:
         self.state = TimeTravel()

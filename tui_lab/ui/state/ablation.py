@@ -86,8 +86,7 @@ class AblationState:
         elif getattr(run, "card", None) is not None:
             # A model opened from files is never trained: a copy of its modules that
             # shares its tensors holds the hooks (a deep copy would double its memory).
-            from tui_lab.ui.model_opening import settled
-            from tui_lab.ui.widgets.atlas_scores import shared_clone
+            from tui_lab.ui.state.model_copies import settled, shared_clone
 
             settled(run)
             private = shared_clone(model)

@@ -1,0 +1,258 @@
+"""Every key of the lab as data: each ``Binding`` with an id a user's keymap can remap.
+
+A class's ``BINDINGS`` is one of the lists below (``BINDINGS = keys.TRAIN``), so a key
+is written once; the help screen and the command palette read the mounted panes'
+bindings, and ``keymap.py`` checks a user's ``keymap.yaml`` against ``SCOPES`` (which
+lists are live together) without importing a pane. Ids are ``<owner>.<what it does>``;
+bindings that are one key in different states (Train's space: start, pause, resume)
+share an id, so a remap moves them together.
+
+Imports only ``textual.binding``: the app reads this before its first frame.
+"""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+
+PANES = ("build", "train", "decode", "attention", "params", "runs")
+PANE_TITLES = {
+    "build": "Build",
+    "train": "Train",
+    "decode": "Decode",
+    "attention": "Attention",
+    "params": "Params",
+    "runs": "Runs",
+}
+PANES_GROUP = Binding.Group("Panes", compact=True)
+
+APP = [
+    *(
+        Binding(
+            str(i), f"show_pane('{pane}')", PANE_TITLES[pane], group=PANES_GROUP, id=f"app.{pane}"
+        )
+        for i, pane in enumerate(PANES, start=1)
+    ),
+    Binding("question_mark", "help", "Help", id="app.help"),
+    Binding(
+        "b", "basics", "Basics", show=False, id="app.basics",
+        tooltip="Basics: the tutorials' pictures (positions, masks, scaling, schedule)",
+    ),
+    # ctrl+s is Build's Save as, ctrl+e a text field's End: the screenshot is f12.
+    Binding(
+        "f12", "save_svg", "Save SVG", show=False, id="app.save_svg",
+        tooltip="Save SVG of the screen (in <runs>/screenshots)",
+    ),
+    Binding("q", "quit", "Quit", id="app.quit"),
+    Binding("escape", "leave_field", "Leave field", show=False, id="app.leave_field"),
+]
+
+BUILD = [
+    Binding("ctrl+s", "save_as", "Save as", id="build.save_as"),
+    Binding("ctrl+r", "revert", "Revert", id="build.revert"),
+    Binding("p", "focus_presets", "Focus the preset list", show=False, id="build.focus_presets"),
+    Binding("f", "focus_form", "Focus the form", show=False, id="build.focus_form"),
+]
+
+FORM = [
+    Binding("up", "move(-1)", "Previous field", show=False, id="form.previous_field"),
+    Binding("down", "move(1)", "Next field", show=False, id="form.next_field"),
+    Binding("tab", "tab(1)", "Next field", show=False, id="form.tab"),
+    Binding("shift+tab", "tab(-1)", "Previous field", show=False, id="form.shift_tab"),
+    Binding(
+        "enter", "activate", "Edit / choose", id="form.activate",
+        tooltip="Edit / choose: resume editing, next field; open a choice list, pick",
+    ),
+    Binding("space", "toggle", "Toggle a switch, open a choice list", show=False, id="form.toggle"),
+    Binding("left", "cycle(-1)", "Previous choice", show=False, id="form.previous_choice"),
+    Binding("right", "cycle(1)", "Next choice", show=False, id="form.next_choice"),
+    Binding(
+        "escape", "leave", "Close the list, or stop editing (1-5, q work)", show=False,
+        id="form.leave",
+    ),
+]
+
+TRAIN = [
+    Binding("space", "start", "Start", id="train.toggle"),
+    Binding("space", "pause", "Pause", id="train.toggle"),
+    Binding("space", "resume", "Resume", id="train.toggle"),
+    Binding("s", "stop", "Stop", id="train.stop"),
+    Binding("r", "reset", "Reset", id="train.reset"),
+    Binding("l", "toggle_log", "Log scale", id="train.log_scale"),
+    Binding("o", "open_run", "Open run", id="train.open_run"),
+    Binding("a", "toggle_accuracy", "Accuracy chart", show=False, id="train.accuracy"),
+    Binding(
+        "f", "fourier", "Fourier", id="train.fourier",
+        tooltip="Fourier view: the embedding's spectrum (modular-addition runs)",
+    ),
+]
+
+# Attention and Decode both step the last decode through a run's history.
+TIME_TRAVEL = [
+    Binding(
+        "left_square_bracket", "snapshot('prev')", "Earlier snapshot", show=False,
+        id="time_travel.earlier",
+    ),
+    Binding(
+        "right_square_bracket", "snapshot('next')", "Later snapshot (then latest)", show=False,
+        id="time_travel.later",
+    ),
+    Binding(
+        "left_curly_bracket", "snapshot('first')", "First snapshot", show=False,
+        id="time_travel.first",
+    ),
+    Binding(
+        "right_curly_bracket", "snapshot('last')", "Last snapshot", show=False,
+        id="time_travel.last",
+    ),
+    Binding("p", "play_snapshots", "Play the history / stop", show=False, id="time_travel.play"),
+]
+
+DECODE = [
+    Binding("i,slash", "edit_input", "Edit input", id="decode.edit_input"),
+    Binding("ctrl+n", "next_example", "Example", id="decode.next_example"),
+    Binding("ctrl+t", "toggle_sampling", "Sampling", id="decode.sampling"),
+    Binding("v", "toggle_lens", "Logit lens", id="decode.lens"),
+    *TIME_TRAVEL,
+]
+
+ATTENTION = [
+    Binding("k", "cycle_kind(1)", "Kind", id="attention.next_kind"),
+    Binding("l", "cycle_layer(1)", "Layer", id="attention.next_layer"),
+    Binding("h", "cycle_head(1)", "Head", id="attention.next_head"),
+    Binding("K", "cycle_kind(-1)", "Previous kind", show=False, id="attention.previous_kind"),
+    Binding("L", "cycle_layer(-1)", "Previous layer", show=False, id="attention.previous_layer"),
+    Binding("H", "cycle_head(-1)", "Previous head", show=False, id="attention.previous_head"),
+    Binding("a", "toggle_overview", "All heads", id="attention.all_heads"),
+    Binding("w", "toggle_walkthrough", "Walkthrough", id="attention.walkthrough"),
+    Binding(
+        "x", "toggle_ablation", "Ablate", id="attention.ablate",
+        tooltip="Ablate the head on show / restore it",
+    ),
+    Binding("m", "cycle_ablation_mode", "Ablation mode", show=False, id="attention.ablation_mode"),
+    Binding("X", "restore_heads", "Restore all heads", show=False, id="attention.restore_heads"),
+    Binding("i", "toggle_importance", "Importance", id="attention.importance"),
+    *TIME_TRAVEL,
+]
+
+HEATMAP = [
+    Binding("up", "move(-1, 0)", "Cursor to the previous query row", show=False, id="heatmap.up"),
+    Binding("down", "move(1, 0)", "Cursor to the next query row", show=False, id="heatmap.down"),
+    Binding("left", "move(0, -1)", "Cursor to the previous key", show=False, id="heatmap.left"),
+    Binding("right", "move(0, 1)", "Cursor to the next key", show=False, id="heatmap.right"),
+    Binding("home", "jump(0)", "First key", show=False, id="heatmap.first_key"),
+    Binding("end", "jump(-1)", "Last key", show=False, id="heatmap.last_key"),
+    Binding("pageup", "page(-1)", "Cursor a window's rows up", show=False, id="heatmap.page_up"),
+    Binding(
+        "pagedown", "page(1)", "Cursor a window's rows down", show=False, id="heatmap.page_down"
+    ),
+]
+
+PARAMS = [Binding("g", "toggle_grouped", "Group rows", id="params.group_rows")]
+
+RUNS = [
+    Binding("space", "mark", "Mark", id="runs.mark"),
+    Binding("enter", "open_run", "Open in lab", id="runs.open"),
+    Binding("s", "cycle_sort", "Sort by", id="runs.sort"),
+    Binding("r", "reverse_sort", "Reverse", id="runs.reverse"),
+    Binding("slash", "filter", "Filter", id="runs.filter"),
+    Binding("escape", "clear_filter", "Clear filter", show=False, id="runs.clear_filter"),
+    Binding("m", "cycle_metric", "Metric", id="runs.metric"),
+    Binding("x", "toggle_x", "Step/seconds", id="runs.x_axis"),
+    Binding("l", "toggle_log", "Log scale", id="runs.log_scale"),
+    Binding("o", "add_folder", "Add folder", id="runs.add_folder"),
+    Binding(
+        "e", "export('csv')", "Export CSV", show=False, id="runs.export_csv",
+        tooltip="Export CSV of the table as shown (<runs>/runs-<time>.csv)",
+    ),
+    Binding(
+        "E", "export('json')", "Export JSON", show=False, id="runs.export_json",
+        tooltip="Export JSON of the same (runs-<time>.json)",
+    ),
+]
+
+PICK_LIST = [
+    Binding("up", "move(-1)", "Previous", show=False, id="pick_list.up"),
+    Binding("down", "move(1)", "Next", show=False, id="pick_list.down"),
+    Binding("home", "move_to(0)", "First", show=False, id="pick_list.first"),
+    Binding("end", "move_to(-1)", "Last", show=False, id="pick_list.last"),
+    Binding("pageup", "page(-1)", "Page up", show=False, id="pick_list.page_up"),
+    Binding("pagedown", "page(1)", "Page down", show=False, id="pick_list.page_down"),
+    Binding("enter", "pick", "Pick", show=False, id="pick_list.pick"),
+]
+
+RUN_TABLE = [
+    Binding("up", "move(-1)", "Up", show=False, id="run_table.up"),
+    Binding("down", "move(1)", "Down", show=False, id="run_table.down"),
+    Binding("pageup", "move(-10)", "Page up", show=False, id="run_table.page_up"),
+    Binding("pagedown", "move(10)", "Page down", show=False, id="run_table.page_down"),
+    Binding("home", "move(-1000000)", "First", show=False, id="run_table.first"),
+    Binding("end", "move(1000000)", "Last", show=False, id="run_table.last"),
+    Binding("enter", "select", "Select", show=False, id="run_table.select"),
+]
+
+BASICS = [
+    Binding(
+        "p", "view('positions')", "Positions", id="basics.positions",
+        tooltip="positions: the model's positional table",
+    ),
+    Binding(
+        "m", "view('masks')", "Masks", id="basics.masks",
+        tooltip="masks: padding, causal, both; a row before/after",
+    ),
+    Binding(
+        "s", "view('scaling')", "Scaling", id="basics.scaling",
+        tooltip="scaling: why q.k is divided by sqrt(d_k)",
+    ),
+    Binding(
+        "r", "view('schedule')", "Schedule", id="basics.schedule",
+        tooltip="schedule: the learning rate beside Noam",
+    ),
+    Binding("escape,b,q", "close", "Close", id="basics.close", tooltip="close the basics screen"),
+]
+
+FOURIER = [
+    Binding("left_square_bracket", "snapshot('prev')", "Earlier snapshot", id="fourier.earlier"),
+    Binding(
+        "right_square_bracket", "snapshot('next')", "Later snapshot (then latest)",
+        id="fourier.later",
+    ),
+    Binding(
+        "left_curly_bracket", "snapshot('first')", "First snapshot", show=False, id="fourier.first"
+    ),
+    Binding(
+        "right_curly_bracket", "snapshot('last')", "Last snapshot", show=False, id="fourier.last"
+    ),
+    Binding("p", "play", "Play the history / stop", id="fourier.play"),
+    Binding("escape,f", "close", "Back to Train", id="fourier.close"),
+]
+
+HELP = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+OPEN_RUN = [Binding("escape", "cancel", "Cancel", id="open_run.cancel")]
+SAVE_PRESET = [Binding("escape", "cancel", "Cancel", id="save_preset.cancel")]
+
+# The lists whose keys are live at the same time (a pane with the app's keys and its
+# widgets'; a modal screen alone, a full screen with the app's): a keymap entry that
+# gives its binding a key another binding of one of its scopes has is a conflict.
+SCOPES: dict[str, tuple[list[Binding], ...]] = {
+    "Build": (APP, BUILD, FORM, PICK_LIST),
+    "Train": (APP, TRAIN),
+    "Decode": (APP, DECODE, PICK_LIST),
+    "Attention": (APP, ATTENTION, HEATMAP),
+    "Params": (APP, PARAMS),
+    "Runs": (APP, RUNS, RUN_TABLE),
+    "the basics screen": (BASICS,),
+    "the Fourier view": (APP, FOURIER),
+    "help": (HELP,),
+    "the open-run dialog": (OPEN_RUN,),
+    "the save-preset dialog": (SAVE_PRESET,),
+}
+
+
+def all_bindings() -> list[Binding]:
+    """Every binding of the lab, each once."""
+    seen: dict[int, Binding] = {}
+    for scope in SCOPES.values():
+        for group in scope:
+            for binding in group:
+                seen.setdefault(id(binding), binding)
+    return list(seen.values())
