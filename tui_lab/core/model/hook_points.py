@@ -21,6 +21,7 @@ key) for attention scores and patterns.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -104,3 +105,45 @@ def names_filter(names: Iterable[str] | Callable[[str], bool] | str | None) -> C
         return names
     wanted = {names} if isinstance(names, str) else set(names)
     return wanted.__contains__
+
+
+# model class -> its subclass whose entry points run under the view's own hooks
+_BOUND_CLASSES: dict[type, type] = {}
+_ENTRY_POINTS = ("forward", "encode", "decode")
+
+
+def _bound_class(cls: type) -> type:
+    """``cls`` with each entry point wrapped in ``using_hooks(self._bound_hooks)``."""
+    found = _BOUND_CLASSES.get(cls)
+    if found is not None:
+        return found
+
+    def wrap(name: str) -> Callable[..., object]:
+        method = getattr(cls, name)
+
+        def entry(self: torch.nn.Module, *args: object, **kwargs: object) -> object:
+            with using_hooks(self.__dict__["_bound_hooks"]):
+                return method(self, *args, **kwargs)
+
+        entry.__name__ = name
+        entry.__doc__ = method.__doc__
+        return entry
+
+    methods = {name: wrap(name) for name in _ENTRY_POINTS if hasattr(cls, name)}
+    found = type(f"HooksBound{cls.__name__}", (cls,), methods)
+    _BOUND_CLASSES[cls] = found
+    return found
+
+
+def bind_hooks(model: torch.nn.Module, hooks: Iterable[HookSpec]) -> torch.nn.Module:
+    """A view of ``model`` (its modules and tensors shared, nothing copied) whose every
+    call (``forward``, ``encode``, ``decode``), in any thread, runs under ``hooks``.
+
+    For an ablated model the lab keeps across calls (Decode, then the lens and the
+    walkthrough on the same result): ``model`` itself is untouched, so other callers
+    and other threads never see these hooks. The view is still a ``type(model)``.
+    """
+    view = copy.copy(model)  # a new object over the same submodules, parameters and buffers
+    view.__dict__["_bound_hooks"] = list(hooks)
+    view.__class__ = _bound_class(type(model))
+    return view
