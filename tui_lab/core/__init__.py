@@ -23,6 +23,7 @@ _FACE = {
     "load_preset": "tui_lab.core.config.presets",
     "load_for_inference": "tui_lab.core.decoding.inference",
     "LabError": "tui_lab.core.errors",
+    "open_sae": "tui_lab.core.sae.source",
 }
 
 __all__ = [
