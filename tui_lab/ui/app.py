@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import ComposeResult, SystemCommand
+from textual.binding import BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
@@ -140,9 +141,9 @@ class LabApp(PaneRouting, ScreenshotMixin):
 
     def on_mount(self) -> None:
         """Show the first frame now; load torch once it is painted."""
-        self.panes["build"] = self.query_one(BuildPane)
+        build = self.panes["build"] = self.query_one(BuildPane)
         if self.model_source is not None:
-            self.panes["build"].show_opening(self.model_source)
+            build.show_opening(self.model_source)
         self._update_status()
         self._focus_pane(self.start_pane)
         for problem in self.user_keymap.problems:  # one line each; the default key stands
@@ -162,7 +163,8 @@ class LabApp(PaneRouting, ScreenshotMixin):
 
     async def _check_hangup(self) -> None:
         """The terminal has closed: quit as ctrl+q would (see ``hangup``)."""
-        if hangup.hung_up(sys.__stdin__.fileno()):
+        stdin = sys.__stdin__
+        if stdin is not None and hangup.hung_up(stdin.fileno()):
             self._hangup_timer.stop()
             await self.action_quit()
 
@@ -301,7 +303,6 @@ class LabApp(PaneRouting, ScreenshotMixin):
 
     def pane_keys(self) -> list[PaneKeys]:
         """What help lists for each mounted pane, in tab order."""
-        from tui_lab.ui.keymap import bindings_of
         from tui_lab.ui.screens.help import PaneKeys
 
         found = []
@@ -310,7 +311,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
             if pane is None:
                 continue
             cls = type(pane)
-            sections = [("", bindings_of(cls)), *cls.KEY_SECTIONS]
+            sections: list[tuple[str, list[BindingType]]] = [("", cls.BINDINGS), *cls.KEY_SECTIONS]
             found.append(PaneKeys(number, keys.PANE_TITLES[pane_id], sections, list(cls.HELP_EXTRA)))
         return found
 
@@ -341,7 +342,7 @@ class LabApp(PaneRouting, ScreenshotMixin):
         if target is not None:
             self.call_later(self.run_action, action, target)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette offers Textual's own commands and every lab action (from the bindings)."""
         from tui_lab.ui.palette import lab_commands
 

@@ -6,12 +6,14 @@ Textual behaviour it covers so it can go when Textual fixes it.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from textual.widgets import OptionList
 
 _move_page = OptionList._move_page
 
 
-def _move_page_when_laid_out(self: OptionList, direction: int) -> None:
+def _move_page_when_laid_out(self: OptionList, direction: Literal[-1, 1]) -> None:
     # Textual 8.2: page up/down before an OptionList has laid out its lines
     # (no height yet, or keys typed ahead of the first layout, as in the
     # command palette) looks the highlight up in an empty line map and raises

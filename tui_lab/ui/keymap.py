@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 from platformdirs import user_config_dir
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from tui_lab.ui import keys
 
@@ -107,7 +107,7 @@ def conflicts(entries: Mapping[str, str]) -> list[tuple[str, str]]:
     found: dict[str, str] = {}
     for scope, groups in keys.SCOPES.items():
         bound: dict[str, set[str]] = {}  # key -> ids bound to it here, after the remap
-        for binding in (b for group in groups for b in group):
+        for binding in as_bindings(b for group in groups for b in group):
             for key in current_keys(binding, entries):
                 bound.setdefault(key, set()).add(binding.id or binding.action)
         for binding_id, new_keys in entries.items():
@@ -132,14 +132,19 @@ def rebound(binding: Binding, keymap: Mapping[str, str]) -> Binding:
     return binding
 
 
+def as_bindings(items: Iterable[BindingType]) -> list[Binding]:
+    """``BINDINGS`` items as Binding objects (Textual allows tuples there too)."""
+    return [b if isinstance(b, Binding) else Binding(*b) for b in items]
+
+
 def bindings_of(cls: type) -> list[Binding]:
-    """A class's ``BINDINGS`` as Binding objects (tuples are allowed there too)."""
-    return [b if isinstance(b, Binding) else Binding(*b) for b in getattr(cls, "BINDINGS", [])]
+    """A class's ``BINDINGS`` as Binding objects."""
+    return as_bindings(getattr(cls, "BINDINGS", []))
 
 
-def shown(bindings: Iterable[Binding], keymap: Mapping[str, str]) -> list[Binding]:
+def shown(bindings: Iterable[BindingType], keymap: Mapping[str, str]) -> list[Binding]:
     """``bindings`` as the user has them: each with its remapped key."""
-    return [rebound(b, keymap) for b in bindings]
+    return [rebound(b, keymap) for b in as_bindings(bindings)]
 
 
 def first_key(binding: Binding) -> Binding:

@@ -12,7 +12,7 @@ Imports only ``textual.binding``: the app reads this before its first frame.
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 PANES = ("build", "train", "decode", "attention", "params", "runs")
 PANE_TITLES = {
@@ -25,7 +25,7 @@ PANE_TITLES = {
 }
 PANES_GROUP = Binding.Group("Panes", compact=True)
 
-APP = [
+APP: list[BindingType] = [
     *(
         Binding(
             str(i), f"show_pane('{pane}')", PANE_TITLES[pane], group=PANES_GROUP, id=f"app.{pane}"
@@ -46,14 +46,14 @@ APP = [
     Binding("escape", "leave_field", "Leave field", show=False, id="app.leave_field"),
 ]
 
-BUILD = [
+BUILD: list[BindingType] = [
     Binding("ctrl+s", "save_as", "Save as", id="build.save_as"),
     Binding("ctrl+r", "revert", "Revert", id="build.revert"),
     Binding("p", "focus_presets", "Focus the preset list", show=False, id="build.focus_presets"),
     Binding("f", "focus_form", "Focus the form", show=False, id="build.focus_form"),
 ]
 
-FORM = [
+FORM: list[BindingType] = [
     Binding("up", "move(-1)", "Previous field", show=False, id="form.previous_field"),
     Binding("down", "move(1)", "Next field", show=False, id="form.next_field"),
     Binding("tab", "tab(1)", "Next field", show=False, id="form.tab"),
@@ -62,7 +62,7 @@ FORM = [
         "enter", "activate", "Edit / choose", id="form.activate",
         tooltip="Edit / choose: resume editing, next field; open a choice list, pick",
     ),
-    Binding("space", "toggle", "Toggle a switch, open a choice list", show=False, id="form.toggle"),
+    Binding("space", "toggle_field", "Toggle a switch, open a choice list", show=False, id="form.toggle"),
     Binding("left", "cycle(-1)", "Previous choice", show=False, id="form.previous_choice"),
     Binding("right", "cycle(1)", "Next choice", show=False, id="form.next_choice"),
     Binding(
@@ -71,7 +71,7 @@ FORM = [
     ),
 ]
 
-TRAIN = [
+TRAIN: list[BindingType] = [
     Binding("space", "start", "Start", id="train.toggle"),
     Binding("space", "pause", "Pause", id="train.toggle"),
     Binding("space", "resume", "Resume", id="train.toggle"),
@@ -87,7 +87,7 @@ TRAIN = [
 ]
 
 # Attention and Decode both step the last decode through a run's history.
-TIME_TRAVEL = [
+TIME_TRAVEL: list[BindingType] = [
     Binding(
         "left_square_bracket", "snapshot('prev')", "Earlier snapshot", show=False,
         id="time_travel.earlier",
@@ -107,7 +107,7 @@ TIME_TRAVEL = [
     Binding("p", "play_snapshots", "Play the history / stop", show=False, id="time_travel.play"),
 ]
 
-DECODE = [
+DECODE: list[BindingType] = [
     Binding("i,slash", "edit_input", "Edit input", id="decode.edit_input"),
     Binding("ctrl+n", "next_example", "Example", id="decode.next_example"),
     Binding("ctrl+t", "toggle_sampling", "Sampling", id="decode.sampling"),
@@ -115,7 +115,7 @@ DECODE = [
     *TIME_TRAVEL,
 ]
 
-ATTENTION = [
+ATTENTION: list[BindingType] = [
     Binding("k", "cycle_kind(1)", "Kind", id="attention.next_kind"),
     Binding("l", "cycle_layer(1)", "Layer", id="attention.next_layer"),
     Binding("h", "cycle_head(1)", "Head", id="attention.next_head"),
@@ -134,7 +134,7 @@ ATTENTION = [
     *TIME_TRAVEL,
 ]
 
-HEATMAP = [
+HEATMAP: list[BindingType] = [
     Binding("up", "move(-1, 0)", "Cursor to the previous query row", show=False, id="heatmap.up"),
     Binding("down", "move(1, 0)", "Cursor to the next query row", show=False, id="heatmap.down"),
     Binding("left", "move(0, -1)", "Cursor to the previous key", show=False, id="heatmap.left"),
@@ -147,9 +147,9 @@ HEATMAP = [
     ),
 ]
 
-PARAMS = [Binding("g", "toggle_grouped", "Group rows", id="params.group_rows")]
+PARAMS: list[BindingType] = [Binding("g", "toggle_grouped", "Group rows", id="params.group_rows")]
 
-RUNS = [
+RUNS: list[BindingType] = [
     Binding("space", "mark", "Mark", id="runs.mark"),
     Binding("enter", "open_run", "Open in lab", id="runs.open"),
     Binding("s", "cycle_sort", "Sort by", id="runs.sort"),
@@ -170,7 +170,7 @@ RUNS = [
     ),
 ]
 
-PICK_LIST = [
+PICK_LIST: list[BindingType] = [
     Binding("up", "move(-1)", "Previous", show=False, id="pick_list.up"),
     Binding("down", "move(1)", "Next", show=False, id="pick_list.down"),
     Binding("home", "move_to(0)", "First", show=False, id="pick_list.first"),
@@ -180,7 +180,7 @@ PICK_LIST = [
     Binding("enter", "pick", "Pick", show=False, id="pick_list.pick"),
 ]
 
-RUN_TABLE = [
+RUN_TABLE: list[BindingType] = [
     Binding("up", "move(-1)", "Up", show=False, id="run_table.up"),
     Binding("down", "move(1)", "Down", show=False, id="run_table.down"),
     Binding("pageup", "move(-10)", "Page up", show=False, id="run_table.page_up"),
@@ -190,7 +190,7 @@ RUN_TABLE = [
     Binding("enter", "select", "Select", show=False, id="run_table.select"),
 ]
 
-BASICS = [
+BASICS: list[BindingType] = [
     Binding(
         "p", "view('positions')", "Positions", id="basics.positions",
         tooltip="positions: the model's positional table",
@@ -210,7 +210,7 @@ BASICS = [
     Binding("escape,b,q", "close", "Close", id="basics.close", tooltip="close the basics screen"),
 ]
 
-FOURIER = [
+FOURIER: list[BindingType] = [
     Binding("left_square_bracket", "snapshot('prev')", "Earlier snapshot", id="fourier.earlier"),
     Binding(
         "right_square_bracket", "snapshot('next')", "Later snapshot (then latest)",
@@ -226,14 +226,14 @@ FOURIER = [
     Binding("escape,f", "close", "Back to Train", id="fourier.close"),
 ]
 
-HELP = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
-OPEN_RUN = [Binding("escape", "cancel", "Cancel", id="open_run.cancel")]
-SAVE_PRESET = [Binding("escape", "cancel", "Cancel", id="save_preset.cancel")]
+HELP: list[BindingType] = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+OPEN_RUN: list[BindingType] = [Binding("escape", "cancel", "Cancel", id="open_run.cancel")]
+SAVE_PRESET: list[BindingType] = [Binding("escape", "cancel", "Cancel", id="save_preset.cancel")]
 
 # The lists whose keys are live at the same time (a pane with the app's keys and its
 # widgets'; a modal screen alone, a full screen with the app's): a keymap entry that
 # gives its binding a key another binding of one of its scopes has is a conflict.
-SCOPES: dict[str, tuple[list[Binding], ...]] = {
+SCOPES: dict[str, tuple[list[BindingType], ...]] = {
     "Build": (APP, BUILD, FORM, PICK_LIST),
     "Train": (APP, TRAIN),
     "Decode": (APP, DECODE, PICK_LIST),
@@ -254,5 +254,6 @@ def all_bindings() -> list[Binding]:
     for scope in SCOPES.values():
         for group in scope:
             for binding in group:
-                seen.setdefault(id(binding), binding)
+                if isinstance(binding, Binding):  # every one here is
+                    seen.setdefault(id(binding), binding)
     return list(seen.values())

@@ -57,7 +57,7 @@ class OpenRunRequested(Message):
 class ModelChanged(Message):
     """The model the Decode pane uses changed (``run`` holds ``.model`` and ``.task``; None: no model)."""
 
-    run: RemoteRun | None
+    run: RemoteRun | LoadedModel | None
 
 
 @dataclass

@@ -15,7 +15,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 
 from tui_lab.ui import keys
-from tui_lab.ui.keymap import action_help, bindings_of, first_key, rebound
+from tui_lab.ui.keymap import action_help, as_bindings, bindings_of, first_key, rebound
 from tui_lab.ui.state.host import Pane
 
 # App keys with no place in the palette: Textual lists its own Quit, and
@@ -61,7 +61,7 @@ def lab_commands(
 
 def basics_commands(app: App[Any], keymap: Mapping[str, str]) -> Iterator[SystemCommand]:
     """One command per view of the basics screen ("Basics: Masks"), opening it on that view."""
-    for binding in keys.BASICS:
+    for binding in as_bindings(keys.BASICS):
         if not binding.action.startswith("view("):
             continue
         key = app.get_key_display(first_key(rebound(binding, keymap)))

@@ -42,6 +42,7 @@ from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from tui_lab.ui.core_access import Core
     from tui_lab.ui.panes.params.param_count import ParamCounter
 
 
@@ -69,19 +70,19 @@ class PaneRouting(App[None]):
 
     # The lab's state (LabApp.__init__ makes it); the names below read and write it.
     state: LabState
-    config = StateField[LabConfig]()
-    core = StateField["Core | None"]()
-    core_state = StateField[str]()
-    current_run = StateField[Any]()
-    opened = StateField[Any]()  # the LoadedModel of --model, once open
-    last_report = StateField["ReportReady | None"]()
-    last_decode = StateField["Decoded | None"]()
-    ablation = StateField[AblationState]()
-    travel = StateField[Travel]()
-    model_source = StateField["str | None"]()  # until it fails to open or a run replaces it
-    model_revision = StateField["str | None"]()
-    runs_root = StateField[Path]()
-    user_dir = StateField["Path | None"]()
+    config: StateField[LabConfig] = StateField()
+    core: StateField[Core | None] = StateField()
+    core_state: StateField[str] = StateField()
+    current_run: StateField[Any] = StateField()
+    opened: StateField[Any] = StateField()  # the LoadedModel of --model, once open
+    last_report: StateField[ReportReady | None] = StateField()
+    last_decode: StateField[Decoded | None] = StateField()
+    ablation: StateField[AblationState] = StateField()
+    travel: StateField[Travel] = StateField()
+    model_source: StateField[str | None] = StateField()  # until it fails to open or a run replaces it
+    model_revision: StateField[str | None] = StateField()
+    runs_root: StateField[Path] = StateField()
+    user_dir: StateField[Path | None] = StateField()
     panes: dict[str, Pane]
     counter: ParamCounter
     _report_generation: int

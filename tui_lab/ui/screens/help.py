@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -43,12 +43,12 @@ class PaneKeys:
 
     number: int
     title: str
-    sections: list[tuple[str, list[Binding]]]  # ("" for the pane's own, "the form", ...)
+    sections: list[tuple[str, list[BindingType]]]  # ("" for the pane's own, "the form", ...)
     extra: Rows = field(default_factory=list)  # keys handled without a binding
 
 
 def binding_rows(
-    bindings: list[Binding], display: Callable[[Binding], str], keymap: Mapping[str, str]
+    bindings: list[BindingType], display: Callable[[Binding], str], keymap: Mapping[str, str]
 ) -> Rows:
     """(keys, what they do + id) for bindings as remapped; one key's several actions joined."""
     rows: dict[str, list[str]] = {}
@@ -62,7 +62,7 @@ def binding_rows(
 
 
 def lab_sections(
-    app_bindings: list[Binding],
+    app_bindings: list[BindingType],
     panes: list[PaneKeys],
     display: Callable[[Binding], str],
     keymap: Mapping[str, str],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol, cast
 
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.widget import Widget
 
 from tui_lab.ui.state.lab_state import LabState
@@ -60,7 +60,7 @@ class Pane(Hosted):
     """
 
     PANE_ID: ClassVar[str] = ""
-    KEY_SECTIONS: ClassVar[tuple[tuple[str, list[Binding]], ...]] = ()
+    KEY_SECTIONS: ClassVar[tuple[tuple[str, list[BindingType]], ...]] = ()
     HELP_EXTRA: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def focus_default(self) -> None:

@@ -7,6 +7,8 @@ on two cores). This bar redraws a single line of text instead.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -36,7 +38,7 @@ class KeyBar(Static):
         """Stop following the screen."""
         self.screen.bindings_updated_signal.unsubscribe(self)
 
-    def _bindings_changed(self, screen: Screen) -> None:
+    def _bindings_changed(self, screen: Screen[Any]) -> None:
         if screen is self.screen:
             self._schedule()
 

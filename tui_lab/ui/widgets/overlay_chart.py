@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 from tui_lab.ui.widgets.cached_plot import CachedPlot, integer_ticks
 from tui_lab.ui.widgets.chart_points import thin
@@ -86,7 +87,7 @@ class OverlayChart(CachedPlot):
             drawn = True
         steps = [x for s in overlay.series for x in s.xs if overlay.by == "step"]
         if steps and max(steps) >= 1:
-            plt.xticks(integer_ticks(int(max(steps))))
+            plt.xticks(cast("list[float]", integer_ticks(int(max(steps)))))  # ints: plotext labels them as such
         if drawn and overlay.log_scale:
             plt.yscale("log")
         if not drawn:

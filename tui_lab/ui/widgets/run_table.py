@@ -178,10 +178,11 @@ class RunTable(QuietFocus, ScrollView, can_focus=True):
             if index >= len(self.keys):
                 return Strip.blank(width, base)
             on_cursor = index == self.cursor
-            strip = self._strips.get((index, on_cursor))
-            if strip is None:
-                strip = self._line(self.cells[index], cursor if on_cursor else base)
-                self._strips[(index, on_cursor)] = strip
+            cached = self._strips.get((index, on_cursor))
+            if cached is None:
+                cached = self._line(self.cells[index], cursor if on_cursor else base)
+                self._strips[(index, on_cursor)] = cached
+            strip = cached
         return strip.crop_extend(scroll_x, scroll_x + width, base)
 
     # ---- moving ----------------------------------------------------------------------

@@ -173,6 +173,8 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Pane, Vertical):
     def _update_header(self) -> None:
         header = self.query_one("#attn-header", Static)
         if not self.kinds:
+            if self.config is None:  # before the lab's config is shown
+                return
             m = self.config.model
             encoder = f"{m.n_encoder_layers} encoder + " if m.arch == "encoder-decoder" else ""
             header.update(

@@ -317,11 +317,11 @@ class ConfigForm(LineView, can_focus=True):
             self._changed()
             self.call_after_refresh(self._scroll_to_cursor)
         elif f.spec.kind == "bool":
-            self.action_toggle()
+            self.action_toggle_field()
         else:
             self._set_cursor(self.cursor + 1)
 
-    def action_toggle(self) -> None:
+    def action_toggle_field(self) -> None:
         """Space: toggle a switch, open (or pick from) a choice list."""
         f = self._fields[self.cursor]
         if f.spec.kind == "bool":
@@ -336,7 +336,7 @@ class ConfigForm(LineView, can_focus=True):
         """←→ on a choice: the previous/next choice at once; on a switch: toggle."""
         f = self._fields[self.cursor]
         if f.spec.kind == "bool":
-            self.action_toggle()
+            self.action_toggle_field()
         elif f.spec.kind == "choice" and self.choosing is None:
             choices = f.spec.choices
             at = choices.index(f.value) if f.value in choices else -step

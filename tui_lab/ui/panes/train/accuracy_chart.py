@@ -8,6 +8,8 @@ axis) falls as weight decay pushes the memorised solution out.
 
 from __future__ import annotations
 
+from typing import cast
+
 from tui_lab.ui.panes.train.run_history import HistorySnapshot
 from tui_lab.ui.widgets.cached_plot import CachedPlot, integer_ticks
 from tui_lab.ui.widgets.chart_points import thin
@@ -48,7 +50,7 @@ class AccuracyChart(CachedPlot):
             plt.plot(xs, ys, label="weight norm", marker="braille", color="magenta", yside="right")
         last = int(max([*train_x, *held_x, 0.0]))
         if last:
-            plt.xticks(integer_ticks(last))
+            plt.xticks(cast("list[float]", integer_ticks(last)))  # ints: plotext labels them as such
         else:
             plt.xlim(0, 1)
             plt.ylim(0, 1)

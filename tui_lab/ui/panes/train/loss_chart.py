@@ -13,7 +13,7 @@ the whole figure from it right before every build.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -56,7 +56,7 @@ class LossChart(CachedPlot):
             data.steps[-1] if data.steps else 0, data.eval_steps[-1] if data.eval_steps else 0
         )
         if last:
-            plt.xticks(integer_ticks(last))
+            plt.xticks(cast("list[float]", integer_ticks(last)))  # ints: plotext labels them as such
         if not data.steps and not data.eval_steps:
             plt.xlim(0, 1)
             plt.ylim(0, 1)

@@ -53,7 +53,7 @@ class RunReports(TrainParts):
         event = message.event
         self.query_one("#train-log", Static).update(f"[dim]log:[/dim] {event.message}", layout=False)
         if event.level in ("warning", "error") and self.train_state.phase is not Phase.DONE:
-            self.notify(event.message, severity=event.level, timeout=6)
+            self.notify(event.message, severity="warning" if event.level == "warning" else "error", timeout=6)
 
     def on_run_driver_done(self, message: RunDriver.Done) -> None:
         """The loop ended: say why, keep the model for decoding."""

@@ -172,7 +172,7 @@ class ScalingView(VerticalScroll):
         if error is not None:
             model.update(error)
         else:
-            scales = {r.model_scale for r in data.scaling} - {None}
+            scales = {r.model_scale for r in data.scaling if r.model_scale is not None}
             note = f"\n(this model multiplies q.k by {', '.join(f'{s:g}' for s in sorted(scales))} itself)" if scales else ""
             model.update(_scaling_table(
                 "the model's own q, k on the example batch (H: mean softmax row entropy, nats)" + note,
