@@ -25,7 +25,8 @@ NORMALIZATIONS = ("none", "expected_average_only_in")
 # SAELens decides by this version whether a cfg.json is in its 6.x layout (metadata
 # nested) or an older one; a file the lab writes is in the 6.x layout, so says so.
 FORMAT_VERSION = "6.0.0"
-_METADATA_KEYS = ("hook_name", "model_name", "context_size", "prepend_bos")
+# The version is the layout's (the lab writes its own), so not carried over in ``extra``.
+_METADATA_KEYS = ("hook_name", "model_name", "context_size", "prepend_bos", "sae_lens_version")
 
 
 @dataclass
