@@ -10,7 +10,6 @@ and training, a resumed run or a new model never meet a hook.
 
 from __future__ import annotations
 
-import copy
 import threading
 import weakref
 from typing import Any
@@ -61,16 +60,17 @@ class AblationState:
     def apply(
         self, model: Any, run: Any, copied: bool = False, text: str | None = None
     ) -> tuple[Any, str]:
-        """(a copy of ``model`` with the heads switched off, its label); ``model`` itself if none.
-
-        ``copied``: ``model`` is already a private copy (no second copy is made).
+        """(a view of ``model`` whose calls run with the heads switched off, its label);
+        ``model`` itself if none (``hook_points.bind_hooks``: no weights are copied, so
+        ``copied`` no longer matters).
         Heads the model does not have (another architecture) are dropped. ``text``:
         what is decoded (a real model's mean mode averages each head over it).
         """
         heads, mode = list(self.heads), self.mode
         if not heads:
             return model, ""
-        from tui_lab.core.analysis.ablation import AblationError, ablate, parse_head
+        from tui_lab.core.analysis.ablation import AblationError, ablation_hooks, parse_head
+        from tui_lab.core.model.hook_points import bind_hooks
 
         refs = []
         for name in heads:
@@ -81,22 +81,9 @@ class AblationState:
         if not refs:
             return model, ""
         means = self.means(model, run, text) if mode == "mean" else None
-        if copied:
-            private = model
-        elif getattr(run, "card", None) is not None:
-            # A model opened from files is never trained: a copy of its modules that
-            # shares its tensors holds the hooks (a deep copy would double its memory).
-            from tui_lab.ui.state.model_copies import settled, shared_clone
-
-            settled(run)
-            private = shared_clone(model)
-        else:
-            private = copy.deepcopy(model)
-        # Entered and never left: the hooks stay on this private copy for its lifetime
-        # (the copy keeps the context manager: collected, it would remove them).
-        hooks = ablate(private, refs, mode, means)
-        hooks.__enter__()
-        private._tfx_ablation = hooks
+        # A view of the model whose every call runs with these heads switched off: the
+        # model itself (shared with Train, time travel, the other panes) is untouched.
+        private = bind_hooks(model, ablation_hooks(model, refs, mode, means))
         return private, f"{', '.join(str(r) for r in refs)} ({mode})"
 
     def means(self, model: Any, run: Any, text: str | None = None) -> Any:
