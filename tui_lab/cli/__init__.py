@@ -28,6 +28,7 @@ from . import (
     params,
     presets,
     runs,
+    sae,
     serve,
     sweep,
     train,
@@ -35,7 +36,7 @@ from . import (
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, sae, serve, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -95,3 +95,32 @@ def test_geometric_median_resists_outliers() -> None:
     # Weiszfeld's point: the weighted average it converges to is its own fixed point.
     w = 1 / (points - median).norm(dim=1)
     assert torch.allclose((w[:, None] * points).sum(0) / w.sum(), median, atol=1e-3)
+
+
+def test_streamed_evaluation_equals_the_whole_batch() -> None:
+    from tests.core.sae.test_sae import _sae
+    from tui_lab.core.sae.evaluation import evaluate_sae
+
+    sae = _sae("topk")
+    x = torch.randn(90, 6)
+    result = evaluate_sae(sae, list(x.split(25)), tokens=80)
+    x80 = x[:80]
+    f = sae.encode(x80)
+    x_hat = sae.decode(f)
+    assert result["tokens"] == 80 and result["ce_loss_recovered"] is None
+    assert result["l0"] == pytest.approx(l0(f))
+    assert result["mse"] == pytest.approx(mse(x80, x_hat), rel=1e-5)
+    assert result["explained_variance"] == pytest.approx(explained_variance(x80, x_hat), rel=1e-5)
+    assert result["dead_fraction"] == pytest.approx(float((f.sum(0) == 0).float().mean()))
+
+
+def test_feature_scan_keeps_the_top_contexts() -> None:
+    from tui_lab.core.sae.features import FeatureScan
+
+    found = FeatureScan(d_sae=2, feature=1, top=2)
+    f = torch.zeros(4, 3, 2)
+    f[0, 2, 1], f[1, 0, 1], f[3, 1, 1], f[2, 1, 0] = 1.0, 3.0, 2.0, 5.0
+    found.add(f[:2], first_window=0)
+    found.add(f[2:], first_window=2)
+    assert [(c.window, c.position, c.peak) for c in found.contexts()] == [(1, 0, 3.0), (3, 1, 2.0)]
+    assert found.density().tolist() == [1 / 12, 3 / 12] and found.max.tolist() == [5.0, 3.0]

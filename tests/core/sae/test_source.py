@@ -60,3 +60,8 @@ def test_folder_and_refusals(tmp_path: Path) -> None:
         open_sae("not-a-folder")
     with pytest.raises(LabError, match="no SAE named"):
         open_sae(" ")
+
+
+def test_missing_path_is_not_a_hub_name(tmp_path: Path) -> None:
+    with pytest.raises(LabError, match="no such folder$"):
+        open_sae(tmp_path / "absent" / "sae")

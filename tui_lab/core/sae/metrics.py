@@ -28,7 +28,7 @@ def l0(features: torch.Tensor) -> float:
 
 def mse(x: torch.Tensor, x_hat: torch.Tensor) -> float:
     """Mean squared error per element, as ``F.mse_loss`` (SAELens's eval ``mse``)."""
-    return float(F.mse_loss(x_hat.float(), x.float()))
+    return float(F.mse_loss(x_hat.detach().float(), x.detach().float()))
 
 
 def explained_variance(x: torch.Tensor, x_hat: torch.Tensor) -> float:

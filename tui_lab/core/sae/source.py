@@ -68,6 +68,9 @@ def resolve_sae_folder(source: str | os.PathLike[str], subfolder: str | None = N
         return path / subfolder if subfolder else path
     if path.exists():
         raise SAEError(f"{text}: a file; give the folder holding {CFG_FILE}")
+    first = Path(text.split("/", 1)[0]).expanduser()
+    if path.is_absolute() or text.startswith((".", "~")) or (first.is_dir() and "/" in text):
+        raise SAEError(f"{text}: no such folder")  # a path, not a hub name
     repo_id, sub = split_release(text, subfolder)
     return cached_release_folder(repo_id, sub, revision)
 

@@ -1,0 +1,107 @@
+"""`tfx-lab sae train|eval|features` on a tiny char-lm run (trained here in a second or two)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import assert_one_line_error, last_json_line, tfx
+
+HOOK = "blocks.1.hook_resid_post"
+PRESET = """\
+model: {arch: decoder-only, n_encoder_layers: 0, n_decoder_layers: 2, d_model: 32, n_heads: 2,
+        d_ff: 64, positional: rope, max_len: 64}
+task: {name: char-lm, block_size: 32}
+train: {steps: 2, batch_size: 8, eval_every: 2, device: cpu, threads: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
+    """(run, SAE folder, train's JSON summary): a char-lm run and a TopK SAE on its last block."""
+    root = tmp_path_factory.mktemp("sae-cli")
+    (root / "tiny.yaml").write_text(PRESET)
+    assert tfx("train", "--preset", str(root / "tiny.yaml"), "--out", str(root / "run"), "--json").returncode == 0
+    proc = tfx("sae", "train", "--run", str(root / "run"), "--hook", HOOK, "--d-sae", "64", "--k", "4",
+               "--tokens", "6000", "--batch", "256", "--out", str(root / "sae"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return root / "run", root / "sae", last_json_line(proc.stdout)
+
+
+def test_train_writes_an_saelens_folder(lab: tuple[Path, Path, dict]) -> None:
+    from tui_lab.core import open_sae
+
+    _, sae_dir, summary = lab
+    assert summary["reason"] == "done" and summary["tokens"] >= 6000
+    assert {"l0", "explained_variance", "mse", "dead_fraction", "ce_loss_recovered"} <= summary.keys()
+    sae = open_sae(str(sae_dir))
+    assert (sae.cfg.architecture, sae.cfg.d_in, sae.cfg.d_sae, sae.cfg.k) == ("topk", 32, 64, 4)
+    assert sae.cfg.metadata.hook_name == HOOK and sae.cfg.metadata.context_size == 32
+    kinds = {json.loads(line)["kind"] for line in (sae_dir / "metrics.jsonl").read_text().splitlines()}
+    assert kinds == {"step", "checkpoint", "end"}
+
+
+def test_eval_json_keys(lab: tuple[Path, Path, dict]) -> None:
+    run, sae_dir, _ = lab
+    proc = tfx("sae", "eval", str(sae_dir), "--run", str(run), "--tokens", "2000", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = last_json_line(proc.stdout)
+    assert result["l0"] == pytest.approx(4.0) and result["tokens"] == 2000
+    assert 0.0 <= result["dead_fraction"] <= 1.0 and result["mse"] > 0
+    assert result["explained_variance"] < 1.0 and isinstance(result["ce_loss_recovered"], float)
+    assert result["ce_zero_ablated"] != result["ce_clean"]
+
+
+def test_features(lab: tuple[Path, Path, dict]) -> None:
+    run, sae_dir, _ = lab
+    listed = last_json_line(tfx("sae", "features", str(sae_dir), "--run", str(run), "--top", "5",
+                                "--tokens", "3000", "--json").stdout)
+    rows = listed["features"]
+    assert len(rows) == 5 and rows[0]["density"] >= rows[-1]["density"]
+    best = rows[0]["index"]
+    one = last_json_line(tfx("sae", "features", str(sae_dir), "--run", str(run), "--feature", str(best),
+                             "--top", "3", "--tokens", "3000", "--json").stdout)
+    assert len(one["contexts"]) == 3 and one["contexts"][0]["peak"] >= one["contexts"][-1]["peak"]
+    ctx = one["contexts"][0]
+    assert ctx["activations"][ctx["peak_at"]] == pytest.approx(ctx["peak"], abs=1e-3)
+    typed = last_json_line(tfx("sae", "features", str(sae_dir), "--run", str(run), "--input", "def f",
+                               "--json").stdout)
+    assert [t["token"] for t in typed["tokens"]][:3] == ["d", "e", "f"]
+    assert all(len(t["features"]) <= 4 for t in typed["tokens"])
+
+
+def test_resume_continues_and_refusals(lab: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    run, sae_dir, _ = lab
+    again = tfx("sae", "train", "--run", str(run), "--hook", HOOK, "--d-sae", "64", "--out", str(sae_dir))
+    assert_one_line_error(again, "--resume continues it")
+    other = tfx("sae", "train", "--run", str(run), "--hook", "blocks.0.attn.hook_pattern", "--d-sae", "8",
+                "--out", str(tmp_path / "x"))
+    assert other.returncode != 0 and "Traceback" not in other.stderr
+    bad = tfx("sae", "eval", str(tmp_path / "missing"), "--run", str(run))
+    assert_one_line_error(bad, "no such folder")
+
+
+def test_width_mismatch_is_one_line(lab: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    from tui_lab.core.sae.config import SAEConfig, SAEMetadata
+    from tui_lab.core.sae.folder import save_sae
+    from tui_lab.core.sae.sae import SparseAutoencoder
+
+    run, _, _ = lab
+    cfg = SAEConfig(d_in=48, d_sae=16, architecture="standard", metadata=SAEMetadata(hook_name=HOOK))
+    save_sae(SparseAutoencoder(cfg), tmp_path / "wide")
+    proc = tfx("sae", "eval", str(tmp_path / "wide"), "--run", str(run))
+    assert_one_line_error(proc, f"d_in=48 but {HOOK} has width 32")
+
+
+def test_resume(lab: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    import shutil
+
+    run, sae_dir, summary = lab
+    copy = Path(shutil.copytree(sae_dir, tmp_path / "sae"))
+    proc = tfx("sae", "train", "--run", str(run), "--hook", HOOK, "--tokens", "9000", "--batch", "256",
+               "--out", str(copy), "--resume", "--json")
+    assert proc.returncode == 0, proc.stderr
+    resumed = last_json_line(proc.stdout)
+    assert resumed["step"] > summary["step"] and resumed["tokens"] >= 9000

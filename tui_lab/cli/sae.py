@@ -1,0 +1,315 @@
+"""`tfx-lab sae train|eval|features`: sparse autoencoders on a model's hook, in SAELens's format.
+
+    sae train (--run R | --model SOURCE) --hook NAME [--text FILE] --d-sae N --arch topk|relu|jumprelu
+              [--k K] [--l1 C] [--tokens N] [--batch B] [--lr LR] --out DIR [--resume]
+    sae eval DIR (--run | --model) [--text FILE] [--json]
+    sae features DIR (--run | --model) [--text FILE | --input TEXT] [--feature I] [--top N] [--json]
+
+Activations come from the text (``--text``, else the run's own text: a char-lm
+run's) through the model at the hook, window by window; the last tenth of the
+text is held out for CE loss recovered and for ``eval``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from .shared import Subparsers, add_device, add_json, add_run_or_model, emit_json, target_name
+
+ARCHS = {"topk": "topk", "relu": "standard", "standard": "standard", "jumprelu": "jumprelu"}
+HELD_OUT = 0.1  # the share of the text kept out of training
+CE_WINDOWS = 8  # held-out windows CE loss recovered is measured on
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("sae", help="sparse autoencoders on a hook: train, evaluate, browse (SAELens's format)")
+    actions = s.add_subparsers(dest="sae_action", metavar="ACTION", required=True)
+    t = actions.add_parser("train", help="train an SAE on a model's activations at a hook")
+    add_run_or_model(t)
+    t.add_argument("--hook", required=True, help="hook point, such as blocks.1.hook_resid_post (tfx-lab hooks)")
+    _add_text(t)
+    t.add_argument("--d-sae", type=int, default=None, help="features (required unless --resume)")
+    t.add_argument("--arch", choices=sorted(ARCHS), default="topk", help="architecture (default topk)")
+    t.add_argument("--k", type=int, default=16, help="topk: features per token (default 16)")
+    t.add_argument("--l1", type=float, default=None, help="relu: L1 coefficient; jumprelu: L0 coefficient")
+    t.add_argument("--tokens", type=int, default=200_000, help="activation rows to train on (default 200000)")
+    t.add_argument("--batch", type=int, default=1024, help="rows per step (default 1024)")
+    t.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", required=True, help="folder to write (SAELens's files, metrics.jsonl, checkpoints)")
+    t.add_argument("--resume", action="store_true", help="continue the training run in --out")
+    add_device(t)
+    add_json(t, "print a JSON summary (and no progress)")
+    t.set_defaults(handler=train)
+    e = actions.add_parser("eval", help="L0, MSE, explained variance, dead features, CE loss recovered")
+    _add_sae_and_model(e)
+    _add_text(e)
+    e.add_argument("--tokens", type=int, default=50_000, help="held-out rows to measure on (default 50000)")
+    add_json(e)
+    e.set_defaults(handler=evaluate)
+    f = actions.add_parser("features", help="features by density, or one feature's top contexts")
+    _add_sae_and_model(f)
+    which = f.add_mutually_exclusive_group()
+    which.add_argument("--text", help="text file to scan (default: the run's own text)")
+    which.add_argument("--input", help="show the features that fire on each token of TEXT")
+    f.add_argument("--feature", type=int, default=None, help="one feature: its top contexts")
+    f.add_argument("--top", type=int, default=10, help="features or contexts to show (default 10)")
+    f.add_argument("--tokens", type=int, default=100_000, help="rows of the text to scan (default 100000)")
+    add_json(f)
+    f.set_defaults(handler=features)
+
+
+def _add_text(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--text", help="text file to read activations from (default: the run's own text)")
+
+
+def _add_sae_and_model(s: argparse.ArgumentParser) -> None:
+    s.add_argument("dir", metavar="DIR", help="the SAE: a folder, or ORG/REPO/SUBFOLDER in the local hub cache")
+    add_run_or_model(s)
+    add_device(s)
+
+
+def _open(args: argparse.Namespace) -> Any:
+    """The model handle of ``--run`` or ``--model`` (offline)."""
+    from tui_lab.core.hooked.handle import open_model
+
+    return open_model(args.model if args.model is not None else args.run, args.device, revision=args.revision)
+
+
+def _texts(args: argparse.Namespace, handle: Any) -> tuple[str, str]:
+    """(training text, held-out text): ``--text`` split 90/10, else the run's own split."""
+    from tui_lab.core.errors import LabError
+
+    if getattr(args, "text", None):
+        try:
+            with open(args.text, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LabError(f"--text {args.text}: cannot read it ({exc.__class__.__name__})") from None
+        cut = int(len(text) * (1 - HELD_OUT))
+        return text[:cut], text[cut:]
+    task = handle.task
+    if hasattr(task, "train_text") and hasattr(task, "val_text"):
+        return task.train_text, task.val_text
+    raise LabError(f"--text FILE: {target_name(args)} has no text of its own to read activations from")
+
+
+def _windows(handle: Any, text: str) -> Any:
+    """The text's ids cut into windows of the model's context (at most 128 tokens)."""
+    from tui_lab.core.sae.activations import token_windows
+
+    limit = int(handle.config.model.max_len or 128)
+    block = getattr(handle.config.task, "block_size", None) or limit
+    return token_windows(handle.to_tokens(text)[0].cpu(), max(2, min(128, block, limit)))
+
+
+def _ce(handle: Any, sae: Any, hook: str, held_out: Any) -> Any:
+    """CE clean, zero-ablated and reconstructed on a few held-out windows."""
+    from tui_lab.core.sae.activations import logits_under, reconstruction
+    from tui_lab.core.sae.metrics import ce_losses
+
+    ids = held_out[:CE_WINDOWS]
+    return ce_losses(logits_under(handle, ids, hook), ids, reconstruction(sae))
+
+
+def train(args: argparse.Namespace) -> int:
+    """Train (or resume) an SAE at ``--hook``; the folder opens with open_sae and SAELens."""
+    from tui_lab.core.sae.activations import check_width, hook_activations, site_width
+    from tui_lab.core.sae.trainer import SAETrainer
+
+    handle = _open(args)
+    train_text, held_text = _texts(args, handle)
+    windows, held_out = _windows(handle, train_text), _windows(handle, held_text)
+    width = site_width(handle, args.hook, windows[:1])
+    if args.resume:
+        trainer = SAETrainer.resume(args.out, tokens=args.tokens, device=args.device)
+    else:
+        trainer = SAETrainer(*_new_sae(args, width, windows.shape[1]), args.out)
+    check_width(trainer.sae, args.hook, width)
+    progress = Progress(args.json, args.tokens)
+    trainer.on_event = progress.on_event
+    trainer.evaluate = lambda sae: {"ce_loss_recovered": _ce(handle, sae, args.hook, held_out).recovered}
+    per_pass = max(1, 4096 // windows.shape[1])
+    try:
+        end = trainer.train(hook_activations(handle, windows, args.hook, per_pass, epochs=None, seed=args.seed))
+    finally:
+        progress.close()
+    summary = {"out": str(args.out), "hook": args.hook, "step": end.step, "tokens": end.tokens,
+               "reason": end.reason, "seconds": round(end.elapsed, 2), **progress.last}
+    if args.json:
+        emit_json(summary)
+    return 0
+
+
+def _new_sae(args: argparse.Namespace, width: int, context: int) -> tuple[Any, Any]:
+    """A fresh SAE and its settings from the command's options."""
+    from pathlib import Path
+
+    from tui_lab.core.errors import LabError
+    from tui_lab.core.sae.checkpoint import STATE_FILE
+    from tui_lab.core.sae.config import SAEConfig, SAEMetadata
+    from tui_lab.core.sae.sae import SparseAutoencoder
+    from tui_lab.core.sae.settings import TrainSettings
+
+    if (Path(args.out) / STATE_FILE).exists():
+        raise LabError(f"--out {args.out} holds an SAE training run: --resume continues it, or choose another")
+    if args.d_sae is None:
+        raise LabError("--d-sae N: how many features (such as 1024)")
+    arch = ARCHS[args.arch]
+    meta = SAEMetadata(hook_name=args.hook, model_name=target_name(args), context_size=context, prepend_bos=False)
+    cfg = SAEConfig(d_in=width, d_sae=args.d_sae, architecture=arch, k=args.k if arch == "topk" else None,
+                    metadata=meta)
+    coefficient = {} if args.l1 is None else {"l1_coefficient": args.l1, "l0_coefficient": args.l1}
+    settings = TrainSettings(tokens=args.tokens, batch_size=args.batch, lr=args.lr, seed=args.seed,
+                             buffer_rows=max(2 * args.batch, min(65_536, args.tokens)),
+                             dead_window=max(args.batch, min(100_000, args.tokens // 4)),
+                             eval_every=max(1, args.tokens // args.batch // 10), log_every=5,
+                             lr_decay_steps=max(1, args.tokens // args.batch // 5), **coefficient)
+    return SparseAutoencoder(cfg, device=args.device, seed=args.seed), settings
+
+
+class Progress:
+    """A rich bar on a terminal, a line every two seconds otherwise, nothing with --json."""
+
+    def __init__(self, quiet: bool, total: int) -> None:
+        self.quiet, self.total = quiet, total
+        self.last: dict[str, Any] = {}
+        self._said = 0.0
+        self.bar: Any = None
+        if not quiet and sys.stdout.isatty():
+            from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as RichProgress
+
+            self.bar = RichProgress(TextColumn("sae"), BarColumn(), TextColumn("{task.fields[stats]}"),
+                                    TimeRemainingColumn())
+            self.bar.start()
+            self.task = self.bar.add_task("sae", total=total, stats="")
+
+    def on_event(self, event: Any) -> None:
+        if event.kind != "step":
+            return
+        self.last = {k: event.record()[k] for k in ("l0", "explained_variance", "fvu", "mse", "dead_fraction")}
+        if "ce_loss_recovered" in event.extra:
+            self.last["ce_loss_recovered"] = event.extra["ce_loss_recovered"]
+        stats = (f"mse {event.mse:.4g} L0 {event.l0:.1f} EV {event.explained_variance:.3f} "
+                 f"dead {event.dead_fraction:.1%}")
+        if self.bar is not None:
+            self.bar.update(self.task, completed=event.tokens, stats=stats)
+        elif not self.quiet and time.monotonic() - self._said >= 2.0:
+            self._said = time.monotonic()
+            print(f"tokens {event.tokens}/{self.total} {stats}", flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """The SAE's metrics on held-out text at its hook."""
+    from tui_lab.core.sae.activations import check_width, hook_activations, site_width
+    from tui_lab.core.sae.evaluation import evaluate_sae
+    from tui_lab.core.sae.source import open_sae
+
+    sae = open_sae(args.dir, device=args.device)
+    hook = _hook_of(sae)
+    handle = _open(args)
+    held_out = _windows(handle, _texts(args, handle)[1])
+    check_width(sae, hook, site_width(handle, hook, held_out[:1]))
+    acts = hook_activations(handle, held_out, hook, max(1, 4096 // held_out.shape[1]))
+    result = evaluate_sae(sae, acts, args.tokens, _ce(handle, sae, hook, held_out))
+    if args.json:
+        emit_json({"sae": str(args.dir), "hook": hook, **result})
+        return 0
+    print(f"{args.dir} at {hook}, {result['tokens']:,} held-out tokens")
+    for key in ("l0", "explained_variance", "fvu", "mse", "dead_fraction", "ce_loss_recovered"):
+        print(f"  {key:<20} {result[key]:.4f}")
+    return 0
+
+
+def _hook_of(sae: Any) -> str:
+    from tui_lab.core.errors import LabError
+
+    hook = sae.cfg.metadata.hook_name
+    if not hook:
+        raise LabError("the SAE's cfg.json names no hook_name (metadata.hook_name)")
+    return str(hook)
+
+
+def features(args: argparse.Namespace) -> int:
+    """Features by density (or one feature's top contexts, or the features on --input)."""
+    from tui_lab.core.sae.activations import check_width, hook_activations, site_width
+    from tui_lab.core.sae.features import scan
+    from tui_lab.core.sae.source import open_sae
+
+    sae = open_sae(args.dir, device=args.device)
+    hook = _hook_of(sae)
+    handle = _open(args)
+    if args.feature is not None and not 0 <= args.feature < sae.cfg.d_sae:
+        from tui_lab.core.errors import LabError
+
+        raise LabError(f"--feature {args.feature}: the SAE has features 0 to {sae.cfg.d_sae - 1}")
+    if args.input is not None:
+        return _on_input(args, sae, handle, hook)
+    windows = _windows(handle, _texts(args, handle)[0])
+    windows = windows[: max(1, args.tokens // windows.shape[1])]
+    check_width(sae, hook, site_width(handle, hook, windows[:1]))
+    found = scan(sae, hook_activations(handle, windows, hook, 64, flat=False), args.feature, args.top)
+    if args.feature is not None:
+        return _show_feature(args, handle, windows, found)
+    density = found.density()
+    order = density.argsort(descending=True)[: args.top].tolist()
+    rows = [{"index": i, "density": float(density[i]), "max_activation": float(found.max[i])} for i in order]
+    if args.json:
+        emit_json({"sae": str(args.dir), "hook": hook, "tokens": found.tokens, "features": rows})
+    else:
+        for r in rows:
+            print(f"feature {r['index']:>6}  density {r['density']:.4f}  max {r['max_activation']:.3f}")
+    return 0
+
+
+def _show_feature(args: argparse.Namespace, handle: Any, windows: Any, found: Any) -> int:
+    i = args.feature
+    contexts = []
+    for c in found.contexts():
+        tokens = handle.to_str_tokens(windows[c.window])
+        contexts.append({"tokens": tokens, "activations": [round(a, 4) for a in c.activations],
+                         "peak": c.peak, "peak_at": c.position})
+    summary = {"feature": i, "density": float(found.density()[i]), "max_activation": float(found.max[i]),
+               "tokens": found.tokens, "contexts": contexts}
+    if args.json:
+        emit_json(summary)
+        return 0
+    print(f"feature {i}: density {summary['density']:.4f}, max {summary['max_activation']:.3f}")
+    for c in contexts:
+        j = c["peak_at"]
+        left, right = "".join(c["tokens"][max(0, j - 30) : j]), "".join(c["tokens"][j + 1 : j + 10])
+        print(f"  {c['peak']:7.3f}  {left!r} [[{c['tokens'][j]}]] {right!r}")
+    return 0
+
+
+def _on_input(args: argparse.Namespace, sae: Any, handle: Any, hook: str) -> int:
+    """Each token of --input with the features that fire on it, strongest first."""
+    import torch
+
+    from tui_lab.core.sae.activations import check_width, flat_site
+
+    ids = handle.to_tokens(args.input)
+    with torch.no_grad():
+        _, cache = handle.run_with_cache(ids, names=[hook])
+        act = flat_site(cache[hook])[0]
+        check_width(sae, hook, act.shape[-1])
+        f = sae.encode(act)
+    rows = []
+    for token, acts in zip(handle.to_str_tokens(ids), f, strict=True):
+        values, index = acts.topk(min(args.top, acts.numel()))
+        rows.append({"token": token, "features": [[int(j), round(float(v), 4)]
+                                                 for v, j in zip(values, index, strict=True) if v > 0]})
+    if args.json:
+        emit_json({"sae": str(args.dir), "hook": hook, "tokens": rows})
+    else:
+        for r in rows:
+            print(f"{r['token']!r:>8}  " + "  ".join(f"{j}:{v:.2f}" for j, v in r["features"]))
+    return 0
