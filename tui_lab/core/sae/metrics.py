@@ -37,8 +37,8 @@ def explained_variance(x: torch.Tensor, x_hat: torch.Tensor) -> float:
     The share of the activations' variance (summed over dimensions) the
     reconstruction accounts for; 1 − this is the fraction of variance unexplained.
     """
-    x2 = x.reshape(-1, x.shape[-1]).double()
-    r2 = x_hat.reshape(-1, x_hat.shape[-1]).double()
+    x2 = x.detach().reshape(-1, x.shape[-1]).double()
+    r2 = x_hat.detach().reshape(-1, x_hat.shape[-1]).double()
     residual = (x2 - r2).pow(2).sum()
     total = (x2 - x2.mean(dim=0)).pow(2).sum()
     return float(1.0 - residual / total) if total > 0 else float("nan")
