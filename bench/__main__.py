@@ -15,6 +15,7 @@ Items (names for ``--only``):
 - ``time_travel_step``       a history snapshot step in the Attention pane, key to repaint
 - ``fast_paths``             a batch vs its training step; the parameter report, new and cached
 - ``real_models``            a GPT-2-small-shaped model from files: decode vs transformers, memory, first frame
+- ``hook_points``            a forward pass with hook points (none active) vs before them; run_with_cache vs forward
 
 Progress goes to stderr; stdout gets the table, or one JSON object with
 ``--json``. A run of every item rewrites ``bench/RESULTS.md`` (``--no-write``
@@ -56,10 +57,11 @@ ITEMS = [
     "time_travel_step",
     "fast_paths",
     "real_models",
+    "hook_points",
 ]
 # Run order: the long, deadline-trimmed item last.
 RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
-             "fast_paths", "real_models", "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
+             "fast_paths", "real_models", "hook_points", "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
 QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -104,6 +106,9 @@ def run_item(name: str, quick: bool, deadline: float | None, threads: int | None
     if name == "real_models":
         from bench.real_models import real_models
         return real_models(quick)
+    if name == "hook_points":
+        from bench.hook_points import hook_points
+        return hook_points(quick)
     raise ValueError(name)
 
 
