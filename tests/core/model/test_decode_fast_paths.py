@@ -14,7 +14,7 @@ from torch import nn
 
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention
-from tui_lab.core.model.kv_cache import _stacked
+from tui_lab.core.model.kv_cache import stacked as _stacked
 from tui_lab.core.model.models import DecoderOnly
 
 D, H, T = 16, 4, 7

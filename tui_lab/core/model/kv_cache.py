@@ -2,11 +2,11 @@
 
 Decoding feeds one token at a time. Without a cache every step would recompute
 the keys and values of the whole sequence; with it, each step projects only the
-new token and appends its keys and values. A decoded token is bound by per-op
-overhead, not arithmetic, so the cache also keeps the self-attention's q, k and v
-weights stacked into one projection (one GEMM where three cost three), made on
-the first step: a decode lives as long as its cache, and the weights do not change
-during it.
+new token and appends its keys and values, into buffers with room to spare. A
+decoded token is bound by per-op overhead, not arithmetic, so the cache also
+keeps the self-attention's stacked q/k/v projection (``packed_weights``), made
+on the first step: a decode lives as long as its cache, and the weights do not
+change during it.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
-import torch.nn.functional as F
 
 if TYPE_CHECKING:
     from tui_lab.core.model.attention import MultiHeadAttention
 
 
-def _stacked(parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
+def stacked(parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
     """``torch.cat(parts)`` along dim 0; a view, not a copy, when the parts already lie
     back to back in one tensor (GPT-2's fused ``c_attn`` split into q, k, v views):
     a checkpoint's 85 MB of projections are then neither copied per decode nor held twice."""
@@ -58,7 +57,7 @@ class KVCache:
         self.v: torch.Tensor | None = None
         # Decoding: buffers (B, H_kv, room, d_head) whose first T positions are k and v.
         self._room: tuple[torch.Tensor, ...] | None = None
-        # The stacked (D + 2 D_kv, D) q/k/v projection and its bias (``project_qkv``).
+        # The stacked (D + 2 D_kv, D) q/k/v projection and its bias (``packed_weights``).
         self.packed: tuple[torch.Tensor, torch.Tensor | None] | None = None
 
     @property
@@ -115,22 +114,8 @@ class KVCache:
         self._room = None
         self.packed = None
 
-    def project_qkv(
-        self, attn: MultiHeadAttention, x: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v (B, H or H_kv, T, d_head) of ``attn``'s self-attention over ``x``
-        (B, T, d_model), from one matmul on the stacked weights kept here."""
+    def packed_weights(self, attn: MultiHeadAttention) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``attn.packed_weights()``, made on the first step and kept for the decode's length."""
         if self.packed is None:
-            q_b, k_b, v_b = attn.w_q.bias, attn.w_k.bias, attn.w_v.bias
-            self.packed = (
-                _stacked((attn.w_q.weight, attn.w_k.weight, attn.w_v.weight)),  # (D + 2 D_kv, D)
-                None if q_b is None or k_b is None or v_b is None else _stacked((q_b, k_b, v_b)),
-            )
-        b, t, _ = x.shape
-        qkv = F.linear(x, *self.packed)  # (B, T, D + 2 D_kv)
-        if attn.n_kv_heads == attn.n_heads:
-            q, k, v = qkv.view(b, t, 3, attn.n_heads, attn.d_head).permute(2, 0, 3, 1, 4).unbind(0)
-            return q, k, v  # (B, H, T, d_head) each
-        d_kv = attn.n_kv_heads * attn.d_head
-        q, k, v = qkv.split((attn.d_model, d_kv, d_kv), dim=-1)
-        return attn.split_heads(q), attn.split_heads(k), attn.split_heads(v)
+            self.packed = attn.packed_weights()
+        return self.packed
