@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from tests.ui.helpers import SIZE, decode, open_trained, plain, tiny_app, wait_until
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+from tui_lab.ui.panes.attention.importance_panel import ImportancePanel
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.widgets.importance_view import ImportanceView
 from tui_lab.ui.widgets.text_table import TextTable
@@ -139,7 +140,7 @@ async def test_importance_puts_the_head_that_copies_first(learned_run: Path) -> 
         await decode(pilot, "3141")
         await pilot.press("4")
         attention = app.query_one(AttentionPane)
-        attention.importance_n = IMPORTANCE_N
+        attention.query_one(ImportancePanel).n = IMPORTANCE_N
         await pilot.press("i")
         view = attention.query_one(ImportanceView)
         assert view.display

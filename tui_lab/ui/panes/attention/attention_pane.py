@@ -1,4 +1,11 @@
-"""Attention pane: heatmaps of the last decode per kind, layer and head; overview; walkthrough."""
+"""Attention pane: heatmaps of the last decode per kind, layer and head; overview; walkthrough.
+
+Its interventions: ``x`` switches the head on show off (or back on), ``m`` cycles
+zero/mean ablation, ``X`` restores every head; each asks Decode, through the
+app, to decode the input on show again. The heads switched off live in the
+lab's ``AblationState`` (``host.state.ablation``: Decode's decodes apply them, to
+a private model copy). ``i`` is the importance table (``importance_panel.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ import re
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
@@ -15,13 +22,13 @@ from textual.widgets import Static
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.ui import keys
-from tui_lab.ui.panes.attention.attention_ablation import AttentionAblation
+from tui_lab.ui.messages import DecodeRequested
+from tui_lab.ui.panes.attention.importance_panel import ImportanceAsk, ImportancePanel
 from tui_lab.ui.state.host import Pane
-from tui_lab.ui.time_travel.keys import TimeTravelKeys
+from tui_lab.ui.time_travel.control import TimeTravelControl, travel_run_dir
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
 from tui_lab.ui.widgets.head_grid import HeadGrid
 from tui_lab.ui.widgets.heatmap import Heatmap
-from tui_lab.ui.widgets.importance_view import ImportanceView
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
 
@@ -36,7 +43,7 @@ KINDS = (
 )
 
 
-class AttentionPane(AttentionAblation, TimeTravelKeys, Pane, Vertical):
+class AttentionPane(Pane, Vertical):
     """Cycle kind (k), layer (l) and head (h); a overview; w walkthrough; arrows move the cursor."""
 
     class ProjectionsReady(Message):
@@ -81,8 +88,9 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Pane, Vertical):
                 yield HeadGrid(id="head-grid")
             with VerticalScroll(id="walkthrough-scroll"):
                 yield WalkthroughView(id="walkthrough")
-            yield ImportanceView(id="importance")
+            yield ImportancePanel(self.host.state.travel, id="importance")
         yield Static(id="attn-cursor")
+        yield TimeTravelControl()
 
     def on_mount(self) -> None:
         """Start empty, explaining how to get a heatmap."""
@@ -197,7 +205,9 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Pane, Vertical):
             "all" if self.overview else f"{self.head_index + 1}/{self._n_heads()}", style="bold"
         )
         text.append(f"   {self.capture_name}", style="dim italic")
-        self.ablation_header(text)  # before the input: the line is cut at the pane's width
+        ablation = self.host.state.ablation
+        if ablation.active:  # before the input: the line is cut at the pane's width
+            text.append(f"   ablated: {ablation.label()}", style="bold magenta")
         text.append(f"   input {self.result.input!r} → {self.result.output!r}", style="dim")
         header.update(text, layout=False)  # one line high (attention.tcss): no layout pass
 
@@ -369,9 +379,83 @@ class AttentionPane(AttentionAblation, TimeTravelKeys, Pane, Vertical):
         names = list(self.result.attention)
         arch = "encoder-decoder" if any(n.startswith("encoder.") for n in names) else "decoder-only"
         travel = self.host.state.travel
-        run_dir = self.run_dir()
+        run_dir = travel_run_dir(self.host.state)
         from tui_lab.core.runs.snapshots import list_snapshots
 
         history = run_dir if run_dir is not None and list_snapshots(run_dir) else None
         step = travel.state.step if self.result is travel.shown_result else None
         atlas.follow(self.model, self.lab_task, arch, history, step, travel.score_curves)
+
+    # ---- time travel ----------------------------------------------------------------
+
+    def action_snapshot(self, move: str) -> None:
+        """Show the last decode on an earlier/later/first/last history snapshot."""
+        self.query_one(TimeTravelControl).step(move)
+
+    def action_play_snapshots(self) -> None:
+        """Play the decode through every history snapshot (p again, or any key, stops)."""
+        self.query_one(TimeTravelControl).play()
+
+    def on_key(self, event: events.Key) -> None:
+        """Any key but p stops time travel's playing (and then does what it does)."""
+        self.query_one(TimeTravelControl).key_pressed(event.key)
+
+    # ---- ablation and importance -------------------------------------------------------
+
+    @property
+    def selected_head(self) -> str | None:
+        """The core name of the head on show (``decoder.0.cross:2``), None before a decode."""
+        name = self.capture_name
+        return None if name is None else f"{name}:{self.head_index}"
+
+    def _rerun(self) -> None:
+        """Decode the input on show again, with the heads as they are switched now."""
+        self._update_header()
+        if self.result is not None:
+            self.post_message(DecodeRequested(self.result.input))
+
+    def action_toggle_ablation(self) -> None:
+        """Switch the head on show off (or back on) and decode the input again."""
+        head = self.selected_head
+        if not self._need_data() or head is None:
+            return
+        off = self.host.state.ablation.toggle(head)
+        self.notify(f"{head} switched {'off' if off else 'back on'}", timeout=2)
+        self._rerun()
+
+    def action_cycle_ablation_mode(self) -> None:
+        """Ablate by zeroing the head's output or by its mean output (and decode again)."""
+        ablation = self.host.state.ablation
+        mode = ablation.cycle_mode()
+        self.notify(f"ablation mode: {mode}", timeout=2)
+        if ablation.active:
+            self._rerun()
+        elif self.query_one(ImportancePanel).shown:
+            self._start_importance()
+
+    def action_restore_heads(self) -> None:
+        """Switch every ablated head back on and decode again."""
+        ablation = self.host.state.ablation
+        if ablation.active:
+            ablation.clear()
+            self._rerun()
+
+    def action_toggle_importance(self) -> None:
+        """Show or hide the exact-match drop of each head ablated alone (computed in the background)."""
+        if self.query_one(ImportancePanel).toggle():
+            self._start_importance()
+
+    def _start_importance(self) -> None:
+        """Ask the importance panel for the table of the model on show (or say why there is none)."""
+        state, panel = self.host.state, self.query_one(ImportancePanel)
+        run, mode = state.current_run, state.ablation.mode
+        if run is None:
+            panel.start(None, "no model yet: train one (2) or open a run")
+        elif getattr(run, "card", None) is not None:  # opened from files: the loss on the text
+            if self.result is None:
+                panel.start(None, "importance: decode a text first (3); each head is scored on it")
+            else:
+                panel.start(ImportanceAsk(run, mode, text=self.result.input))
+        else:  # a history snapshot on show, else the live model
+            at_step = state.travel.state.step
+            panel.start(ImportanceAsk(run, mode, self.host.training_active, at_step))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -16,10 +16,10 @@ from textual.widgets import Checkbox, Input, Label, Static
 from tui_lab.core.errors import one_line
 from tui_lab.ui import keys
 from tui_lab.ui.messages import Decoded
-from tui_lab.ui.panes.decode.decode_lens import DecodeLensMixin
+from tui_lab.ui.panes.decode.logit_lens import LogitLens
+from tui_lab.ui.state.ablation import AblationState
 from tui_lab.ui.state.host import Pane
-from tui_lab.ui.time_travel.keys import TimeTravelKeys
-from tui_lab.ui.widgets.lens_table import LensView
+from tui_lab.ui.time_travel.control import TimeTravelControl
 from tui_lab.ui.widgets.pick_list import Item, PickList
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.text_table import TextTable
@@ -97,7 +97,7 @@ def top_cell(token: str, p: float, chosen: bool) -> Text:
     return cell
 
 
-class DecodePane(DecodeLensMixin, TimeTravelKeys, Pane, Vertical):
+class DecodePane(Pane, Vertical):
     """Input, sampling options, the output, per-step top-k and example inputs."""
 
     @dataclass
@@ -147,10 +147,11 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Pane, Vertical):
                     *({"header": ORDINALS[j], "no_wrap": True} for j in range(TOP_K_SHOWN)),
                     id="decode-steps",
                 )
-                yield LensView(id="decode-lens")
+                yield LogitLens(id="decode-lens")
             examples = PickList(id="examples")
             examples.border_title = "Examples"
             yield examples
+        yield TimeTravelControl()
 
     def on_mount(self) -> None:
         """Set up the steps table and say there is no model yet."""
@@ -325,6 +326,8 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Pane, Vertical):
         self._sampled = bool((message.options or {}).get("temperature", 0) > 0)
         self._show_result(message.result)
         self._show_model()
+        self.query_one(LogitLens).decoded(message.result, message.model, message.task)
+        self.query_one(TimeTravelControl).decoded(message.result)
 
     def _error(self, text: str) -> None:
         widget = self.query_one("#decode-error", Static)
@@ -352,7 +355,7 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Pane, Vertical):
                 )
         for note in result.notes:
             out.append(f"\nnote: {note}", style="yellow")
-        if ablated := self.ablated_label(result):
+        if ablated := self.ablation.label_of(result):
             out.append(f"\nablated: {ablated}", style="bold magenta")
         self.query_one("#decode-output", Static).update(out)
         rows = []
@@ -367,6 +370,32 @@ class DecodePane(DecodeLensMixin, TimeTravelKeys, Pane, Vertical):
         self.query_one("#decode-steps", TextTable).show(rows)
 
     # ---- actions ----------------------------------------------------------------
+
+    @property
+    def ablation(self) -> AblationState:
+        """The heads the lab's decodes run without (the lab's: Attention switches them)."""
+        return self.host.state.ablation
+
+    @property
+    def lens_shown(self) -> bool:
+        """Whether the logit lens is on show (v)."""
+        return self.query_one(LogitLens).shown
+
+    def action_toggle_lens(self) -> None:
+        """Show or hide the logit lens: each layer's top token and probability per step."""
+        self.query_one(LogitLens).toggle()
+
+    def action_snapshot(self, move: str) -> None:
+        """Show the last decode on an earlier/later/first/last history snapshot."""
+        self.query_one(TimeTravelControl).step(move)
+
+    def action_play_snapshots(self) -> None:
+        """Play the decode through every history snapshot (p again, or any key, stops)."""
+        self.query_one(TimeTravelControl).play()
+
+    def on_key(self, event: events.Key) -> None:
+        """Any key but p stops time travel's playing (and then does what it does)."""
+        self.query_one(TimeTravelControl).key_pressed(event.key)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer i and / (edit input) only while the input does not have the keys already."""

@@ -1,10 +1,13 @@
-"""Time-travel keys for Attention and Decode: step the last decode through the run's history.
+"""Time travel for Attention and Decode: step the last decode through the run's history.
 
-``[`` ``]`` step to the previous/next snapshot, ``{`` ``}`` to the first/last,
-``p`` plays through them (any key stops it). The same input is decoded again
-on the snapshot's weights in a thread worker (loaded into the lab's own copy
-of the model, never the Train pane's); the result goes to the app as a
-``SnapshotDecoded`` message, which it hands to both panes.
+``TimeTravelControl`` is a widget that draws nothing: each pane that travels
+mounts one and hands it its keys (``[`` ``]`` step to the previous/next
+snapshot, ``{`` ``}`` to the first/last, ``p`` plays through them, any key
+stops it). The same input is decoded again on the snapshot's weights in a
+thread worker (loaded into the lab's own copy of the model, never the Train
+pane's); its own ``SnapshotShown`` message brings the result back, and it goes
+on to the app as a ``SnapshotDecoded`` message, which it hands to both panes.
+The state it moves is ``state/travel.py``.
 """
 
 from __future__ import annotations
@@ -14,17 +17,27 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from textual import events, work
+from textual import work
 from textual.message import Message
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import Decoded, SnapshotDecoded, TravelMoved
 from tui_lab.ui.state.host import Hosted
+from tui_lab.ui.state.lab_state import LabState
 
 PLAY_SECONDS = 0.35  # between one snapshot's repaint and the next load while playing
 
-class TimeTravelKeys(Hosted):
-    """Mixed into a pane: the time-travel actions and their worker (state: ``host.state.travel``)."""
+
+def travel_run_dir(state: LabState) -> Path | None:
+    """The folder of the run whose model the lab decodes with (its history is travelled)."""
+    folder = getattr(state.current_run, "out_dir", None)
+    return Path(folder) if folder else None
+
+
+class TimeTravelControl(Hosted):
+    """The time-travel steps of one pane and their worker (state: ``host.state.travel``)."""
+
+    DEFAULT_CSS = "TimeTravelControl { display: none; }"
 
     @dataclass
     class SnapshotShown(Message):
@@ -39,19 +52,14 @@ class TimeTravelKeys(Hosted):
         started: float
         error: str | None = None
 
-    def run_dir(self) -> Path | None:
-        """The folder of the run whose model the lab decodes with (its history is travelled)."""
-        folder = getattr(self.host.state.current_run, "out_dir", None)
-        return Path(folder) if folder else None
-
-    def action_snapshot(self, move: str) -> None:
+    def step(self, move: str) -> None:
         """Show the last decode on an earlier/later/first/last history snapshot."""
         travel = self.host.state.travel
         travel.state.playing = False
         if self._refresh_steps():
             self._go(travel.state.target(move))
 
-    def action_play_snapshots(self) -> None:
+    def play(self) -> None:
         """Play the decode through every history snapshot (p again, or any key, stops)."""
         state = self.host.state.travel.state
         if state.playing:
@@ -65,7 +73,7 @@ class TimeTravelKeys(Hosted):
     def _refresh_steps(self) -> bool:
         """Read the run's snapshot list; False (and a notification) when time travel cannot go."""
         host = self.host
-        run_dir = self.run_dir()
+        run_dir = travel_run_dir(host.state)
         if getattr(host.state.current_run, "card", None) is not None:
             self.notify("a model opened from files has no training history", severity="warning", timeout=3)
             return False
@@ -139,7 +147,9 @@ class TimeTravelKeys(Hosted):
             return
         self.post_message(self.SnapshotShown(index, result, model, run.task, options, curves, started))
 
-    def on_time_travel_keys_snapshot_shown(self, message: TimeTravelKeys.SnapshotShown) -> None:
+    def on_time_travel_control_snapshot_shown(
+        self, message: TimeTravelControl.SnapshotShown
+    ) -> None:
         """Hand the snapshot's decode to the app (both panes show it), redraw the strips, play on."""
         message.stop()
         travel = self.host.state.travel
@@ -166,17 +176,17 @@ class TimeTravelKeys(Hosted):
         if self.host.state.travel.state.playing:
             self._go(index)
 
-    def on_key(self, event: events.Key) -> None:
+    def key_pressed(self, key: str) -> None:
         """Any key but p stops playing (and then does what it does)."""
         state = self.host.state.travel.state
-        if state.playing and event.key != "p":
+        if state.playing and key != "p":
             state.playing = False
             self.post_message(TravelMoved())
 
-    def on_decoded(self, message: Decoded) -> None:
+    def decoded(self, result: object) -> None:
         """A decode of the user's own (on the live model) puts the strips back on latest."""
         travel = self.host.state.travel
-        if message.result is not travel.shown_result and travel.state.index is not None:
+        if result is not travel.shown_result and travel.state.index is not None:
             travel.state.index = None
             travel.state.playing = False
             self.post_message(TravelMoved())
