@@ -11,10 +11,12 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from textual.app import App
+
 from tests.data.make_pane_runs import write_pane_runs
 from tests.ui.helpers import SIZE, runs_pane, tiny_app, wait_until
 from tui_lab.core.runs.summary import CSV_COLUMNS, RunSummary
-from tui_lab.ui.export import SCREENSHOTS, write_runs_table
+from tui_lab.ui.export import SCREENSHOTS, save_svg, write_runs_table
 from tui_lab.ui.keymap import bindings_of
 
 ROOT = Path("runs")
@@ -88,3 +90,17 @@ def test_write_runs_table_does_not_overwrite(tmp_path: Path) -> None:
     assert first.name == "runs-20260102-030405.csv"
     assert second.name == "runs-20260102-030405-2.csv"
     assert first.read_text().splitlines()[0] == ",".join(CSV_COLUMNS)
+
+
+async def test_save_svg_works_in_any_app_and_says_when_it_cannot_write(tmp_path: Path) -> None:
+    """The screenshot is a function over an app, not a part of LabApp: any app can call it."""
+    app: App[None] = App()
+    async with app.run_test(size=SIZE) as pilot:
+        saved = save_svg(app, tmp_path, "")
+        assert saved is not None and saved.parent == tmp_path / SCREENSHOTS
+        assert saved.name.startswith("lab-") and saved.read_text().lstrip().startswith("<svg")
+        blocked = tmp_path / "a-file"
+        blocked.write_text("not a folder")
+        assert save_svg(app, blocked, "train") is None
+        await pilot.pause()
+        assert any("Screenshot not saved" in n for n in _notes(app))

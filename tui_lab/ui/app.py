@@ -27,7 +27,7 @@ from textual.widgets import Input
 from tui_lab.core.errors import one_line
 from tui_lab.core.runs.folder import runs_root
 from tui_lab.ui import compat, hangup, keys, torch_preload
-from tui_lab.ui.export import ScreenshotMixin
+from tui_lab.ui.export import save_svg
 from tui_lab.ui.keymap import read_keymap
 from tui_lab.ui.lazy_panes import lazy_panes
 from tui_lab.ui.panes.build.build_pane import BuildPane
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from tui_lab.ui.panes.train.train_pane import TrainPane
     from tui_lab.ui.screens.help import PaneKeys
 
-class LabApp(PaneRouting, ScreenshotMixin):
+class LabApp(PaneRouting):
     """Build, train, decode and look inside small Transformers."""
 
     @dataclass
@@ -287,6 +287,10 @@ class LabApp(PaneRouting, ScreenshotMixin):
         self.query_one(PaneSwitcher).show(pane)
         self.query_one(PaneTabs).active = pane
         self._focus_pane(pane)  # focus lands where the pane's keys work
+
+    def action_save_svg(self) -> None:
+        """f12: the screen as it is (any pane, a modal too) to an SVG under the runs root."""
+        save_svg(self, self.runs_root, self.active_pane)
 
     def action_help(self) -> None:
         """Open the help screen listing every binding."""

@@ -1,7 +1,16 @@
 """Guards for Textual bugs the lab would otherwise inherit.
 
 Installed once, when the app module is imported; each guard names the
-Textual behaviour it covers so it can go when Textual fixes it.
+Textual behaviour it covers and has a test (``tests/ui/test_compat.py``) that
+fails once Textual no longer has the bug, which is when the guard goes.
+
+``OptionList._move_page`` (private API, replaced for every option list: the
+command palette's is Textual's own, so a subclass could not reach it). Textual
+8.2's page up/down looks the highlight up in ``_index_to_line``, which is empty
+until the list has laid out its lines, and raises ``KeyError``. No Textual issue
+for it was found (searched); the same crash, from Textual's ``Select`` overlay,
+is reported downstream in kagan-sh/kagan-legacy#31 ("KeyError crash in
+action_page OptionsList").
 """
 
 from __future__ import annotations

@@ -58,21 +58,17 @@ def write_runs_table(
     return path
 
 
-class ScreenshotMixin(App[None]):
-    """The app's ``save_svg`` action: the screen as it is (any pane, a modal too) to an SVG."""
-
-    runs_root: Path  # the lab's (LabApp sets it)
-
-    def action_save_svg(self) -> None:
-        """Save the screen as an SVG under the runs root's screenshots folder."""
-        app = self
-        folder = Path(app.runs_root) / SCREENSHOTS
-        pane = getattr(app, "active_pane", "") or "lab"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = free_path(folder, f"{pane}-{stamp()}", ".svg")
-            saved = app.save_screenshot(filename=path.name, path=str(folder))
-        except OSError as exc:
-            app.notify(f"Screenshot not saved: {exc.strerror or exc}", severity="error")
-            return
-        app.notify(f"Screenshot saved to {saved}", title="Saved SVG")
+def save_svg(app: App[object], runs_root: Path, pane: str) -> Path | None:
+    """Save the screen as it is (any pane, a modal too) to ``<runs root>/screenshots`` as an SVG,
+    named after ``pane`` and the time; say where in a notification. None (and an error
+    notification) when it could not be written."""
+    folder = Path(runs_root) / SCREENSHOTS
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = free_path(folder, f"{pane or 'lab'}-{stamp()}", ".svg")
+        saved = app.save_screenshot(filename=path.name, path=str(folder))
+    except OSError as exc:
+        app.notify(f"Screenshot not saved: {exc.strerror or exc}", severity="error")
+        return None
+    app.notify(f"Screenshot saved to {saved}", title="Saved SVG")
+    return Path(saved)

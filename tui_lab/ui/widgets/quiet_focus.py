@@ -1,37 +1,46 @@
 """Focus changes that redraw only what shows focus.
 
-Textual redraws a widget whole when it is given focus, gains it and loses it,
-and the focused widget of a pane loses focus whenever the pane is hidden. A
-whole redraw marks the widget's area dirty, and the next frame re-renders and
-re-cuts all of it: for the preset list that was about half of what showing
-the Build pane again cost. Widgets whose look does not depend on focus (or
-that draw the part that does themselves) mix this in before their Textual
-base class and say in ``focus_changed`` what to redraw.
+Textual (8.2) redraws a widget whole when it is given focus, gains it and
+loses it (``Widget.focus``, ``Widget._on_focus`` and ``Widget._on_blur`` each
+call ``self.refresh()``), and the focused widget of a pane loses focus whenever
+the pane is hidden. A whole redraw marks the widget's area dirty, and the next
+frame re-renders and re-cuts all of it: for the preset list that was about half
+of what showing the Build pane again cost.
+
+This is a guard against Textual's private API, kept on purpose: ``QuietFocus``
+replaces the private handlers ``_on_focus``/``_on_blur``. No Textual issue asks
+for a quieter focus change (searched: the nearest, Textualize/textual#2396 and
+its fix #2460, made ``:focus-within`` restyles cheaper, not this redraw).
+``tests/ui/widgets/test_quiet_focus.py`` fails once a plain Textual widget no
+longer redraws on focus, which is when this class can go.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual import events
 from textual.dom import NoScreen
+from textual.widget import Widget
+from typing_extensions import Self
 
 
-class QuietFocus:
-    """Mixin for a Widget: no whole redraw on focus changes, ``focus_changed`` instead."""
+class QuietFocus(Widget):
+    """A widget whose focus changes redraw nothing whole: ``focus_changed`` says what to redraw.
 
-    def focus(self, scroll_visible: bool = True) -> Any:
+    A base for the widgets whose look does not depend on focus (or that draw the part
+    that does themselves): the lab's scrolling lists and the Train pane.
+    """
+
+    def focus(self, scroll_visible: bool = True) -> Self:
         """Take focus, as ``Widget.focus`` does, without its whole redraw."""
-        widget: Any = self
 
-        def set_focus(target: Any) -> None:
+        def set_focus(target: Widget) -> None:
             try:
                 target.screen.set_focus(target, scroll_visible=scroll_visible)
             except NoScreen:
                 pass
 
-        widget.app.call_later(set_focus, widget)
-        return widget
+        self.app.call_later(set_focus, self)
+        return self
 
     def _on_focus(self, event: events.Focus) -> None:
         """Gained focus: say so without redrawing the whole widget."""
@@ -45,12 +54,11 @@ class QuietFocus:
 
     def _focus_is(self, focused: bool) -> None:
         """What Widget's handlers do, less the whole redraw."""
-        widget: Any = self
-        widget.has_focus = focused
+        self.has_focus = focused
         self.focus_changed()
-        if widget.parent is not None:
+        if self.parent is not None:
             told = events.DescendantFocus if focused else events.DescendantBlur
-            widget.parent.post_message(told(widget))
+            self.parent.post_message(told(self))
 
     def focus_changed(self) -> None:
         """Redraw what shows focus (nothing, unless overridden)."""
