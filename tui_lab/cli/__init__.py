@@ -19,6 +19,7 @@ from . import (
     ablate,
     basics,
     decode,
+    dla,
     evaluate,
     export,
     fourier,
@@ -26,17 +27,20 @@ from . import (
     hooks,
     lab,
     params,
+    patch,
     presets,
     runs,
     sae,
     serve,
+    steer,
     sweep,
+    trace,
     train,
 )
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, sae, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, dla, trace, steer, sae, serve, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,47 @@
+"""`tfx-lab dla (--run DIR | --model SOURCE) --input TEXT --answer TOK [--wrong TOK]`: direct
+logit attribution of every head, MLP, the embeddings and the biases."""
+
+from __future__ import annotations
+
+import argparse
+
+from .shared import Subparsers, add_at_step, add_json, add_run_or_model, emit_json, load_target, target_name
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("dla", help="direct logit attribution: each part's share of the answer's logit")
+    add_run_or_model(s)
+    s.add_argument("--input", required=True, metavar="TEXT", help="the text the model reads")
+    s.add_argument("--answer", required=True, metavar="TOK", help="the next token to explain: one token")
+    s.add_argument("--wrong", metavar="TOK", help="explain logit[answer] - logit[wrong] (one token)")
+    add_at_step(s)
+    add_json(s)
+    s.set_defaults(handler=dla)
+
+
+def dla(args: argparse.Namespace) -> int:
+    """Each component's direct contribution at the last position, their total and the model's own."""
+    from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
+    from tui_lab.core.analysis.patch_pair import encode_text, single_token
+    from tui_lab.core.hooked.handle import hooked
+
+    lab = hooked(load_target(args, "cpu", args.at_step))
+    import torch
+
+    ids = torch.tensor([encode_text(lab, args.input)], device=lab.device)
+    answer = single_token(lab, args.answer)
+    wrong = None if args.wrong is None else single_token(lab, args.wrong, "wrong answer")
+    result = direct_logit_attribution(lab, ids, answer, wrong)
+    which = "model" if args.model is not None else "run"
+    if args.json:
+        emit_json({which: target_name(args), **result.to_dict()})
+        return 0
+    what = f"logit[{result.answer!r}]" + ("" if result.wrong is None else f" - logit[{result.wrong!r}]")
+    print(f"{target_name(args)}: direct logit attribution of {what}")
+    width = max(len(c["name"]) for c in result.components)
+    top = max(abs(c["value"]) for c in result.components) or 1.0
+    for c in result.components:
+        bar = "#" * round(20 * abs(c["value"]) / top)
+        print(f"{c['name']:<{width}} {c['value']:+9.3f} {'-' if c['value'] < 0 else '+'}{bar}")
+    print(f"{'total':<{width}} {result.total:+9.3f}   (the model: {result.model:+.3f})")
+    return 0

@@ -1,0 +1,77 @@
+"""`tfx-lab patch (--run DIR | --model SOURCE)`: activation patching (or attribution patching)
+of one site over a clean / corrupted pair, as a grid of normalised logit differences."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .shared import Subparsers, add_at_step, add_json, add_run_or_model, emit_json, load_target, target_name
+
+PAIR_OPTIONS = ("clean", "corrupt", "answer", "wrong")
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("patch", help="activation patching: which activations carry the answer")
+    add_run_or_model(s)
+    s.add_argument("--clean", metavar="TEXT", help="the clean input (the model gives --answer)")
+    s.add_argument("--corrupt", metavar="TEXT", help="the corrupted input, as many tokens as --clean")
+    s.add_argument("--answer", metavar="TOK", help="the clean run's answer: one token")
+    s.add_argument("--wrong", metavar="TOK", help="the answer the corruption leads to: one token")
+    s.add_argument("--pair", metavar="NAME",
+                   help="a ready-made pair instead: ioi (opened models), the run's task (induction, ...)")
+    s.add_argument("--site", default="resid_pre",
+                   help="resid_pre, attn_out, mlp_out (layer x position), z (layer x head), z_pos "
+                        "(head x position), pattern, q, k, v (layer x head), resid_final")
+    s.add_argument("--method", default="exact", help="exact (patched runs) or attribution (one backward pass)")
+    add_at_step(s)
+    add_json(s)
+    s.set_defaults(handler=patch)
+
+
+def pair_from_args(lab: Any, args: argparse.Namespace) -> Any:
+    """The pair the options give: all four texts, a named pair, or the model's default."""
+    from tui_lab.core.analysis.patch_pair import PatchError, make_pair, ready_pair
+
+    given = [name for name in PAIR_OPTIONS if getattr(args, name) is not None]
+    if given and args.pair is not None:
+        raise PatchError("give either --pair or --clean/--corrupt/--answer/--wrong, not both")
+    if given:
+        missing = [f"--{name}" for name in PAIR_OPTIONS if name not in given]
+        if missing:
+            raise PatchError(f"a pair needs --clean, --corrupt, --answer and --wrong (missing {', '.join(missing)})")
+        return make_pair(lab, args.clean, args.corrupt, args.answer, args.wrong)
+    return ready_pair(lab, args.pair)
+
+
+def patch(args: argparse.Namespace) -> int:
+    """Patch every cell of the site and print the grid (0: corrupted run, 1: clean run)."""
+    from tui_lab.core.analysis.activation_patching import activation_patch, site_named
+    from tui_lab.core.analysis.attribution_patching import attribution_patch
+    from tui_lab.core.analysis.patch_pair import PatchError
+    from tui_lab.core.hooked.handle import hooked
+
+    if args.method not in ("exact", "attribution"):
+        raise PatchError(f"unknown method {args.method!r}: exact or attribution")
+    site_named(args.site)
+    lab = hooked(load_target(args, "cpu", args.at_step))
+    pair = pair_from_args(lab, args)
+    run = activation_patch if args.method == "exact" else attribution_patch
+    result = run(lab, pair, args.site)
+    which = "model" if args.model is not None else "run"
+    if args.json:
+        emit_json({which: target_name(args), "pair": pair.name, **result.to_dict()})
+        return 0
+    print(f"{target_name(args)}: {result.method} patching of {result.site} ({result.direction}); "
+          f"logit difference clean {result.clean:.3f}, corrupted {result.corrupt:.3f}")
+    print_grid(result.rows, result.cols, result.values)
+    return 0
+
+
+def print_grid(rows: list[str], cols: list[str], values: list[list[float]]) -> None:
+    """Rows of numbers under the column labels (tokens shown as they are)."""
+    left = max(len(r) for r in rows)
+    width = max(6, *(len(c) + 1 for c in cols))
+    print(" " * left + "".join(f"{c[:width - 1]:>{width}}" for c in cols))
+    for label, row in zip(rows, values):
+        print(f"{label:<{left}}" + "".join(f"{v:>{width}.2f}" for v in row))

@@ -1,0 +1,58 @@
+"""`tfx-lab steer (--run DIR | --model SOURCE) --input TEXT --hook NAME --positive FILE
+--negative FILE --coef C`: a steering vector from two prompt sets, the continuation with it
+beside the plain one."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .shared import Subparsers, add_at_step, add_json, add_run_or_model, emit_json, load_target, target_name
+
+
+def add_parser(sub: Subparsers) -> None:
+    s = sub.add_parser("steer", help="steering: add a mean-difference vector at a hook while decoding")
+    add_run_or_model(s)
+    s.add_argument("--input", required=True, metavar="TEXT", help="the text to continue")
+    s.add_argument("--hook", required=True, metavar="NAME", help="where to add it (blocks.1.hook_resid_pre)")
+    s.add_argument("--positive", required=True, metavar="FILE", help="prompts to steer towards, one a line")
+    s.add_argument("--negative", required=True, metavar="FILE", help="prompts to steer away from, one a line")
+    s.add_argument("--coef", type=float, required=True, help="the vector's coefficient")
+    s.add_argument("--max-new", type=int, default=20, metavar="N", help="tokens to generate (default 20)")
+    add_at_step(s)
+    add_json(s)
+    s.set_defaults(handler=steer)
+
+
+def read_prompts(path: str) -> list[str]:
+    """The non-empty lines of ``path``; LabError (one line) when it cannot be read."""
+    from tui_lab.core.errors import LabError
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabError(f"{path}: cannot read the prompts ({exc.__class__.__name__})") from None
+    prompts = [line for line in lines if line.strip()]
+    if not prompts:
+        raise LabError(f"{path}: no prompts (one a line)")
+    return prompts
+
+
+def steer(args: argparse.Namespace) -> int:
+    """Build the vector, decode plainly and steered, print both."""
+    from tui_lab.core.analysis.steering import steer as run_steer
+    from tui_lab.core.analysis.steering import steering_vector
+    from tui_lab.core.hooked.handle import hooked
+
+    positive, negative = read_prompts(args.positive), read_prompts(args.negative)
+    lab = hooked(load_target(args, "cpu", args.at_step))
+    vector = steering_vector(lab, args.hook, positive, negative)
+    result = run_steer(lab, args.input, args.hook, vector, args.coef, max_new_tokens=args.max_new)
+    which = "model" if args.model is not None else "run"
+    if args.json:
+        emit_json({which: target_name(args), **result.to_dict()})
+        return 0
+    print(f"{target_name(args)}: {args.hook} + {args.coef:g} x vector (norm {result.norm:.3f})")
+    print(f"plain:   {args.input}|{result.plain}")
+    print(f"steered: {args.input}|{result.steered}")
+    return 0
