@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.data.make_pane_runs import write_pane_runs
-from tests.ui.helpers import SIZE, runs_pane, tiny_app, wait_until
+from tests.ui.helpers import SIZE, plain, ready, runs_pane, tiny_app, wait_until
 from tui_lab.ui import keys
 from tui_lab.ui.keymap import check_keymap, keymap_path, read_keymap
 from tui_lab.ui.screens.help import HelpScreen
@@ -100,3 +100,15 @@ def test_a_file_that_is_not_a_keymap_is_one_line(lab_folders: Path) -> None:
     assert "not YAML" in read_keymap().problems[0]
     write_keymap("train.toggle: {a: 1}\n")
     assert "is not a key" in read_keymap().problems[0]
+
+
+async def test_pane_text_that_names_a_key_names_the_remapped_one() -> None:
+    """Train's title line says the keys a user's keymap gives train.toggle and train.stop."""
+    write_keymap("train.toggle: t\ntrain.stop: x\n")
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("2")
+        status = app.query_one("#train-status")
+        await wait_until(pilot, lambda: "to train" in plain(status), 30, "the Train hint")
+        assert "press t to train" in plain(status) and "space" not in plain(status)

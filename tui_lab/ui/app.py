@@ -113,6 +113,7 @@ class LabApp(PaneRouting):
         # The user's keymap.yaml: the entries kept apply from the first key on.
         self.user_keymap = read_keymap(keymap_path)
         self.set_keymap(self.user_keymap.entries)
+        self.state.keymap = dict(self.user_keymap.entries)
         # Each hidden pane is drawn once out of sight, so that showing it is instant
         # (PaneSwitcher); False builds a pane when it is first shown instead.
         self.warm_hidden_panes = warm_hidden_panes

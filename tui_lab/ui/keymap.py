@@ -125,6 +125,18 @@ def current_keys(binding: Binding, keymap: Mapping[str, str]) -> list[str]:
     return key_list(binding.key)
 
 
+def key_of(binding_id: str, keymap: Mapping[str, str]) -> str:
+    """The key that binding ``binding_id`` answers to once ``keymap`` is applied (its first),
+    for text that tells the user which key to press ("space", "t")."""
+    if binding_id in keymap:
+        return key_list(keymap[binding_id])[0]
+    for groups in keys.SCOPES.values():
+        for binding in as_bindings(b for group in groups for b in group):
+            if binding.id == binding_id:
+                return key_list(binding.key)[0]
+    raise KeyError(binding_id)
+
+
 def rebound(binding: Binding, keymap: Mapping[str, str]) -> Binding:
     """``binding`` with the key the keymap gives it (itself when the keymap leaves it)."""
     if binding.id and binding.id in keymap:

@@ -43,3 +43,5 @@ class LabState:
     travel: Travel = field(default_factory=Travel)
     # Build's fine-tune text file for --model (Train's space fine-tunes on it), or None.
     finetune: dict[str, Any] | None = None
+    # The user's keymap.yaml as applied (binding id -> keys): text that names a key follows it.
+    keymap: dict[str, str] = field(default_factory=dict)

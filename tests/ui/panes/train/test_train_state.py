@@ -42,6 +42,7 @@ def test_a_run_from_loading_to_done() -> None:
     assert state.build() and state.phase is Phase.BUILDING and state.active
     assert state.built(wait=False) and state.phase is Phase.RUNNING
     assert state.status_word == "training" and state.hint == "space pause · s stop"
+    assert state.hint_with({"toggle": "t", "stop": "x", "reset": "r"}) == "t pause · x stop"
     assert state.finish("finished") and state.phase is Phase.DONE
     assert state.reason == "finished" and not state.active and not state.resumable
 

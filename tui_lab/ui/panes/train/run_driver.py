@@ -31,7 +31,7 @@ Post = Callable[[Any], Any]
 class RunDriver:
     """Which run is live, and the thread-side work of building, training and closing runs.
 
-    What it posts (through the pane, which handles them in ``train_reports``)
+    What it posts (to the Train pane, which handles them)
     are its nested messages: one per evaluation, checkpoint, log line and end
     of the loop, and one when a run is built (or could not be).
     """

@@ -2,11 +2,12 @@
 
 The run trains in a child process (core/training/remote.py) so that keys and
 repaints never wait for a training step; a thread worker here drives it
-(run_driver.py) and the run's events arrive as posted messages, handled in
-train_reports.py. Where the lab stands is a ``TrainState`` (train_state.py):
-this pane asks it before acting and draws it. Opening or following a run
-folder is train_folders.py, which reads its records back as events
-(run_follow.py).
+(run_driver.py) and the run's events arrive as ``RunDriver``'s messages, handled
+here. Where the lab
+stands is a ``TrainState`` (train_state.py): this pane asks it before acting
+and draws it. An opened run folder's records are read back as events
+(run_follow.py); a followed one is watched by a ``RunWatch`` (run_watch.py).
+The charts are ``RunCharts`` (loss_chart.py), the figures ``MetricsPanel``.
 """
 
 from __future__ import annotations
@@ -20,24 +21,35 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.widgets import ProgressBar, Static
+from textual.worker import Worker, WorkerState
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.errors import one_line
 from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui import keys
-from tui_lab.ui.messages import ModelChanged
+from tui_lab.ui.keymap import key_of
+from tui_lab.ui.messages import ModelChanged, RunConfigOpened
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
 from tui_lab.ui.panes.train.run_driver import RunDriver, retire
+from tui_lab.ui.panes.train.run_follow import events_of, latest, read_metrics, resting_step
 from tui_lab.ui.panes.train.run_history import RunHistory
-from tui_lab.ui.panes.train.train_folders import RunFolders
-from tui_lab.ui.panes.train.train_reports import RunReports
+from tui_lab.ui.panes.train.run_watch import RunWatch
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
-from tui_lab.ui.panes.train.train_views import TrainViews
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
+DONE_TITLES: dict[str, tuple[str, SeverityLevel]] = {
+    "finished": ("Run finished", "information"),
+    "target": ("Target reached", "information"),
+    "stopped": ("Training stopped", "information"),
+    "time": ("Time limit reached", "information"),
+    "nan": ("Training stopped: NaN", "error"),
+    "error": ("Training failed", "error"),
+}
 
 
 def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
@@ -45,7 +57,7 @@ def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
     return (config.model, config.task, config.train)
 
 
-class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, can_focus=True):
+class TrainPane(QuietFocus, Pane, Vertical, can_focus=True):
     """Drives a training process from a thread worker; events arrive as posted messages."""
 
     class PhaseChanged(Message):
@@ -71,7 +83,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
         self.history = RunHistory()
         self.train_state = TrainState()
         self.driver = RunDriver(self.post_message, self.history, runs_root)
-        self.run: Any = None
+        self.run: Any = None  # a RemoteRun (a test may give a stand-in)
         self.run_dir: Path | None = None
         self.device = ""
         self.last_step: StepEvent | None = None
@@ -82,6 +94,10 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
         self._config_dirty = False
         self._starting = True
         self._start_when_ready = False
+        self._watch: RunWatch | None = None  # a followed run folder's
+        self._pending_open: Path | None = None  # a --run folder given before torch had loaded
+        self._opened_figures: tuple[StepEvent | None, EvalEvent | None] = (None, None)
+        self._accuracy_for: LabConfig | None = None  # the config the accuracy chart follows
 
     # Read by the app, the tests and the screenshots: the state as the phase's string.
     @property
@@ -170,21 +186,28 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
             from rich.markup import escape
 
             self.query_one("#train-status", Static).update(
-                f"[b]{escape(self.host.state.model_source)}[/b] · opened from files · space fine-tunes it "
-                "on the text typed under its card in Build",
+                f"[b]{escape(self.host.state.model_source)}[/b] · opened from files · "
+                f"{self.key('train.toggle')} fine-tunes it on the text typed under its card in Build",
                 layout=False,
             )
             return
         name = self.run.config.name if self.run is not None else self.config.name
         where = f" · {self.run_dir}" if self.run_dir else f" · new runs go to {self.runs_root}/"
         dirty = (
-            " · [b]config edited: r resets to train it[/b]"
+            f" · [b]config edited: {self.key('train.reset')} resets to train it[/b]"
             if self._config_dirty and self.run is not None
             else ""
         )
-        self.query_one("#train-status", Static).update(
-            f"[b]{name}[/b]{where} · {self.train_state.hint}{dirty}", layout=False  # one line (CSS)
+        hint = self.train_state.hint_with(
+            {name: self.key(f"train.{name}") for name in ("toggle", "stop", "reset")}
         )
+        self.query_one("#train-status", Static).update(
+            f"[b]{name}[/b]{where} · {hint}{dirty}", layout=False  # one line (CSS)
+        )
+
+    def key(self, binding_id: str) -> str:
+        """The key of ``binding_id`` as the user's keymap has it (for text that names it)."""
+        return key_of(binding_id, self.host.state.keymap)
 
     def _redraw(self, force: bool = False) -> None:
         """Timer callback: redraw what changed (quietly nothing while the app tears down)."""
@@ -196,7 +219,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
     def _redraw_now(self, force: bool = False) -> None:
         """Redraw the charts and figures that changed (timer; on_show catches up when hidden)."""
         self._take_newest_step()
-        self.sync_views()  # the accuracy chart's default follows the config on show
+        self._sync_accuracy()  # the accuracy chart's default follows the config on show
         if not force and not self.display:  # the pane switcher hides the panes not on show
             return
         if self.query_one(RunCharts).draw(training=self.state is Phase.RUNNING, force=force):
@@ -224,7 +247,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
 
     def _prewarm(self) -> None:
         """Someone looking at this pane may press space: have a training process ready."""
-        if self.host.state.core is not None and self._follower is None and self.state is not Phase.RUNNING:
+        if self.host.state.core is not None and self._watch is None and self.state is not Phase.RUNNING:
             from tui_lab.core.training.remote import prewarm  # torch-backed: loaded by now
 
             prewarm()
@@ -250,9 +273,9 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
         if self._pending_open is not None:
             path, self._pending_open = self._pending_open, None
             self.open_run_dir(path)
-        elif self._follower is not None:
-            self._follow_tick()
-        if self._start_when_ready and self._follower is None:
+        elif self._watch is not None:
+            self._watch.tick()
+        if self._start_when_ready and self._watch is None:
             self._start_when_ready = False
             self.action_start()
 
@@ -295,8 +318,9 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer space as start, pause or resume, and s, r and o, as the state allows."""
-        if action == "fourier":
-            return self.offers_fourier()
+        if action == "fourier":  # for a modular-addition run or config only
+            config = self.run.config if self.run is not None else self.config
+            return bool(config.task.name == "modular-addition")
         return self.train_state.offers(action)
 
     def action_start(self) -> None:
@@ -306,7 +330,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
             if spec is None or self.host.state.core is None:
                 self.notify(
                     f"to fine-tune {self.host.state.model_source}, type a text file under its card in "
-                    "Build (1), once it is open",
+                    f"Build ({self.key('app.build')}), once it is open",
                     severity="warning",
                     timeout=5,
                 )
@@ -318,7 +342,7 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
             self._start_when_ready = True
             self.notify("training starts as soon as torch has loaded", timeout=3)
             return
-        if self._follower is not None:
+        if self._watch is not None:
             self.notify(
                 "following another process's run: it cannot be trained from here",
                 severity="warning",
@@ -366,6 +390,195 @@ class TrainPane(TrainViews, RunReports, RunFolders, QuietFocus, Pane, Vertical, 
     def action_toggle_log(self) -> None:
         """Switch the loss chart between linear and log scale."""
         self.query_one(RunCharts).toggle_log()
+
+
+    # ---- the accuracy chart (a) and the Fourier screen (f) ----------------------------
+
+    def _sync_accuracy(self) -> None:
+        """A new config: the accuracy chart shows by itself for full-batch training (grokking)."""
+        config = self.run.config if self.run is not None else self.config
+        if config is self._accuracy_for:
+            return
+        self._accuracy_for = config
+        self.query_one(RunCharts).show_accuracy(bool(config.train.full_batch))
+        self.refresh_bindings()  # f is offered for modular-addition only
+
+    def action_toggle_accuracy(self) -> None:
+        """Show or hide the accuracy chart (train and held-out accuracy, weight norm)."""
+        charts = self.query_one(RunCharts)
+        charts.show_accuracy(not charts.accuracy)
+
+    def action_fourier(self) -> None:
+        """The embedding's power per frequency for a modular-addition run, through its history."""
+        run = self.run
+        if run is None or self.host.state.core is None:
+            self.notify(
+                f"train this preset first ({self.key('train.toggle')}), "
+                f"or open a run ({self.key('train.open_run')})",
+                severity="warning",
+                timeout=3,
+            )
+            return
+        from tui_lab.ui.screens.fourier import FourierScreen
+
+        self.app.push_screen(FourierScreen(run, self.run_dir, self.host.state.travel, self.host.training_active))
+
+    # ---- run folders: open one to show and continue (o, --run), follow one (--follow) --
+
+    def action_open_run(self) -> None:
+        """Pick a run folder to show and continue."""
+        from tui_lab.ui.screens.open_run import OpenRunScreen
+
+        if not self.train_state.can_open:
+            self.notify(f"stop training first ({self.key('train.stop')})", severity="warning")
+            return
+
+        def chosen(path: Path | None) -> None:
+            if path is not None:
+                self.open_run_dir(path)
+
+        self.app.push_screen(OpenRunScreen(self.runs_root), chosen)
+
+    def open_run_dir(self, path: Path) -> None:
+        """Show a run folder's curves and restore its model; space continues it."""
+        if self.host.state.core is None:
+            self._pending_open = self.run_dir = Path(path)
+            self._update_status()
+            return
+        if not self.train_state.can_open:
+            return  # a run is live, or another process's run is followed
+        from tui_lab.core.runs.folder import load_run
+
+        try:
+            loaded = load_run(path)
+            events = events_of(read_metrics(path))
+        except Exception as exc:  # RunError: one line
+            self.notify(one_line(exc), title="Cannot open run", severity="error", timeout=8)
+            return
+        self.stop_training()
+        self._clear_run()
+        self.history.load_events(events)
+        # Shown once the run is restored (on_run_ready), as before: the progress bar
+        # rounds to its width when set, and set before the pane is laid out it drew
+        # the same step half a cell longer.
+        self._opened_figures = latest(events)
+        self.run_dir = Path(path)
+        self.post_message(RunConfigOpened(loaded.preset_config))  # the lab's config from now on
+        self._launch(resume_dir=Path(path), start=False)
+        self._redraw(force=True)
+
+    def follow(self, path: Path) -> None:
+        """Watch a run another process writes: reload its metrics every second."""
+        if not self.train_state.follow():
+            return
+        self.run_dir = Path(path)
+        self._watch = RunWatch(self.run_dir, lambda: self.host.state.core is not None)
+        self.mount(self._watch)
+        self._changed()
+
+    def on_run_watch_changed(self, message: RunWatch.Changed) -> None:
+        """The followed run moved on (or ended): show what the other process has written."""
+        message.stop()
+        if message.ended != self.train_state.reason:  # it finished (or resumed) the run
+            self.train_state.reason = message.ended
+            self._changed()
+        if message.events is None:
+            return
+        self.history.clear()
+        self.history.load_events(message.events)
+        step, evaluation = latest(message.events)
+        self.last_step = step or self.last_step
+        self.last_eval = evaluation or self.last_eval
+        self._figures_dirty = True
+
+    # ---- what the training process reports (RunDriver's messages) --------------------
+
+    def on_run_driver_evaluated(self, message: RunDriver.Evaluated) -> None:
+        """Keep the newest evaluation."""
+        message.stop()
+        self.last_eval = message.event
+        if message.event.exact_match is not None:
+            self.best = max(self.best or 0.0, message.event.exact_match)
+        self._figures_dirty = True
+
+    def on_run_driver_checkpoint_saved(self, message: RunDriver.CheckpointSaved) -> None:
+        """Tell the user a checkpoint landed (not for the empty one at step 0)."""
+        message.stop()
+        if message.event.step > 0:
+            self.notify(f"Checkpoint saved at step {message.event.step:,}", timeout=2)
+
+    def on_run_driver_logged(self, message: RunDriver.Logged) -> None:
+        """Show the run's last log line; warnings and errors also notify."""
+        message.stop()
+        event = message.event
+        self.query_one("#train-log", Static).update(f"[dim]log:[/dim] {event.message}", layout=False)
+        if event.level in ("warning", "error") and self.train_state.phase is not Phase.DONE:
+            self.notify(event.message, severity="warning" if event.level == "warning" else "error", timeout=6)
+
+    def on_run_driver_done(self, message: RunDriver.Done) -> None:
+        """The loop ended: say why, keep the model for decoding."""
+        message.stop()
+        event = message.event
+        self._take_newest_step()  # the last step before the run ended
+        if not self.train_state.finish(event.reason):
+            return
+        self._changed()
+        title, severity = DONE_TITLES.get(event.reason, ("Run ended", "information"))
+        self.notify(
+            event.message, title=title, severity=severity, timeout=8 if severity == "error" else 5
+        )
+        self.post_message(ModelChanged(self.run))
+        self._prewarm()  # for the next run
+
+    def on_run_driver_run_ready(self, message: RunDriver.RunReady) -> None:
+        """A run (new or restored) exists: remember it and offer its model to Decode."""
+        message.stop()
+        run = message.run
+        if run is not self.driver.live_run:
+            return
+        self.run = run
+        self.run_dir = run.out_dir
+        self.device = run.device_name
+        self._config_dirty = False
+        if message.resumed:
+            self.best = run.best_accuracy
+            opened_step, opened_eval = self._opened_figures  # of a folder just opened
+            self._opened_figures = (None, None)
+            last = opened_step or self.last_step
+            if run.last_step is None and run.step and last is not None:
+                # Not trained since it was restored: its last record, at rest.
+                self.last_step = resting_step(last, run.step, run.total_steps, run.elapsed)
+            self.last_eval = opened_eval or self.last_eval
+        if self.train_state.built(wait=message.resumed and not self._starting):
+            self._changed()
+        self.post_message(ModelChanged(run))
+        self._update_status()
+
+    def on_run_driver_run_failed(self, message: RunDriver.RunFailed) -> None:
+        """Building or restoring failed: show why; nothing else changes."""
+        message.stop()
+        if self.train_state.build_failed(has_run=self.run is not None):
+            self._changed()
+        self.notify(message.message, title="Cannot start", severity="error", timeout=8)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """An error in the training thread ends the run, not the app; a stop that trained no step ends too."""
+        if event.worker.group != "train":
+            return
+        if event.state == WorkerState.SUCCESS and self.train_state.phase is Phase.STOPPING:
+            # Stopped before its loop began (s during the build): no DoneEvent will come.
+            if self.train_state.finish("stopped"):
+                self._changed()
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        if self.train_state.crash(has_run=self.run is not None):
+            self._changed()
+        self.notify(
+            one_line(error) if error else "training failed",
+            title="Training failed",
+            severity="error",
+        )
 
     # ---- shutting down --------------------------------------------------------------
 

@@ -12,6 +12,7 @@ cannot put the lab in a state its processes are not in.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import Enum
 
 
@@ -33,17 +34,20 @@ class Phase(str, Enum):
 #: limit or an error, whether the run can be continued from its last checkpoint.
 RESUMABLE_REASONS = ("stopped", "time", "error")
 
+#: What the keys do in each phase; ``{toggle}``, ``{stop}`` and ``{reset}`` are the keys of
+#: ``train.toggle``, ``train.stop`` and ``train.reset`` (as a user's keymap has them).
 HINTS = {
     Phase.LOADING: "loading torch…",
-    Phase.IDLE: "press space to train",
+    Phase.IDLE: "press {toggle} to train",
     Phase.BUILDING: "building the model…",
-    Phase.READY: "press space to continue training",
-    Phase.RUNNING: "space pause · s stop",
-    Phase.PAUSED: "space resume · s stop",
+    Phase.READY: "press {toggle} to continue training",
+    Phase.RUNNING: "{toggle} pause · {stop} stop",
+    Phase.PAUSED: "{toggle} resume · {stop} stop",
     Phase.STOPPING: "stopping…",
-    Phase.DONE: "space to train again · r reset",
+    Phase.DONE: "{toggle} to train again · {reset} reset",
     Phase.FOLLOWING: "following a run another process writes",
 }
+DEFAULT_KEYS = {"toggle": "space", "stop": "s", "reset": "r"}
 
 #: The word the app's status bar shows while a loop is live (nothing otherwise).
 STATUS_WORDS = {Phase.RUNNING: "training", Phase.PAUSED: "paused", Phase.STOPPING: "stopping"}
@@ -75,10 +79,14 @@ class TrainState:
 
     @property
     def hint(self) -> str:
-        """What the keys do now, for the pane's title line."""
+        """What the keys do now, for the pane's title line (the default keys)."""
+        return self.hint_with(DEFAULT_KEYS)
+
+    def hint_with(self, keys: Mapping[str, str]) -> str:
+        """What the keys do now, naming ``keys`` (``{"toggle": "t", "stop": "s", "reset": "r"}``)."""
         if self.phase is Phase.FOLLOWING and self.reason:
             return f"the followed run ended: {self.reason}"
-        return HINTS[self.phase]
+        return HINTS[self.phase].format_map(keys)
 
     @property
     def status_word(self) -> str:
