@@ -249,9 +249,11 @@ class MultiHeadAttention(nn.Module):
     def packed_weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``w_q``, ``w_k`` and ``w_v`` stacked into one (D + 2 D_kv, D) projection and its bias.
 
-        One GEMM where three cost three: about 5% of a small model's training step on a
-        CPU. The parameters stay separate (checkpoint names unchanged); the stack is a
-        view when they already lie back to back (GPT-2's fused ``c_attn``).
+        A decoded token is bound by per-op overhead: one GEMM where three cost three.
+        (In training the three GEMMs are as fast, and stacking the weights each step
+        costs more than it saves: bench/RESULTS.md.) The parameters stay separate
+        (checkpoint names unchanged); the stack is a view when they already lie back
+        to back (GPT-2's fused ``c_attn``).
         """
         q_b, k_b, v_b = self.w_q.bias, self.w_k.bias, self.w_v.bias
         return (
@@ -278,10 +280,9 @@ class MultiHeadAttention(nn.Module):
         """q, k, v (B, heads, T, d_head), and whether k and v are new (not a static cache's)."""
         if cache is not None and cache.static and cache.k is not None and cache.v is not None:
             return self.split_heads(self.w_q(query)), cache.k, cache.v, False
-        if query is key is value:  # self-attention: one packed projection
-            if cache is not None and not torch.is_grad_enabled():
-                return (*self.project_packed(query, cache.packed_weights(self)), True)
-            return (*self.project_packed(query, self.packed_weights()), True)
+        if query is key is value and cache is not None and not torch.is_grad_enabled():
+            # Decoding: one packed projection, stacked once per decode (the cache keeps it).
+            return (*self.project_packed(query, cache.packed_weights(self)), True)
         q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_head)
         k = self.split_heads(self.w_k(key))  # (B, H_kv, Tk_new, d_head)
         return q, k, self.split_heads(self.w_v(value)), True
