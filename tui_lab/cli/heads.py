@@ -37,7 +37,7 @@ def heads(args: argparse.Namespace) -> int:
         emit_json({which: target_name(args), "step": run.step, "task": run.config.task.name,
                    **atlas.to_dict()})
         return 0
-    if args.model is not None:
+    if run.card is not None:  # --model: opened from files
         print(f"{args.model}: {run.card.family} model; heads by best score")
     else:
         print(f"{args.run}: step {run.step}, task {run.config.task.name}; heads by best score")

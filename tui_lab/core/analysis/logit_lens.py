@@ -109,7 +109,7 @@ def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
         if is_decoder_only(model):
             prompt = ids if task.is_lm else [*ids, SEP]
             limit = max_positions(model)
-            if task.is_lm and getattr(task, "truncates_prompt", True) and len(prompt) >= limit:
+            if task.is_lm and task.truncates_prompt and len(prompt) >= limit:
                 prompt = prompt[-(limit // 2) :]  # as generate truncates
             tokens = torch.tensor([[*prompt, *fed_out]], device=device)
             streams = layer_streams(model, lambda: model(tokens))

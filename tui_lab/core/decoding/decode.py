@@ -22,7 +22,8 @@ from tui_lab.core.decoding.sampling import check_sampling, pick
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.capture import AttentionStore, capture_attention
 from tui_lab.core.model.models import DecoderOnly
-from tui_lab.core.tasks.vocab import BOS, EOS, SEP, Vocab
+from tui_lab.core.tasks.protocol import Task, Vocabulary
+from tui_lab.core.tasks.vocab import BOS, EOS, SEP
 
 if TYPE_CHECKING:
     from tui_lab.core.config.sections import ModelConfig
@@ -119,7 +120,7 @@ def max_positions(model: nn.Module) -> int:
     return int(face(model).config.max_len)
 
 
-def clean_input(text: str, task: Any) -> tuple[str, list[str]]:
+def clean_input(text: str, task: Task) -> tuple[str, list[str]]:
     """Check typed input against the task; strip control characters visibly.
 
     Returns the text to decode and notes about what was changed. Raises
@@ -133,14 +134,14 @@ def clean_input(text: str, task: Any) -> tuple[str, list[str]]:
     )
     if kept != text:
         notes.append(f"removed {len(text) - len(kept)} control/escape character(s)")
-    real = not getattr(task, "truncates_prompt", True)  # a real model's text (tasks/tokenized.py)
+    real = not task.truncates_prompt  # a real model's text (tasks/tokenized.py)
     if task.is_lm:
         kept = kept if real else kept.replace("\t", " ")
     else:
         kept = kept.strip()
     if not kept:
         raise DecodeInputError("empty input: type something to decode" + _example_hint(task))
-    vocab: Vocab = task.vocab
+    vocab = task.vocab
     unknown = sorted(set(vocab.unknown_chars(kept)))
     if unknown:
         shown = " ".join(repr(c) for c in unknown[:8])
@@ -154,7 +155,7 @@ def clean_input(text: str, task: Any) -> tuple[str, list[str]]:
     return kept, notes
 
 
-def _example_hint(task: Any) -> str:
+def _example_hint(task: Task) -> str:
     try:
         examples = task.examples_for_display(2)
     except Exception:  # noqa: BLE001 - a hint must never hide the real message
@@ -164,7 +165,7 @@ def _example_hint(task: Any) -> str:
 
 def generate(
     model: nn.Module,
-    task: Any,
+    task: Task,
     text: str,
     *,
     max_new_tokens: int | None = None,
@@ -190,7 +191,7 @@ def generate(
     except LabError as exc:
         raise DecodeInputError(str(exc)) from None
     text, notes = clean_input(text, task)
-    vocab: Vocab = task.vocab
+    vocab = task.vocab
     device = next(model.parameters()).device
     limit = max_positions(model)
     gen = torch.Generator(device="cpu").manual_seed(seed) if temperature > 0 else None
@@ -199,12 +200,12 @@ def generate(
     # What ends a continuation: the lab's EOS for its tasks; a real model's own
     # end-of-text id (a translator's too); nothing for the lab's language models
     # (they run to length).
-    stop_id = getattr(task, "eos_id", None) if task.is_lm else getattr(task, "eos_id", EOS)
+    stop_id = task.eos_id
     # Ids a real translator never emits (its pad, bad_words_ids): -inf before every pick.
-    banned = list(getattr(task, "banned_ids", ()))
+    banned = list(task.banned_ids)
     if decoder_only:
         prompt = ids if task.is_lm else [*ids, SEP]
-        if task.is_lm and getattr(task, "truncates_prompt", True) and len(prompt) >= limit:
+        if task.is_lm and task.truncates_prompt and len(prompt) >= limit:
             prompt = prompt[-(limit // 2) :]
             notes.append(f"prompt truncated to its last {len(prompt)} characters")
         if len(prompt) >= limit:
@@ -213,7 +214,7 @@ def generate(
     else:
         if len(ids) > limit:
             raise DecodeInputError(f"input too long: at most {limit} characters")
-        prompt = [getattr(task, "decoder_start_id", BOS)]  # a translator's own start id
+        prompt = [task.decoder_start_id]  # a translator's own start id
         room = limit - 1
     budget = room if max_new_tokens is None else min(max_new_tokens, room)
 
@@ -289,7 +290,7 @@ def _record(
     logits: Tensor,
     sampling: tuple[float, int, float],
     gen: torch.Generator | None,
-    vocab: Vocab,
+    vocab: Vocabulary,
     report_k: int,
     steps: list[StepTopK],
 ) -> int:
@@ -307,7 +308,7 @@ def _record(
 def _attach_attention(
     result: DecodeResult,
     store: Any,
-    vocab: Vocab,
+    vocab: Vocabulary,
     src_ids: list[int],
     prompt: list[int],
     out_ids: list[int],
@@ -345,7 +346,7 @@ def batch_greedy(
 
     Decoder-only prompts are grouped by length so no left padding is needed.
     """
-    vocab: Vocab = task.vocab
+    vocab = task.vocab
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()

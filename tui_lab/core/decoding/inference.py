@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -23,6 +23,9 @@ from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.layout import RunDir
 from tui_lab.core.runs.snapshots import load_snapshot
 
+if TYPE_CHECKING:
+    from tui_lab.core.decoding.opened import ModelCard
+
 
 @dataclass(frozen=True)
 class LoadedModel:
@@ -35,7 +38,7 @@ class LoadedModel:
     device: torch.device
     notes: list[str]  # what loading the weights noticed (a save cut off midway)
     # A model opened from files (``opened.py``): its ModelCard; None for a run's model.
-    card: Any = None
+    card: ModelCard | None = None
     # Finishes what opening left for later (``open_model(lay_out_later=True)``: the weights'
     # layout for decoding); safe from any thread, a no-op once done. Counting parameters
     # by identity (a tied head once) waits for it; decoding meanwhile needs nothing.

@@ -1,7 +1,9 @@
 """What the model learns: algorithmic digit tasks and character-level language modelling.
 
-``make_task(config.task)`` returns a ``Task`` (``base``: the interface, the
-batch layout for both architectures, and batching); ``digits`` holds copy,
+``make_task(config.task)`` returns a task; ``protocol`` is ``Task``, what
+decoding and the lab ask of every task (a real model's too); ``base`` is
+``TaskBase``, the lab's tasks' base (the batch layout for both architectures,
+and batching); ``digits`` holds copy,
 reverse, sort and addition; ``char_lm`` next-character prediction on a text
 that ``text`` reads and cleans; ``modular`` (a op b) mod p over every pair,
 the grokking task.
@@ -11,11 +13,12 @@ from __future__ import annotations
 
 from tui_lab.core.config.error import field_error
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.tasks.base import IGNORE, Batch, Task
+from tui_lab.core.tasks.base import IGNORE, Batch, TaskBase
 from tui_lab.core.tasks.char_lm import CharLMTask
 from tui_lab.core.tasks.digits import AdditionTask, DigitTask
 from tui_lab.core.tasks.induction import InductionTask
 from tui_lab.core.tasks.modular import ModularTask
+from tui_lab.core.tasks.protocol import Task, Vocabulary
 from tui_lab.core.tasks.text import default_text
 from tui_lab.core.tasks.token_lm import TokenLMTask
 from tui_lab.core.tasks.tokenized import Tokenizer
@@ -29,13 +32,15 @@ __all__ = [
     "InductionTask",
     "ModularTask",
     "Task",
+    "TaskBase",
     "TokenLMTask",
+    "Vocabulary",
     "default_text",
     "make_task",
 ]
 
 
-def make_task(task: TaskConfig, tokenizer: Tokenizer | None = None, context: int | None = None) -> Task:
+def make_task(task: TaskConfig, tokenizer: Tokenizer | None = None, context: int | None = None) -> TaskBase:
     """The task a ``TaskConfig`` describes (char-lm reads its text here).
 
     token-lm's vocabulary is a real model's tokenizer, which a config does not

@@ -1,4 +1,4 @@
-"""The task interface: ``Task``, ``Batch`` and how rows of ids become batches.
+"""The lab's tasks' base: ``TaskBase``, ``Batch`` and how rows of ids become batches.
 
 Every task makes examples, the reference answer for any input, input checks
 for the UI, and training batches for either architecture:
@@ -83,12 +83,21 @@ def _check_arch(arch: str) -> None:
         raise ValueError(f"arch: {arch!r} is not one of {', '.join(ARCHS)}")
 
 
-class Task:
-    """Common interface of every task; see the module docstring for batch layout."""
+class TaskBase:
+    """The lab's own tasks (a ``Task``, ``protocol.py``) and what training asks of them; see the
+    module docstring for batch layout."""
 
     name: str
     vocab: Vocab
     is_lm: bool = False
+    truncates_prompt = True  # a prompt longer than the context keeps its end
+    banned_ids: tuple[int, ...] = ()
+    decoder_start_id = BOS
+
+    @property
+    def eos_id(self) -> int | None:
+        """The id that ends an answer: EOS, or None for a language model (it runs to its length)."""
+        return None if self.is_lm else EOS
 
     def __init__(self, config: TaskConfig) -> None:
         self.config = config

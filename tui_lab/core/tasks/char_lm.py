@@ -13,7 +13,7 @@ from tui_lab.core.tasks.base import (
     IGNORE,
     PAD_CHAR,
     Batch,
-    Task,
+    TaskBase,
     check_sequence_input,
     id_rows_to_tensor,
 )
@@ -24,7 +24,7 @@ from tui_lab.core.tasks.vocab import PAD, TEXT_VOCAB, Vocab
 LM_CONTINUATION = 8
 
 
-class CharLMTask(Task):
+class CharLMTask(TaskBase):
     """Next-character prediction on a text (the default: Python's help text).
 
     The text is encoded once into a uint8 tensor; batches are random windows of

@@ -6,13 +6,13 @@ import itertools
 import random
 
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.tasks.base import Task, outside, quoted
+from tui_lab.core.tasks.base import TaskBase, outside, quoted
 from tui_lab.core.tasks.vocab import DIGITS_VOCAB
 
 DIGITS = "0123456789"
 
 
-class DigitTask(Task):
+class DigitTask(TaskBase):
     """copy, reverse and sort over digit strings of length ``min_len..max_len``."""
 
     vocab = DIGITS_VOCAB
@@ -62,7 +62,7 @@ class DigitTask(Task):
         return sum(10**length for length in range(lo, hi + 1))
 
 
-class AdditionTask(Task):
+class AdditionTask(TaskBase):
     """``a+b`` -> ``a + b`` for operands of 1..max_digits digits (no leading zeros)."""
 
     vocab = DIGITS_VOCAB

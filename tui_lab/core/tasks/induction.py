@@ -23,14 +23,14 @@ import random
 import torch
 
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.tasks.base import IGNORE, Batch, Task, check_sequence_input
+from tui_lab.core.tasks.base import IGNORE, Batch, TaskBase, check_sequence_input
 from tui_lab.core.tasks.vocab import N_SPECIALS, Vocab
 
 INDUCTION_VOCAB = Vocab("abcdefghijklmnopqrstuvwxyzABCDEF")
 VAL_SEED = 9_999_991  # validation sequences never share the training stream
 
 
-class InductionTask(Task):
+class InductionTask(TaskBase):
     """Repeated random prefixes; see the module docstring."""
 
     vocab = INDUCTION_VOCAB

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 import torch
 
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.tasks.base import IGNORE, Batch, Task
+from tui_lab.core.tasks.base import IGNORE, Batch, TaskBase
 from tui_lab.core.tasks.vocab import N_SPECIALS, SEP, UNK, Vocab
 
 SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
@@ -81,7 +81,7 @@ def combine(a: int, b: int, operation: str, p: int) -> int:
     return (a * pow(b, -1, p)) % p
 
 
-class ModularTask(Task):
+class ModularTask(TaskBase):
     """``(a op b) mod p`` over every pair; see the module docstring."""
 
     # evaluation: with a one-token answer and no EOS, the teacher-forced argmax

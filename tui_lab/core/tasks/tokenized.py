@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+from tui_lab.core.tasks.vocab import BOS
+
 # Prompts the Decode pane offers for a real model: plain English openings of the
 # kind small models are studied on (a story, a fact, a repetition an induction
 # head can continue).
@@ -80,6 +82,8 @@ class TokenizedText:
     # A prompt longer than the context is refused in one line, not cut: which end
     # to keep is the user's choice for a real text.
     truncates_prompt = False
+    banned_ids: tuple[int, ...] = ()
+    decoder_start_id = BOS  # a decoder-only model's: never asked for
 
     def __init__(self, tokenizer: Tokenizer, context: int) -> None:
         self.tokenizer = tokenizer

@@ -29,11 +29,14 @@ import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui_lab.core.errors import LabError
 from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
 from tui_lab.core.training.fork_server import ForkedProcess, ForkServer, fresh_interpreter
+
+if TYPE_CHECKING:
+    from tui_lab.core.decoding.opened import ModelCard
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
 
@@ -103,6 +106,8 @@ def _take_child() -> tuple[Any, Connection]:
 
 class RemoteRun:
     """A training run in its own process, with TrainingRun's controls and progress."""
+
+    card: ModelCard | None = None  # a ModelHandle: a lab run, not a model opened from files
 
     def __init__(
         self,

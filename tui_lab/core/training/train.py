@@ -54,6 +54,8 @@ from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
 
 if TYPE_CHECKING:
     from torch.nn.parallel import DistributedDataParallel
+
+    from tui_lab.core.decoding.opened import ModelCard
 from tui_lab.core.training.schedule import make_optimizer, set_lr
 
 __all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "CheckpointEvent",
@@ -62,6 +64,8 @@ __all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "Checkp
 
 class TrainingRun(RunKeeping):
     """One model, its optimizer and its run folder; `run()` trains it."""
+
+    card: ModelCard | None = None  # a ModelHandle: a lab run, not a model opened from files
 
     def __init__(
         self,

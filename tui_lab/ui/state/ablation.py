@@ -14,6 +14,8 @@ import threading
 import weakref
 from typing import Any
 
+from tui_lab.core.decoding.model_handle import opened_from_files
+
 MODES = ("zero", "mean")
 PROBE_PAIRS = 200  # held-out examples the mean mode averages each head's output over
 
@@ -89,7 +91,7 @@ class AblationState:
     def means(self, model: Any, run: Any, text: str | None = None) -> Any:
         """Each head's mean output over the task's held-out probe pairs (once per model and step);
         for a real model (no task to draw pairs from), over ``text`` (once per text)."""
-        real = getattr(run, "card", None) is not None
+        real = opened_from_files(run)
         key = (id(run), getattr(run, "step", None), text if real else None)
         with self._lock:
             if self._means is not None and self._means[0] == key:

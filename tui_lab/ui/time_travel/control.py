@@ -20,6 +20,7 @@ from typing import Any
 from textual import work
 from textual.message import Message
 
+from tui_lab.core.decoding.model_handle import opened_from_files
 from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import Decoded, SnapshotDecoded, TravelMoved
 from tui_lab.ui.state.host import Hosted
@@ -74,7 +75,7 @@ class TimeTravelControl(Hosted):
         """Read the run's snapshot list; False (and a notification) when time travel cannot go."""
         host = self.host
         run_dir = travel_run_dir(host.state)
-        if getattr(host.state.current_run, "card", None) is not None:
+        if opened_from_files(host.state.current_run):
             self.notify("a model opened from files has no training history", severity="warning", timeout=3)
             return False
         if host.state.core is None or host.state.current_run is None or run_dir is None:

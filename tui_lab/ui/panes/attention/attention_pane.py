@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.decoding.model_handle import opened_from_files
 from tui_lab.core.errors import one_line
 from tui_lab.ui import keys
 from tui_lab.ui.messages import DecodeRequested
@@ -451,7 +452,7 @@ class AttentionPane(Pane, Vertical):
         run, mode = state.current_run, state.ablation.mode
         if run is None:
             panel.start(None, "no model yet: train one (2) or open a run")
-        elif getattr(run, "card", None) is not None:  # opened from files: the loss on the text
+        elif opened_from_files(run):  # opened from files: the loss on the text
             if self.result is None:
                 panel.start(None, "importance: decode a text first (3); each head is scored on it")
             else:

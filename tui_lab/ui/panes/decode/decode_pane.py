@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Static
 
+from tui_lab.core.decoding.model_handle import opened_from_files
 from tui_lab.core.errors import one_line
 from tui_lab.ui import keys
 from tui_lab.ui.messages import Decoded
@@ -181,7 +182,7 @@ class DecodePane(Pane, Vertical):
 
     def set_run(self, run: Any) -> None:
         """Decode with this run's model (and its task's examples) from now on (None: no model)."""
-        opened_now = run is not None and getattr(run, "card", None) is not None and run is not self.run
+        opened_now = opened_from_files(run) and run is not self.run
         self.run = run
         self._use_task(run.task if run is not None else self.config_task)
         self._show_model()
@@ -203,7 +204,7 @@ class DecodePane(Pane, Vertical):
         label = self.query_one("#decode-model", Static)
         if self.run is None:
             label.update(Text("  no model yet", style="dim italic"))
-        elif getattr(self.run, "card", None) is not None:  # opened from files (--model)
+        elif opened_from_files(self.run):  # opened from files (--model)
             label.update(Text(f"  model: {self.run.config.name} (from files)", style="dim"))
         else:
             label.update(
@@ -293,7 +294,7 @@ class DecodePane(Pane, Vertical):
         options: dict[str, Any] = {
             "temperature": temperature, "top_k": top_k, "top_p": top_p, "report_k": TOP_K_SHOWN
         }
-        real = getattr(run, "card", None) is not None
+        real = opened_from_files(run)
         if real:
             options["max_new_tokens"] = REAL_MODEL_NEW_TOKENS
         try:

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tui_lab.core.decoding.model_handle import opened_from_files
+
 if TYPE_CHECKING:  # torch loads only when compute() runs
     from tui_lab.core.analysis.basics_masks import MaskPicture
     from tui_lab.core.analysis.basics_positions import PositionPicture
@@ -70,7 +72,7 @@ def compute(source: BasicsSource) -> BasicsData:
     model = None if run is None else run.model  # a RemoteRun may fetch its weights here
     if run is not None and model is not None:
         config, task = run.config, run.task
-        opened = getattr(run, "card", None) is not None  # a real model opened from files
+        opened = opened_from_files(run)  # a real model opened from files
         label = f"{config.name} (opened from files)" if opened else f"{config.name} at step {run.step:,}"
     else:
         config = source.config
