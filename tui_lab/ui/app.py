@@ -261,8 +261,8 @@ class LabApp(PaneRouting):
         else:
             self.loaded()
         self._update_status()
-        if self.pane("train") is not None:
-            self.pane("train").core_ready()
+        if (train := self.pane("train")) is not None:
+            train.core_ready()
         build = self.query_one(BuildPane)
         self._request_report(build.config, build.edited)  # not while a model opens
 
@@ -336,8 +336,8 @@ class LabApp(PaneRouting):
 
     async def action_quit(self) -> None:
         """Quit at once; a training loop is told to stop and saves its checkpoint."""
-        if self.pane("train") is not None:
-            self.pane("train").stop_training()
+        if (train := self.pane("train")) is not None:
+            train.stop_training()
         self.exit()
 
     def run_pane_action(self, pane: str, action: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast, overload
 
 from textual import work
 from textual.app import App
@@ -41,9 +41,18 @@ from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 
 T = TypeVar("T")
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the panes are imported when first built (lazy_panes.py), not with the app
+    from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.decoding.inference import LoadedModel
+    from tui_lab.core.decoding.model_handle import ModelHandle
     from tui_lab.ui.core_access import Core
+    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+    from tui_lab.ui.panes.build.build_pane import BuildPane
+    from tui_lab.ui.panes.decode.decode_pane import DecodePane
     from tui_lab.ui.panes.params.param_count import ParamCounter
+    from tui_lab.ui.panes.params.params_pane import ParamsPane
+    from tui_lab.ui.panes.runs.runs_pane import RunsPane
+    from tui_lab.ui.panes.train.train_pane import TrainPane
 
 
 class StateField(Generic[T]):
@@ -73,8 +82,8 @@ class PaneRouting(App[None]):
     config: StateField[LabConfig] = StateField()
     core: StateField[Core | None] = StateField()
     core_state: StateField[str] = StateField()
-    current_run: StateField[Any] = StateField()
-    opened: StateField[Any] = StateField()  # the LoadedModel of --model, once open
+    current_run: StateField[ModelHandle | None] = StateField()  # the model Decode uses
+    opened: StateField[LoadedModel | None] = StateField()  # the LoadedModel of --model, once open
     last_report: StateField[ReportReady | None] = StateField()
     last_decode: StateField[Decoded | None] = StateField()
     ablation: StateField[AblationState] = StateField()
@@ -91,11 +100,25 @@ class PaneRouting(App[None]):
     action_show_pane: Callable[[str], None]
     loaded: Callable[[], None]  # torch (and --model) loaded: the hidden panes are built
 
-    def pane(self, pane_id: str) -> Any:
-        """The pane widget with this id ('train'...), or None before it is built or while quitting.
-
-        (A message the app routes while it quits would reach a pane whose widgets are gone.)
-        """
+    @overload
+    def pane(self, pane_id: Literal["build"]) -> BuildPane | None: ...
+    @overload
+    def pane(self, pane_id: Literal["train"]) -> TrainPane | None: ...
+    @overload
+    def pane(self, pane_id: Literal["decode"]) -> DecodePane | None: ...
+    @overload
+    def pane(self, pane_id: Literal["attention"]) -> AttentionPane | None: ...
+    @overload
+    def pane(self, pane_id: Literal["params"]) -> ParamsPane | None: ...
+    @overload
+    def pane(self, pane_id: Literal["runs"]) -> RunsPane | None: ...
+    @overload
+    def pane(self, pane_id: str) -> Pane | None: ...
+    def pane(self, pane_id: str) -> Pane | None:
+        """The pane widget with this id ('train'...), typed by its id; None before it is built
+        or while quitting. (A message the app routes while it quits would reach a pane whose
+        widgets are gone.) Each pane registers itself under its ``PANE_ID``, so the id names
+        its class."""
         return None if self.quitting else self.panes.get(pane_id)
 
     @property
@@ -112,26 +135,26 @@ class PaneRouting(App[None]):
 
     def on_config_invalid(self, message: ConfigInvalid) -> None:
         """The form is invalid: Params says its table is stale."""
-        if self.pane("params") is not None:
-            self.pane("params").show_invalid(message.message)
+        if (params := self.pane("params")) is not None:
+            params.show_invalid(message.message)
 
     def on_run_config_opened(self, message: RunConfigOpened) -> None:
         """An opened run's config becomes the lab's: status bar, Build, Params, Train, Decode, Attention."""
         config = message.config
         self._leave_model()  # the run's model replaces an opened one
-        if self.pane("build") is not None:
-            self.pane("build").show_config(config)
+        if (build := self.pane("build")) is not None:
+            build.show_config(config)
         self.last_decode = None  # a decode of another model
-        if self.pane("attention") is not None:
-            self.pane("attention").clear()
+        if (attention := self.pane("attention")) is not None:
+            attention.clear()
         self._use_config(config, edited=False)
 
     def _use_config(self, config: LabConfig, edited: bool) -> None:
         self.config = config
-        if self.pane("train") is not None:
-            self.pane("train").config_changed(config)
-        if self.pane("attention") is not None:
-            self.pane("attention").show_config(config)
+        if (train := self.pane("train")) is not None:
+            train.config_changed(config)
+        if (attention := self.pane("attention")) is not None:
+            attention.show_config(config)
         self._update_status()
         self._request_report(config, edited)
 
@@ -158,12 +181,12 @@ class PaneRouting(App[None]):
                 params.show_invalid(message.error or "cannot count")
             return
         self.last_report = message
-        if self.pane("build") is not None:
-            self.pane("build").show_report(message.report, message.vocab_size)
+        if (build := self.pane("build")) is not None:
+            build.show_report(message.report, message.vocab_size)
         if params is not None:
             params.show_report(message.report, message.config, message.vocab_size, message.edited)
-        if self.pane("decode") is not None:
-            self.pane("decode").show_task(message.task)
+        if (decode := self.pane("decode")) is not None:
+            decode.show_task(message.task)
 
     # ---- models and decodes ---------------------------------------------------------
 
@@ -171,8 +194,8 @@ class PaneRouting(App[None]):
         """Decode uses the newest model (an opened one when the Train pane has none)."""
         run = message.run if message.run is not None else self.opened
         self.current_run = run
-        if self.pane("decode") is not None:
-            self.pane("decode").set_run(run)
+        if (decode := self.pane("decode")) is not None:
+            decode.set_run(run)
         self._update_status()
 
     # ---- a real model opened from files ----------------------------------------------
@@ -194,26 +217,26 @@ class PaneRouting(App[None]):
             )
             self._update_status()
             self._request_report(self.config, edited=False)
-            if self.pane("train") is not None:
-                self.pane("train").config_changed(self.config)  # trains the preset again
-            if self.pane("build") is not None:
-                self.pane("build").show_form()
+            if (train := self.pane("train")) is not None:
+                train.config_changed(self.config)  # trains the preset again
+            if (build := self.pane("build")) is not None:
+                build.show_form()
             return
         self.opened = loaded
         self.core_state = f"torch {version} ready"
         self.last_decode = None
-        if self.pane("build") is not None:
-            self.pane("build").show_card(loaded.card)
-        if self.pane("attention") is not None:
-            self.pane("attention").clear()
-            self.pane("attention").show_config(loaded.config)
+        if (build := self.pane("build")) is not None:
+            build.show_card(loaded.card)
+        if (attention := self.pane("attention")) is not None:
+            attention.clear()
+            attention.show_config(loaded.config)
         self.on_model_changed(ModelChanged(loaded))
         self._model_report_worker(loaded)
         for note in loaded.notes:
             self.notify(note, title=loaded.config.name, timeout=8)
 
     @work(thread=True, exit_on_error=False, group="report")
-    def _model_report_worker(self, loaded: Any) -> None:
+    def _model_report_worker(self, loaded: LoadedModel) -> None:
         """The opened model's parameter breakdown, from its own tensors (thread)."""
         from tui_lab.core.model.params import report_for_model
         from tui_lab.ui.state.model_copies import settled
@@ -233,14 +256,14 @@ class PaneRouting(App[None]):
             return
         self.opened = None
         self.model_source = None
-        if self.pane("build") is not None:
-            self.pane("build").show_form()
+        if (build := self.pane("build")) is not None:
+            build.show_form()
 
     def on_decoded(self, message: Decoded) -> None:
         """Attention shows the newest decode."""
         self.last_decode = message
-        if self.pane("attention") is not None:
-            self.pane("attention").set_result(
+        if (attention := self.pane("attention")) is not None:
+            attention.set_result(
                 message.result, message.model, message.task, message.options
             )
 
@@ -264,7 +287,7 @@ class PaneRouting(App[None]):
             self.on_decoded(decoded)
         self.call_after_refresh(self._travel_painted, decoded.result, message.started)
 
-    def _travel_painted(self, result: Any, started: float) -> None:
+    def _travel_painted(self, result: DecodeResult, started: float) -> None:
         now = perf_counter()
         self.travel.repaint_ms = (now - started) * 1000
         self.travel.painted = (result, now)

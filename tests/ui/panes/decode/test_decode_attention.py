@@ -196,8 +196,9 @@ async def test_a_model_that_cannot_be_fetched_is_an_inline_message() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
 
-        class Gone:
+        class Gone:  # a ModelHandle whose process has gone
             config = app.config
+            card = None
             step = 3
             task = make_task(app.config.task)
 
