@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention
+from tui_lab.core.model.hook_points import active_hooks
 from tui_lab.core.model.models import DecoderCache
 
 
@@ -83,7 +84,7 @@ def _packed_training_forward(
     rope_angles: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Self-attention over a whole sequence with one packed (3D, D) projection, re-stacked every call."""
-    if not (query is key is value) or cache is not None or need_weights or self.store is not None:
+    if not (query is key is value) or cache is not None or need_weights or active_hooks() is not None:
         return MultiHeadAttention.forward(self, query, key, value, mask, need_weights, cache, is_causal, rope_angles)
     b, t, _ = query.shape
     w = torch.cat((self.w_q.weight, self.w_k.weight, self.w_v.weight))  # (3D, D), differentiable

@@ -134,15 +134,12 @@ def time_per_token(lab: Any, hf: Any, new_tokens: int, rounds: int) -> dict[str,
     import torch.nn.functional as F
 
     from tui_lab.core.decoding.decode import generate
-    from tui_lab.core.model.attention import _stacked
 
     model = lab.model
     mats: list[tuple[torch.Tensor, torch.Tensor | None]] = []
     for layer in model.decoder.layers:
         a = layer.self_attn
-        q_b, k_b, v_b = a.w_q.bias, a.w_k.bias, a.w_v.bias
-        mats.append((_stacked((a.w_q.weight, a.w_k.weight, a.w_v.weight)),
-                     None if q_b is None or k_b is None or v_b is None else _stacked((q_b, k_b, v_b))))
+        mats.append(a.packed_weights())  # the stacked q/k/v projection a decode uses
         mats += [(m.weight, m.bias) for m in (a.w_o, *(getattr(layer.ff, n, None) for n in ("gate", "lin1", "lin2")))
                  if m is not None]
     mats.append((model.lm_head.weight, None))

@@ -180,7 +180,7 @@ class MultiHeadAttention(nn.Module):
     - ``cache``: a ``KVCache``; new keys/values are appended (or, for a static
       cache already filled, reused without looking at ``key``/``value``).
       Self-attention with a cache and no gradient (decoding) projects q, k, v
-      with the cache's stacked weights (``KVCache.project_qkv``).
+      with the stacked weights the cache keeps (``KVCache.packed_weights``).
     - ``rope``: a shared ``RotaryEmbedding`` applied to q and k (self-attention);
       ``rope_angles``, its ``angles(offset, Tq)`` when the caller has them.
     - ``n_kv_heads`` < ``n_heads``: ``w_k``/``w_v`` project to ``n_kv_heads``
