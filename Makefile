@@ -52,7 +52,8 @@ test-portable: $(VENV)/.installed
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
 
 # ruff over the code; import-linter's contracts (pyproject.toml: core's layers, core free of
-# textual/rich, ui below cli); mypy over tui_lab/core ([tool.mypy] there).
+# textual/rich, ui below cli, the ui's layers, panes independent, no cycle); mypy over the
+# whole package, core, ui and cli ([tool.mypy] there).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check tui_lab tests bench scripts
 	$(VENV)/bin/lint-imports
