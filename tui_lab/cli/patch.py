@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .shared import Subparsers, add_at_step, add_json, add_run_or_model, emit_json, load_target, target_name
+from .shared import (
+    Subparsers,
+    add_at_step,
+    add_json,
+    add_run_or_model,
+    emit_json,
+    load_target,
+    target_name,
+)
 
 PAIR_OPTIONS = ("clean", "corrupt", "answer", "wrong")
 
@@ -73,5 +81,5 @@ def print_grid(rows: list[str], cols: list[str], values: list[list[float]]) -> N
     left = max(len(r) for r in rows)
     width = max(6, *(len(c) + 1 for c in cols))
     print(" " * left + "".join(f"{c[:width - 1]:>{width}}" for c in cols))
-    for label, row in zip(rows, values):
+    for label, row in zip(rows, values, strict=True):
         print(f"{label:<{left}}" + "".join(f"{v:>{width}.2f}" for v in row))

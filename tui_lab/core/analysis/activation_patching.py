@@ -265,17 +265,18 @@ def site_grid(model: Any, site: Site, clean_cache: dict[str, Tensor], tokens: li
     """The cells of ``site``: positions or heads (from the activations' shapes)."""
     layers = site_layers(model, site)
     positions = list(range(len(tokens)))
+    cells: list[tuple[int, int, int, tuple[int, ...]]]
     if site.layout == "pos":
         rows = ["final"] if site.name == "resid_final" else [f"L{i}" for i in layers]
         cells = [(r, p, layer, (p,)) for r, layer in enumerate(layers) for p in positions]
         return Grid(rows, list(tokens), cells)
     heads = [int(clean_cache[site_hook(model, site, layer)].size(1 if site.layout == "pattern" else 2)) for layer in layers]
     if site.layout == "head_pos":
-        pairs = [(layer, h) for layer, n in zip(layers, heads) for h in range(n)]
+        pairs = [(layer, h) for layer, n in zip(layers, heads, strict=True) for h in range(n)]
         cells = [(r, p, layer, (h, p)) for r, (layer, h) in enumerate(pairs) for p in positions]
         return Grid([f"L{layer}H{h}" for layer, h in pairs], list(tokens), cells)
     width = max(heads)
-    cells = [(r, h, layer, (h,)) for r, (layer, n) in enumerate(zip(layers, heads)) for h in range(n)]
+    cells = [(r, h, layer, (h,)) for r, (layer, n) in enumerate(zip(layers, heads, strict=True)) for h in range(n)]
     return Grid([f"L{i}" for i in layers], [f"H{h}" for h in range(width)], cells)
 
 
@@ -316,7 +317,7 @@ def grid_values(grid: Grid, values: Tensor, fill: float) -> list[list[float]]:
     """Cell values (in ``grid.cells`` order) laid out as rows x cols (``fill`` where a
     layer has fewer heads)."""
     out = [[fill] * len(grid.cols) for _ in grid.rows]
-    for (r, c, _layer, _index), v in zip(grid.cells, values.tolist()):
+    for (r, c, _layer, _index), v in zip(grid.cells, values.tolist(), strict=True):
         out[r][c] = float(v)
     return out
 

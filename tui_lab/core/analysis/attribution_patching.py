@@ -63,7 +63,7 @@ def run_with_grad_cache(
         diffs = logit_diff(logits, answer, wrong)  # (B,)
         order = list(acts)
         grads = torch.autograd.grad(diffs[metric_row], [acts[n] for n in order], allow_unused=True)
-    found = {n: (torch.zeros_like(acts[n]) if g is None else g).detach() for n, g in zip(order, grads)}
+    found = {n: (torch.zeros_like(acts[n]) if g is None else g).detach() for n, g in zip(order, grads, strict=True)}
     return diffs.detach(), {n: a.detach() for n, a in acts.items()}, found
 
 

@@ -116,11 +116,11 @@ def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | 
             raise PatchError("this model's residual stream is not the sum of its heads, MLPs and embeddings: "
                              "no direct logit attribution")
         constant = float(shift @ direction) + head_bias
-        components = []
+        components: list[dict[str, Any]] = []
         for name, vec in parts:
             value = float(linear(vec) @ direction) + (constant if name == "biases" else 0.0)
             components.append({"name": name, "value": value})
-        total = sum(c["value"] for c in components)
+        total = float(sum(float(c["value"]) for c in components))
         if abs(total - own) > 1e-3 * (1 + abs(own)):
             raise PatchError("this model's logits are not linear in its final residual stream "
                              "(soft-capped?): no direct logit attribution")

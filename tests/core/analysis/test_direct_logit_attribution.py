@@ -1,0 +1,68 @@
+"""Direct logit attribution: the parts (every head, every MLP, the embeddings, the biases)
+add up to the model's own logit difference within 1e-4 on each family and on a trained
+lab run; the model's value is ``transformers``' own; a head's share worked by hand from
+GPT-2's modules (its slice of ``c_proj``, the final LayerNorm's scale frozen) agrees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from tests.cli.helpers import DATA
+from tests.core.analysis.test_activation_patching import family, make_pair, run  # noqa: F401
+from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
+from tui_lab.core.hooked.handle import open_model
+
+
+def test_parts_sum_to_the_models_logit_difference(family: tuple[str, Any, Any]) -> None:  # noqa: F811
+    name, lab, ref = family
+    pair = make_pair()
+    ids = torch.tensor([pair.clean])
+    result = direct_logit_attribution(lab, ids, pair.answer, pair.wrong)
+    last = run(ref, pair.clean, []).logits[0, -1]
+    assert result.model == pytest.approx(float(last[pair.answer] - last[pair.wrong]), abs=1e-4)
+    assert result.total == pytest.approx(sum(c["value"] for c in result.components), abs=1e-9)
+    assert result.total == pytest.approx(result.model, abs=1e-4)
+    names = [c["name"] for c in result.components]
+    heads = ref.config.num_attention_heads
+    assert [n for n in names if n.startswith("L1H")] == [f"L1H{h}" for h in range(heads)]
+    assert "L0.mlp" in names and "embed" in names and names[-1] == "biases"
+    assert ("pos_embed" in names) == (name in ("gpt2", "gpt_neo"))  # rotary families have none
+    assert result.accumulated[-1]["value"] == pytest.approx(result.model, abs=1e-4)
+    alone = direct_logit_attribution(lab, ids, pair.answer)  # no wrong: the answer's logit
+    assert alone.total == pytest.approx(float(last[pair.answer]), abs=1e-4)
+    if name == "gpt2":
+        _one_head_by_hand(ref, pair, result)
+
+
+def _one_head_by_hand(ref: Any, pair: Any, result: Any) -> None:
+    """Layer 1 head 2's share, from GPT-2's own modules."""
+    block = ref.transformer.h[1]
+    seen: dict[str, torch.Tensor] = {}
+    hooks = [
+        (block.attn.c_proj, "pre", lambda _m, args, kwargs: seen.__setitem__("z", args[0].clone())),
+        (ref.transformer.ln_f, "pre", lambda _m, args, kwargs: seen.__setitem__("final", args[0].clone())),
+    ]
+    run(ref, pair.clean, hooks)
+    d_head = ref.config.n_embd // ref.config.n_head
+    z = seen["z"][0, -1, 2 * d_head : 3 * d_head]
+    out = z @ block.attn.c_proj.weight[2 * d_head : 3 * d_head]  # Conv1D: (in, out)
+    final = seen["final"][0, -1]
+    ln = ref.transformer.ln_f
+    normed = ln.weight * (out - out.mean()) / torch.sqrt(final.var(unbiased=False) + ln.eps)
+    w = ref.lm_head.weight
+    want = float((normed @ (w[pair.answer] - w[pair.wrong])).detach())
+    got = next(c["value"] for c in result.components if c["name"] == "L1H2")
+    assert got == pytest.approx(want, abs=1e-5)
+    assert abs(want) > 1e-3
+
+
+def test_a_trained_run_sums_too() -> None:
+    lab = open_model(DATA / "induction-run")
+    ids = lab.to_tokens("tdkywbzxtdk")
+    y, f = lab.task.vocab.encode("yf")
+    result = direct_logit_attribution(lab, ids, y, f)
+    assert result.total == pytest.approx(result.model, abs=1e-4)
+    assert len(result.components) == 2 + 8 + 1  # embed, pos_embed, 2 x 4 heads, biases: no MLP
