@@ -54,7 +54,8 @@ def test_eval_json_keys(lab: tuple[Path, Path, dict]) -> None:
     assert result["ce_zero_ablated"] != result["ce_clean"]
 
 
-def test_features(lab: tuple[Path, Path, dict]) -> None:
+def test_features(lab: tuple[Path, Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TFX_LAB_CACHE", str(tmp_path))
     run, sae_dir, _ = lab
     listed = last_json_line(tfx("sae", "features", str(sae_dir), "--run", str(run), "--top", "5",
                                 "--tokens", "3000", "--json").stdout)
@@ -66,10 +67,55 @@ def test_features(lab: tuple[Path, Path, dict]) -> None:
     assert len(one["contexts"]) == 3 and one["contexts"][0]["peak"] >= one["contexts"][-1]["peak"]
     ctx = one["contexts"][0]
     assert ctx["activations"][ctx["peak_at"]] == pytest.approx(ctx["peak"], abs=1e-3)
+    assert ctx["shade"][ctx["peak_at"]] == 4 and len(ctx["shade"]) == len(ctx["tokens"]) == 32
+    assert one["density"] == pytest.approx(rows[0]["density"])
+    assert sum(h["count"] for h in one["histogram"]) == round(one["density"] * one["tokens"])
+    effects = one["logit_effects"]
+    assert len(effects["promoted"]) == len(effects["suppressed"]) == 3
+    assert effects["promoted"][0]["logit"] >= effects["promoted"][-1]["logit"] > effects["suppressed"][0]["logit"]
+    by_max = last_json_line(tfx("sae", "features", str(sae_dir), "--run", str(run), "--top", "64", "--sort", "max",
+                                "--tokens", "3000", "--json").stdout)["features"]
+    assert [r["max_activation"] for r in by_max] == sorted((r["max_activation"] for r in by_max), reverse=True)
     typed = last_json_line(tfx("sae", "features", str(sae_dir), "--run", str(run), "--input", "def f",
                                "--json").stdout)
     assert [t["token"] for t in typed["tokens"]][:3] == ["d", "e", "f"]
     assert all(len(t["features"]) <= 4 for t in typed["tokens"])
+
+
+def test_features_text_and_its_cache(lab: tuple[Path, Path, dict], tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text output shades each context and marks its peak; the table is computed once per
+    SAE and text: the second call reads it back (an edited cache file shows through)."""
+    from tui_lab.core.sae.feature_cache import load_table, save_table
+
+    monkeypatch.setenv("TFX_LAB_CACHE", str(tmp_path))
+    run, sae_dir, _ = lab
+    args = ("sae", "features", str(sae_dir), "--run", str(run), "--tokens", "3000")
+    listed = last_json_line(tfx(*args, "--top", "1", "--json").stdout)["features"][0]
+    (cached,) = (tmp_path / "sae-features").glob("*.safetensors")
+    table = load_table(cached.stem)
+    assert table is not None and table.tokens == 3000 - 3000 % 32
+    table.density[listed["index"]] = 0.5
+    save_table(cached.stem, table)
+    again = last_json_line(tfx(*args, "--top", "1", "--json").stdout)["features"][0]
+    assert again["density"] == 0.5
+    fresh = last_json_line(tfx(*args, "--top", "1", "--no-cache", "--json").stdout)["features"][0]
+    assert fresh == listed
+    text = tmp_path / "other.txt"
+    text.write_text("def main():\n    return 1\n" * 200)
+    proc = tfx(*args, "--text", str(text), "--feature", str(listed["index"]), "--top", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "sae-features").glob("*.safetensors"))) == 2
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"feature {listed['index']}: density")
+    assert any(line.strip().startswith("promoted") for line in lines)
+    peaks = [i for i, line in enumerate(lines) if "[" in line and "]" in line and line.strip()[0].isdigit()]
+    assert len(peaks) == 2
+    for i in peaks:
+        text_line, under = lines[i], lines[i + 1]
+        assert len(text_line) == len(under)
+        at = text_line.index("[", 12)
+        assert under[at] == "^" and set(under[12:]) <= set(" ░▒▓█^")
 
 
 def test_resume_continues_and_refusals(lab: tuple[Path, Path, dict], tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
     sae train (--run R | --model SOURCE) --hook NAME [--text FILE] --d-sae N --arch topk|relu|jumprelu
               [--k K] [--l1 C] [--tokens N] [--batch B] [--lr LR] --out DIR [--resume]
     sae eval DIR (--run | --model) [--text FILE] [--json]
-    sae features DIR (--run | --model) [--text FILE | --input TEXT] [--feature I] [--top N] [--json]
+    sae features DIR (--run | --model) [--text FILE | --input TEXT] [--feature I] [--top N] [--sort density|max] [--json]
 
 Activations come from the text (``--text``, else the run's own text: a char-lm
 run's) through the model at the hook, window by window; the last tenth of the
@@ -22,6 +22,7 @@ from .shared import Subparsers, add_device, add_json, add_run_or_model, emit_jso
 ARCHS = {"topk": "topk", "relu": "standard", "standard": "standard", "jumprelu": "jumprelu"}
 HELD_OUT = 0.1  # the share of the text kept out of training
 CE_WINDOWS = 8  # held-out windows CE loss recovered is measured on
+CONTEXTS = 10  # top contexts kept per feature in the cached table (more with --top)
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -50,7 +51,7 @@ def add_parser(sub: Subparsers) -> None:
     e.add_argument("--tokens", type=int, default=50_000, help="held-out rows to measure on (default 50000)")
     add_json(e)
     e.set_defaults(handler=evaluate)
-    f = actions.add_parser("features", help="features by density, or one feature's top contexts")
+    f = actions.add_parser("features", help="features by density, or one feature's contexts, histogram, logit effects")
     _add_sae_and_model(f)
     which = f.add_mutually_exclusive_group()
     which.add_argument("--text", help="text file to scan (default: the run's own text)")
@@ -58,6 +59,10 @@ def add_parser(sub: Subparsers) -> None:
     f.add_argument("--feature", type=int, default=None, help="one feature: its top contexts")
     f.add_argument("--top", type=int, default=10, help="features or contexts to show (default 10)")
     f.add_argument("--tokens", type=int, default=100_000, help="rows of the text to scan (default 100000)")
+    f.add_argument("--sort", choices=("density", "max"), default="density",
+                   help="order of the feature list: density or largest activation (default density)")
+    f.add_argument("--no-cache", action="store_true",
+                   help="scan the text again instead of reading the table cached for this SAE, model and text")
     add_json(f)
     f.set_defaults(handler=features)
 
@@ -239,54 +244,116 @@ def _hook_of(sae: Any) -> str:
 
 
 def features(args: argparse.Namespace) -> int:
-    """Features by density (or one feature's top contexts, or the features on --input)."""
-    from tui_lab.core.sae.activations import check_width, hook_activations, site_width
-    from tui_lab.core.sae.features import scan
+    """Features by density or largest activation, or one feature's card, or the features on --input."""
+    from tui_lab.core.errors import LabError
+    from tui_lab.core.sae.activations import check_width, site_width
+    from tui_lab.core.sae.feature_cache import cached_feature_table
     from tui_lab.core.sae.source import open_sae
 
     sae = open_sae(args.dir, device=args.device)
     hook = _hook_of(sae)
     handle = _open(args)
     if args.feature is not None and not 0 <= args.feature < sae.cfg.d_sae:
-        from tui_lab.core.errors import LabError
-
         raise LabError(f"--feature {args.feature}: the SAE has features 0 to {sae.cfg.d_sae - 1}")
+    if args.top < 1:
+        raise LabError(f"--top {args.top}: show at least 1")
     if args.input is not None:
         return _on_input(args, sae, handle, hook)
     windows = _windows(handle, _texts(args, handle)[0])
     windows = windows[: max(1, args.tokens // windows.shape[1])]
     check_width(sae, hook, site_width(handle, hook, windows[:1]))
-    found = scan(sae, hook_activations(handle, windows, hook, 64, flat=False), args.feature, args.top)
+    table, _cached = cached_feature_table(handle, sae, windows, hook, top=max(args.top, CONTEXTS),
+                                          use_cache=not args.no_cache)
+    assert table is not None
     if args.feature is not None:
-        return _show_feature(args, handle, windows, found)
-    density = found.density()
-    order = density.argsort(descending=True)[: args.top].tolist()
-    rows = [{"index": i, "density": float(density[i]), "max_activation": float(found.max[i])} for i in order]
+        return _show_feature(args, handle, sae, table)
+    key = table.density if args.sort == "density" else table.max
+    order = key.argsort(descending=True, stable=True)[: args.top].tolist()
+    rows = [{"index": i, "density": float(table.density[i]), "max_activation": float(table.max[i])}
+            for i in order]
     if args.json:
-        emit_json({"sae": str(args.dir), "hook": hook, "tokens": found.tokens, "features": rows})
+        emit_json({"sae": str(args.dir), "hook": hook, "tokens": table.tokens, "sort": args.sort,
+                   "features": rows})
     else:
         for r in rows:
             print(f"feature {r['index']:>6}  density {r['density']:.4f}  max {r['max_activation']:.3f}")
     return 0
 
 
-def _show_feature(args: argparse.Namespace, handle: Any, windows: Any, found: Any) -> int:
-    i = args.feature
+def feature_card(handle: Any, sae: Any, table: Any, i: int, top: int) -> dict[str, Any]:
+    """One feature as ``sae features --feature I --json`` prints it."""
+    from tui_lab.core.sae.feature_table import logit_effects, shade_levels, unembedding
+
     contexts = []
-    for c in found.contexts():
-        tokens = handle.to_str_tokens(windows[c.window])
-        contexts.append({"tokens": tokens, "activations": [round(a, 4) for a in c.activations],
-                         "peak": c.peak, "peak_at": c.position})
-    summary = {"feature": i, "density": float(found.density()[i]), "max_activation": float(found.max[i]),
-               "tokens": found.tokens, "contexts": contexts}
+    for c in table.contexts(i)[:top]:
+        contexts.append({"tokens": handle.to_str_tokens(c.ids), "activations": [round(a, 4) for a in c.activations],
+                         "peak": round(c.peak, 4), "peak_at": c.peak_at,
+                         "shade": shade_levels(c.activations, c.peak)})
+    card: dict[str, Any] = {
+        "feature": i, "density": float(table.density[i]), "max_activation": float(table.max[i]),
+        "tokens": table.tokens,
+        "histogram": [{"low": lo, "high": hi, "count": n} for lo, hi, n in table.histogram(i)],
+        "logit_effects": None, "contexts": contexts,
+    }
+    w_u = unembedding(handle.model)
+    if w_u is not None and w_u.shape[0] == sae.cfg.d_in:
+        effects = logit_effects(sae, i, w_u.to(sae.W_dec.device), top)
+        label = handle.task.vocab.label
+        card["logit_effects"] = {
+            "promoted": [{"token": label(t), "logit": round(v, 4)} for t, v in effects.promoted],
+            "suppressed": [{"token": label(t), "logit": round(v, 4)} for t, v in effects.suppressed],
+        }
+    return card
+
+
+SHADES = " ░▒▓█"
+
+
+def _shown(token: str) -> str:
+    """A token as one printable cell run (newline and tab made visible)."""
+    return token.replace("\n", "⏎").replace("\t", "⇥").replace("\r", "␍") or "∅"
+
+
+def context_lines(tokens: list[str], shade: list[int], peak_at: int, around: int = 40) -> tuple[str, str]:
+    """(text, shading) of a context around its peak: under each token a shade from SHADES
+    (darker is stronger), the peak token between brackets with ``^`` under it."""
+    lo, hi = max(0, peak_at - around), min(len(tokens), peak_at + around // 2)
+    text, under = [], []
+    for j in range(lo, hi):
+        piece = _shown(tokens[j])
+        if j == peak_at:
+            text.append(f"[{piece}]")
+            under.append("^" * (len(piece) + 2))
+        else:
+            text.append(piece)
+            under.append(SHADES[shade[j]] * len(piece))
+    return "".join(text), "".join(under)
+
+
+def _show_feature(args: argparse.Namespace, handle: Any, sae: Any, table: Any) -> int:
+    card = feature_card(handle, sae, table, args.feature, args.top)
     if args.json:
-        emit_json(summary)
+        emit_json({"sae": str(args.dir), "hook": _hook_of(sae), **card})
         return 0
-    print(f"feature {i}: density {summary['density']:.4f}, max {summary['max_activation']:.3f}")
-    for c in contexts:
-        j = c["peak_at"]
-        left, right = "".join(c["tokens"][max(0, j - 30) : j]), "".join(c["tokens"][j + 1 : j + 10])
-        print(f"  {c['peak']:7.3f}  {left!r} [[{c['tokens'][j]}]] {right!r}")
+    print(f"feature {card['feature']}: density {card['density']:.4%} of {card['tokens']:,} tokens, "
+          f"max activation {card['max_activation']:.3f}")
+    effects = card["logit_effects"]
+    if effects is not None:
+        for kind in ("promoted", "suppressed"):
+            shown = "  ".join(f"{_shown(e['token'])} {e['logit']:+.2f}" for e in effects[kind])
+            print(f"  {kind:<10} {shown}")
+    hist = card["histogram"]
+    if hist:
+        most = max(h["count"] for h in hist)
+        print("  activations (log-spaced bins):")
+        for h in hist:
+            bar = "█" * max(1, round(28 * h["count"] / most))
+            print(f"    {h['low']:8.3f} – {h['high']:8.3f}  {bar} {h['count']}")
+    print(f"  top contexts (shade {SHADES[1:]!s}: weak to strong; [x] and ^: the strongest):")
+    for c in card["contexts"]:
+        text, under = context_lines(c["tokens"], c["shade"], c["peak_at"])
+        print(f"  {c['peak']:8.3f}  {text}")
+        print(f"  {'':8}  {under}")
     return 0
 
 
