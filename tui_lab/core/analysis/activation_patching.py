@@ -83,12 +83,16 @@ def site_named(name: str) -> Site:
 # --- the model's shape, as patching sees it ------------------------------------------
 
 
-def require_decoder_only(model: Any) -> None:
-    """PatchError (one line) unless ``model`` is a decoder-only stack."""
+def require_decoder_only(model: Any, what: str = "patching") -> None:
+    """PatchError (one line) unless ``model`` is a decoder-only stack.
+
+    An encoder-decoder's answer is read through cross-attention from a second stack, and
+    its layers would need two grids; the lab refuses rather than show half of it.
+    """
     if not model.decoder_only:
         raise PatchError(
-            "patching, attribution and tracing work on decoder-only models; this one is "
-            "an encoder-decoder (train a decoder-only preset, or open a GPT-style model)"
+            f"{what} works on decoder-only models; this one is an encoder-decoder "
+            "(train a decoder-only preset, or open a GPT-style model)"
         )
 
 

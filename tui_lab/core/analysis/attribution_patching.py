@@ -82,7 +82,7 @@ def _reduce(layout: str, product: Tensor) -> Tensor:
 def attribution_patch(model: Any, pair: PatchPair, site: str = "resid_pre") -> PatchResult:
     """Attribution patching of ``site`` (denoising: corrupted run, clean activations);
     ``raw``: the estimated patched logit differences, ``values`` normalised."""
-    require_decoder_only(model)
+    require_decoder_only(model, "attribution patching")
     where = site_named(site)
     layers = site_layers(model, where)
     names = sorted({site_hook(model, where, layer) for layer in layers})

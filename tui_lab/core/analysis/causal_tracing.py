@@ -98,7 +98,7 @@ def causal_trace(
 ) -> TraceResult:
     """ROME's causal trace of ``ids`` (1, T): noise on the tokens ``subject`` [start,
     end), the clean state restored one (token, layer) at a time, for each kind."""
-    require_decoder_only(model)
+    require_decoder_only(model, "causal tracing")
     start, end = subject
     if not 0 <= start < end <= ids.size(1):
         raise PatchError(f"subject tokens {start}..{end} lie outside the input's {ids.size(1)} tokens")

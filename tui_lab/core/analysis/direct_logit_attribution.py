@@ -72,7 +72,7 @@ def frozen_norm(norm: nn.Module | None, final: Tensor) -> tuple[Any, Tensor]:
 def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | None = None) -> DlaResult:
     """Each head's, each MLP's, the embeddings' and the biases' direct contribution to
     ``logit[answer] - logit[wrong]`` at the last position of ``ids`` (1, T)."""
-    require_decoder_only(model)
+    require_decoder_only(model, "direct logit attribution")
     lab = model.model
     n = n_layers(model)
     if not lab.decoder.layers[0].norm_first:

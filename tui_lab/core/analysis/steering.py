@@ -45,6 +45,9 @@ def _check_hook(model: Any, hook: str) -> None:
         near = difflib.get_close_matches(hook, model.hook_names(), n=2)
         hint = f" (did you mean {' or '.join(near)}?)" if near else " (tfx-lab hooks lists them)"
         raise PatchError(f"no hook point {hook!r} in this model{hint}")
+    if not model.decoder_only and hook.startswith("decoder."):
+        raise PatchError(f"{hook}: an encoder-decoder reads the prompt sets in its encoder; "
+                         "steer at an encoder.{L} hook")
     if hook.endswith(("hook_pattern", "hook_attn_scores")):
         raise PatchError(f"{hook}: steering adds to an activation by position, not to attention weights")
 
