@@ -32,6 +32,29 @@ SMALL: dict[str, dict[str, Any]] = {
         attention_types=[[["global", "local"], 1]], window_size=8,
     ),
 }
+# The families opened since, each at a shape that exercises its differences from Llama:
+# odd head counts, grouped key/value heads, head_dim apart from hidden / heads, sliding
+# windows shorter than the tests' prompts (12 tokens), soft-caps that bite.
+_LLAMA_LIKE = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    intermediate_size=64, max_position_embeddings=64, vocab_size=300,
+)
+SMALL.update({
+    "qwen2": {**_LLAMA_LIKE, "hidden_size": 24, "num_attention_heads": 3, "num_key_value_heads": 1,
+              "use_sliding_window": True, "sliding_window": 4, "max_window_layers": 1},
+    "qwen3": {**_LLAMA_LIKE, "head_dim": 16, "tie_word_embeddings": True},
+    "gemma": {**_LLAMA_LIKE, "num_key_value_heads": 1, "head_dim": 16},
+    "gemma2": {**_LLAMA_LIKE, "head_dim": 16, "query_pre_attn_scalar": 20, "sliding_window": 4,
+               "attn_logit_softcapping": 0.05, "final_logit_softcapping": 0.5},
+    "gemma3_text": {**_LLAMA_LIKE, "num_hidden_layers": 3, "head_dim": 8, "sliding_window": 4,
+                    "sliding_window_pattern": 2, "query_pre_attn_scalar": 8, "final_logit_softcapping": 0.5},
+    "mistral": {**_LLAMA_LIKE, "sliding_window": 4},
+    "phi3": {**_LLAMA_LIKE, "partial_rotary_factor": 0.5, "sliding_window": 5, "pad_token_id": 0},
+    "olmo2": {**_LLAMA_LIKE, "pad_token_id": 0},
+    "llama3": {**_LLAMA_LIKE, "rope_parameters": {
+        "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 16}},
+})
 
 TEXT = (
     "The cat sat on the mat. The dog sat on the log. Once upon a time there was a little "
@@ -48,6 +71,15 @@ def hf_config(family: str, **overrides: Any) -> Any:
         "gpt_neox": transformers.GPTNeoXConfig,
         "llama": transformers.LlamaConfig,
         "gpt_neo": transformers.GPTNeoConfig,
+        "qwen2": transformers.Qwen2Config,
+        "qwen3": transformers.Qwen3Config,
+        "gemma": transformers.GemmaConfig,
+        "gemma2": transformers.Gemma2Config,
+        "gemma3_text": transformers.Gemma3TextConfig,
+        "mistral": transformers.MistralConfig,
+        "phi3": transformers.Phi3Config,
+        "olmo2": transformers.Olmo2Config,
+        "llama3": transformers.LlamaConfig,  # Llama with rope_scaling llama3
     }
     # Token 0 is the BPE's only special token (<|endoftext|>): BOS and EOS, as in GPT-2.
     kwargs = {"bos_token_id": 0, "eos_token_id": 0, **SMALL[family], **overrides}

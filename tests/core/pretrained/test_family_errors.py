@@ -29,7 +29,10 @@ def refusal(excinfo: pytest.ExceptionInfo[PretrainedError]) -> str:
 
 
 def test_the_families() -> None:
-    assert sorted(FAMILIES) == ["gpt2", "gpt_neo", "gpt_neox", "llama", "marian"]
+    assert sorted(FAMILIES) == [
+        "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neo", "gpt_neox", "llama", "marian", "mistral", "olmo2",
+        "phi3", "qwen2", "qwen3",
+    ]
 
 
 def test_unknown_model_type_names_it_and_the_four() -> None:
@@ -76,10 +79,12 @@ LLAMA = {
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, "rope_scaling 'linear' is not supported"),
-        ({"rope_scaling": {"type": "dynamic", "factor": 2.0}}, "rope_scaling 'dynamic' is not supported"),
-        ({"rope_parameters": {"rope_type": "llama3", "rope_theta": 5e5}}, "rope_type 'llama3' is not supported"),
-        ({"head_dim": 16}, "head_dim 16 is not supported"),
+        ({"rope_scaling": {"rope_type": "yarn", "factor": 2.0}}, "rope_scaling type 'yarn' is not supported"),
+        ({"rope_scaling": {"type": "dynamic", "factor": 2.0}}, "rope_scaling type 'dynamic' is not supported"),
+        ({"rope_parameters": {"rope_type": "longrope", "rope_theta": 5e5}},
+         "rope_parameters type 'longrope' is not supported (the lab implements default, linear, llama3)"),
+        ({"rope_parameters": {"rope_type": "linear", "rope_theta": 5e5}}, "factor is missing"),
+        ({"head_dim": 0}, "model.head_dim: must be > 0"),
         ({"hidden_act": "gelu_10"}, "hidden_act 'gelu_10' is not supported"),
         ({"hidden_size": None}, "hidden_size is missing"),
         ({"num_hidden_layers": "2"}, "num_hidden_layers is '2', expected a whole number"),

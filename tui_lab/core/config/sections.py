@@ -23,6 +23,10 @@ SINUSOID_LAYOUTS = ("interleaved", "halves")
 # "gelu" is the exact GELU; "gelu_tanh" its tanh approximation (GPT-2's gelu_new).
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORM_KINDS = ("layernorm", "rmsnorm")
+# Per-head or whole-projection norms on queries and keys (Qwen3 and Gemma 3; OLMo-2).
+QK_NORMS = ("none", "head", "full")
+# Rotary frequency scaling: none, positions divided by a factor, or Llama 3's per-band rule.
+ROPE_SCALINGS = ("none", "linear", "llama3")
 TASKS = (
     "copy", "reverse", "sort", "addition", "char-lm", "induction", "modular-addition", "token-lm",
     "translation",
@@ -91,6 +95,20 @@ class ModelConfig:
     # (final_logits_bias, parameter lm_head.bias).
     sinusoid_layout: str = "interleaved"
     head_bias: bool = False
+    # The families opened since (Qwen2/3, Gemma 1/2/3, Mistral, Phi-3, OLMo-2, Llama 3).
+    head_dim: int | None = None  # None: d_model / n_heads (Qwen3, Gemma: wider)
+    norm_offset: float = 0.0  # RMSNorm scales by (offset + w), in float32 (Gemma: 1)
+    qk_norm: str = "none"  # "head": RMSNorm over each head's q and k; "full": over the projections
+    input_norms: bool = True  # False: no norm before each sub-layer (OLMo-2)
+    output_norms: bool = False  # a norm on each sub-layer's output before the add (Gemma 2/3, OLMo-2)
+    attn_softcap: float | None = None  # scores -> c * tanh(scores / c) (Gemma 2)
+    logit_softcap: float | None = None  # final logits -> c * tanh(logits / c) (Gemma 2)
+    rope_local_base: float | None = None  # the rotary base of windowed layers (Gemma 3)
+    rope_scaling: str = "none"
+    rope_factor: float = 1.0
+    rope_low_freq_factor: float = 1.0  # llama3 scaling's band edges and original context
+    rope_high_freq_factor: float = 4.0
+    rope_original_max_len: int = 8192
 
     def __post_init__(self) -> None:
         # A list (from code, not YAML) would make the config unhashable.
@@ -111,7 +129,7 @@ class ModelConfig:
             _positive("model.vocab_size", self.vocab_size)
         if not 0.0 <= self.dropout < 1.0:
             raise field_error("model.dropout", f"must be in [0, 1), got {self.dropout}")
-        if self.d_model % self.n_heads:
+        if self.head_dim is None and self.d_model % self.n_heads:
             raise field_error(
                 "model.d_model", f"{self.d_model} is not divisible by n_heads={self.n_heads}"
             )
@@ -125,7 +143,15 @@ class ModelConfig:
         """The checks of the options real checkpoints need (norm kind to biases)."""
         _choice("model.norm_kind", self.norm_kind, NORM_KINDS)
         _choice("model.sinusoid_layout", self.sinusoid_layout, SINUSOID_LAYOUTS)
+        _choice("model.qk_norm", self.qk_norm, QK_NORMS)
+        _choice("model.rope_scaling", self.rope_scaling, ROPE_SCALINGS)
         _positive("model.norm_eps", self.norm_eps)
+        _positive("model.rope_factor", self.rope_factor)
+        for name in ("head_dim", "attn_softcap", "logit_softcap", "rope_local_base"):
+            if getattr(self, name) is not None:
+                _positive(f"model.{name}", getattr(self, name))
+        if (not self.input_norms or self.output_norms) and (self.norm != "pre" or self.arch != "decoder-only"):
+            raise field_error("model.output_norms", "sub-layer output norms need a decoder-only model with norm: pre")
         _positive("model.rope_base", self.rope_base)
         if not 0.0 < self.rope_fraction <= 1.0:
             raise field_error("model.rope_fraction", f"must be in (0, 1], got {self.rope_fraction}")
@@ -158,7 +184,12 @@ class ModelConfig:
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def d_attn(self) -> int:
+        """Width of the concatenated heads (``w_q``'s output, ``w_o``'s input)."""
+        return self.n_heads * self.d_head
 
     @property
     def kv_heads(self) -> int:
@@ -175,12 +206,14 @@ class ModelConfig:
         d, f = self.d_model, self.d_ff
         v = self.vocab_size or vocab_size or VOCAB_GUESS
         kv = self.kv_heads * self.d_head  # width of w_k and w_v
-        attn = 2 * d * d + 2 * d * kv
-        attn += (d + 2 * kv if self.qkv_bias else 0) + (d if self.out_bias else 0)
+        attn = 2 * d * self.d_attn + 2 * d * kv
+        attn += (self.d_attn + 2 * kv if self.qkv_bias else 0) + (d if self.out_bias else 0)
+        attn += 2 * self.d_attn if self.qk_norm != "none" else 0
         n_lin = 3 if self.gated_ff else 2
         ff_biases = (n_lin - 1) * f + d if self.ff_bias else 0
         ff = n_lin * d * f + ff_biases if f else 0  # d_ff 0: attention-only (an upper bound still)
         norm = 2 * d if self.norm_kind == "layernorm" else d  # RMSNorm: a scale, no shift
+        norm *= 2 if self.output_norms else 1
         enc = self.n_encoder_layers if self.arch == "encoder-decoder" else 0
         layers = enc * (attn + ff + 2 * norm) + self.n_decoder_layers * (2 * attn + ff + 3 * norm)
         return layers + 3 * v * d + self.max_len * d * 2 + v + (v if self.head_bias else 0)

@@ -34,6 +34,7 @@ module to the explicit path for that call.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -59,6 +60,7 @@ def scaled_dot_product_attention(
     *,
     hooks: HookSet | None = None,
     hook_prefix: str = "",
+    softcap: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T / sqrt(d_k)) v, written out so the weights can be returned.
 
@@ -70,11 +72,14 @@ def scaled_dot_product_attention(
     A query row whose keys are all masked has nothing to attend to; softmax
     over only ``-inf`` would be NaN, so such rows get zero weights and a zero
     output instead (matching the fused kernel on CPU). ``scale`` replaces
-    1/sqrt(d_k) when given. ``hooks``: the scores and the weights pass through
-    ``{hook_prefix}hook_attn_scores`` and ``{hook_prefix}hook_pattern``.
+    1/sqrt(d_k) when given; ``softcap`` c bounds the scaled scores to (-c, c) as
+    ``c * tanh(scores / c)`` (Gemma 2). ``hooks``: the scores and the weights pass
+    through ``{hook_prefix}hook_attn_scores`` and ``{hook_prefix}hook_pattern``.
     """
     scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
     scores = scores / math.sqrt(q.size(-1)) if scale is None else scores * scale
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
     if mask is not None:
         # torch.where(mask, x, c) is masked_fill(~mask, c) without building ~mask.
         scores = torch.where(mask, scores, float("-inf"))
@@ -100,9 +105,10 @@ def attend(
     explicit: bool = False,
     hooks: HookSet | None = None,
     hook_prefix: str = "",
+    softcap: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The one place the kernel is chosen: the fused one unless ``explicit`` (the
-    weights are wanted, hooked or the fused path is switched off).
+    weights are wanted, hooked, soft-capped or the fused path is switched off).
 
     ``is_causal`` (only with ``mask`` None and Tq == Tk): the plain lower triangle.
     Returns (output (B, H, Tq, d_head), weights (B, H, Tq, Tk) or None).
@@ -114,7 +120,9 @@ def attend(
         return out, None
     if is_causal:
         mask = causal_mask(q.size(-2), k.size(-2), device=q.device)
-    out, weights = scaled_dot_product_attention(q, k, v, mask, scale, hooks=hooks, hook_prefix=hook_prefix)
+    out, weights = scaled_dot_product_attention(
+        q, k, v, mask, scale, hooks=hooks, hook_prefix=hook_prefix, softcap=softcap
+    )
     if dropout_p > 0.0:
         out = F.dropout(weights, dropout_p) @ v  # (B, H, Tq, d_head)
     return out, weights
@@ -188,6 +196,11 @@ class MultiHeadAttention(nn.Module):
       consecutive query heads; weights are still (B, n_heads, Tq, Tk).
     - ``score_scale``: multiplies q.k instead of 1/sqrt(d_head); ``window`` > 0:
       a causal query sees only its last ``window`` keys (with or without cache).
+    - ``head_dim``: heads of another width than d_model / n_heads (``w_q`` then
+      projects to n_heads * head_dim, which ``w_o`` maps back to d_model).
+    - ``qk_norm``: ``norm(width)`` applied to the queries and keys before rotary,
+      per head (``"head"``: Qwen3, Gemma 3) or over the whole projection
+      (``"full"``: OLMo-2); ``softcap``: scores soft-capped (Gemma 2).
 
     Names, set by the model that builds it: ``lab_name`` (the lab's name of its
     heads, ``decoder.0.self``, ``decoder.0.cross``) and ``hook_prefix``
@@ -206,9 +219,13 @@ class MultiHeadAttention(nn.Module):
         out_bias: bool = True,
         score_scale: float | None = None,
         window: int = 0,
+        head_dim: int | None = None,
+        qk_norm: str = "none",
+        norm: Callable[[int], nn.Module] | None = None,
+        softcap: float | None = None,
     ) -> None:
         super().__init__()
-        if d_model % n_heads:
+        if head_dim is None and d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         kv_heads = n_kv_heads or n_heads
         if n_heads % kv_heads:
@@ -216,15 +233,26 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.n_heads = n_heads
         self.n_kv_heads = kv_heads
-        self.d_head = d_model // n_heads
+        self.d_head = head_dim or d_model // n_heads
+        self.d_attn = n_heads * self.d_head  # the concatenated heads' width
         self.dropout = dropout
         self.score_scale = score_scale
         self.window = window
+        self.softcap = softcap
         d_kv = kv_heads * self.d_head
-        self.w_q = nn.Linear(d_model, d_model, bias=qkv_bias)
+        self.w_q = nn.Linear(d_model, self.d_attn, bias=qkv_bias)
         self.w_k = nn.Linear(d_model, d_kv, bias=qkv_bias)
         self.w_v = nn.Linear(d_model, d_kv, bias=qkv_bias)
-        self.w_o = nn.Linear(d_model, d_model, bias=out_bias)
+        self.w_o = nn.Linear(self.d_attn, d_model, bias=out_bias)
+        self.qk_norm = qk_norm
+        self.q_norm: nn.Module | None = None
+        self.k_norm: nn.Module | None = None
+        if qk_norm != "none":
+            if norm is None:
+                raise ValueError("qk_norm needs a norm to make")
+            per_head = qk_norm == "head"
+            self.q_norm = norm(self.d_head if per_head else self.d_attn)
+            self.k_norm = norm(self.d_head if per_head else d_kv)
         self.rope = rope
         self.lab_name = "attention"
         self._hook_prefix = "attn."
@@ -266,25 +294,32 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k, v (B, H or H_kv, T, d_head) of self-attention over ``x`` (B, T, d_model)."""
         b, t, _ = x.shape
-        qkv = F.linear(x, *packed)  # (B, T, D + 2 D_kv)
-        if self.n_kv_heads == self.n_heads:
+        qkv = F.linear(x, *packed)  # (B, T, D_attn + 2 D_kv)
+        if self.n_kv_heads == self.n_heads and self.q_norm is None:
             q, k, v = qkv.view(b, t, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4).unbind(0)
             return q, k, v  # (B, H, T, d_head) each
         d_kv = self.n_kv_heads * self.d_head
-        q, k, v = qkv.split((self.d_model, d_kv, d_kv), dim=-1)
-        return self.split_heads(q), self.split_heads(k), self.split_heads(v)
+        q, k, v = qkv.split((self.d_attn, d_kv, d_kv), dim=-1)
+        return self.heads(q, self.q_norm), self.heads(k, self.k_norm), self.split_heads(v)
+
+    def heads(self, x: torch.Tensor, norm: nn.Module | None) -> torch.Tensor:
+        """A projection (B, T, width) as heads (B, heads, T, d_head), through its q/k norm."""
+        if norm is not None and self.qk_norm == "full":
+            x = norm(x)
+        x = self.split_heads(x)
+        return norm(x) if norm is not None and self.qk_norm == "head" else x
 
     def _project(
         self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cache: KVCache | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
         """q, k, v (B, heads, T, d_head), and whether k and v are new (not a static cache's)."""
         if cache is not None and cache.static and cache.k is not None and cache.v is not None:
-            return self.split_heads(self.w_q(query)), cache.k, cache.v, False
+            return self.heads(self.w_q(query), self.q_norm), cache.k, cache.v, False
         if query is key is value and cache is not None and not torch.is_grad_enabled():
             # Decoding: one packed projection, stacked once per decode (the cache keeps it).
             return (*self.project_packed(query, cache.packed_weights(self)), True)
-        q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_head)
-        k = self.split_heads(self.w_k(key))  # (B, H_kv, Tk_new, d_head)
+        q = self.heads(self.w_q(query), self.q_norm)  # (B, H, Tq, d_head)
+        k = self.heads(self.w_k(key), self.k_norm)  # (B, H_kv, Tk_new, d_head)
         return q, k, self.split_heads(self.w_v(value)), True
 
     def _hook_qkv(
@@ -353,15 +388,15 @@ class MultiHeadAttention(nn.Module):
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         mask, fused_causal = self._mask(mask, is_causal, t_q, k.size(-2), q.device)
         names = self.hook_names
-        explicit = need_weights or not self.fused or (
+        explicit = need_weights or not self.fused or self.softcap is not None or (
             hooks is not None and (hooks.wants(names.scores) or hooks.wants(names.pattern))
         )
         out, weights = attend(
             q, k, v, mask, is_causal=fused_causal, scale=self.score_scale,
             dropout_p=self.dropout if self.training else 0.0, explicit=explicit,
-            hooks=hooks, hook_prefix=self._hook_prefix,
+            hooks=hooks, hook_prefix=self._hook_prefix, softcap=self.softcap,
         )
         z = out.transpose(1, 2)  # (B, Tq, H, d_head)
         if hooks is not None:
             z = hooks.fire(names.z, z)
-        return self.w_o(z.reshape(b, t_q, self.d_model)), (weights if need_weights else None)
+        return self.w_o(z.reshape(b, t_q, self.d_attn)), (weights if need_weights else None)

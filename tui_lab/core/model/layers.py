@@ -42,7 +42,8 @@ from torch import nn
 
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention
-from tui_lab.core.model.hook_points import active_hooks, fire
+from tui_lab.core.model.hook_points import active_hooks
+from tui_lab.core.model.norms import make_norm
 from tui_lab.core.model.positions import RotaryEmbedding
 
 RopeAngles = tuple[torch.Tensor, torch.Tensor]  # RotaryEmbedding.angles(offset, T)
@@ -69,21 +70,16 @@ _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def make_norm(config: ModelConfig) -> nn.LayerNorm | nn.RMSNorm:
-    """The norm ``config`` asks for: LayerNorm (scale and shift) or RMSNorm (scale only)."""
-    if config.norm_kind == "rmsnorm":
-        return nn.RMSNorm(config.d_model, eps=config.norm_eps)
-    return nn.LayerNorm(config.d_model, eps=config.norm_eps)
-
-
 def make_attention(
     config: ModelConfig, rope: RotaryEmbedding | None, window: int = 0
 ) -> MultiHeadAttention:
-    """A block's attention with the config's heads, biases and scale, and this layer's window."""
+    """A block's attention with the config's heads, biases, scale, q/k norms and soft-cap,
+    and this layer's window."""
     c = config
     return MultiHeadAttention(
         c.d_model, c.n_heads, c.dropout, rope=rope, n_kv_heads=c.n_kv_heads, qkv_bias=c.qkv_bias,
-        out_bias=c.out_bias, score_scale=c.score_scale, window=window,
+        out_bias=c.out_bias, score_scale=c.score_scale, window=window, head_dim=c.head_dim,
+        qk_norm=c.qk_norm, norm=lambda width: make_norm(c, width), softcap=c.attn_softcap,
     )
 
 
@@ -145,7 +141,10 @@ class TransformerBlock(nn.Module):
 
     An encoder's layer (bidirectional, with the source's padding mask) and a
     decoder-only model's block (``is_causal=True``: each position sees only the
-    past) are this same block; only the mask differs.
+    past) are this same block; only the mask differs. ``output_norms``: each
+    sub-layer's output is normed before it is added (``norm1_post``,
+    ``norm2_post``: Gemma 2's four norms a layer); without ``input_norms``
+    (OLMo-2) those are the only ones.
     """
 
     def __init__(
@@ -156,8 +155,10 @@ class TransformerBlock(nn.Module):
         self.parallel = config.parallel_residual  # the config allows it with pre-norm only
         self.self_attn = make_attention(config, rope, window)
         self.ff = _feed_forward(config)
-        self.norm1 = make_norm(config)
-        self.norm2 = make_norm(config) if config.d_ff else None
+        self.norm1 = make_norm(config) if config.input_norms else None
+        self.norm2 = make_norm(config) if config.d_ff and config.input_norms else None
+        self.norm1_post = make_norm(config) if config.output_norms else None
+        self.norm2_post = make_norm(config) if config.d_ff and config.output_norms else None
         self.dropout = nn.Dropout(config.dropout)
         self.hook_prefix = ""
 
@@ -182,34 +183,38 @@ class TransformerBlock(nn.Module):
     ) -> torch.Tensor:
         """``x`` (B, T, d_model); ``mask`` broadcastable to (B, H, T, T), True = may attend."""
         hooks, p, drop = active_hooks(), self._prefix, self.dropout
-        x = fire(hooks, p + "hook_resid_pre", x) if hooks is not None else x
+
+        def hooked(name: str, h: torch.Tensor) -> torch.Tensor:
+            return h if hooks is None else hooks.fire(p + name, h)
+
+        def normed(module: nn.Module | None, name: str, h: torch.Tensor) -> torch.Tensor:
+            return h if module is None else hooked(name, module(h))
 
         def attention(h: torch.Tensor) -> torch.Tensor:
             a = self.self_attn(h, h, h, mask, is_causal=is_causal, cache=cache, rope_angles=rope_angles)[0]
-            return maybe_dropout(drop, fire(hooks, p + "hook_attn_out", a) if hooks is not None else a)
+            a = normed(self.norm1_post, "ln1_post.hook_normalized", a)
+            return maybe_dropout(drop, hooked("hook_attn_out", a))
 
         def mlp(h: torch.Tensor) -> torch.Tensor:
             assert self.ff is not None
-            return maybe_dropout(drop, fire(hooks, p + "hook_mlp_out", self.ff(h)) if hooks is not None else self.ff(h))
+            m = normed(self.norm2_post, "ln2_post.hook_normalized", self.ff(h))
+            return maybe_dropout(drop, hooked("hook_mlp_out", m))
 
-        def norm(module: nn.Module | None, name: str, h: torch.Tensor) -> torch.Tensor:
-            assert module is not None
-            return module(h) if hooks is None else hooks.fire(p + name, module(h))
-
+        x = hooked("hook_resid_pre", x)
         if not self.norm_first:  # post-LN: the norm's output is the residual stream
-            x = norm(self.norm1, "ln1.hook_normalized", x + attention(x))
+            x = normed(self.norm1, "ln1.hook_normalized", x + attention(x))
             if self.ff is not None:
-                x = x if hooks is None else hooks.fire(p + "hook_resid_mid", x)
-                x = norm(self.norm2, "ln2.hook_normalized", x + mlp(x))
+                x = hooked("hook_resid_mid", x)
+                x = normed(self.norm2, "ln2.hook_normalized", x + mlp(x))
         elif self.parallel:  # attention and feed-forward both read the block's input
-            out = x + attention(norm(self.norm1, "ln1.hook_normalized", x))
-            x = out if self.ff is None else out + mlp(norm(self.norm2, "ln2.hook_normalized", x))
+            out = x + attention(normed(self.norm1, "ln1.hook_normalized", x))
+            x = out if self.ff is None else out + mlp(normed(self.norm2, "ln2.hook_normalized", x))
         else:
-            x = x + attention(norm(self.norm1, "ln1.hook_normalized", x))
+            x = x + attention(normed(self.norm1, "ln1.hook_normalized", x))
             if self.ff is not None:
-                x = x if hooks is None else hooks.fire(p + "hook_resid_mid", x)
-                x = x + mlp(norm(self.norm2, "ln2.hook_normalized", x))
-        return x if hooks is None else hooks.fire(p + "hook_resid_post", x)
+                x = hooked("hook_resid_mid", x)
+                x = x + mlp(normed(self.norm2, "ln2.hook_normalized", x))
+        return hooked("hook_resid_post", x)
 
 
 class CrossAttentionBlock(nn.Module):

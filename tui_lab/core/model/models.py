@@ -35,10 +35,15 @@ from tui_lab.core.model.layers import (
     CrossAttentionBlock,
     RopeAngles,
     TransformerBlock,
-    make_norm,
     maybe_dropout,
 )
-from tui_lab.core.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
+from tui_lab.core.model.norms import make_norm
+from tui_lab.core.model.positions import (
+    LearnedPositions,
+    RopeScaling,
+    RotaryEmbedding,
+    SinusoidalPositions,
+)
 from tui_lab.core.tasks.vocab import PAD
 
 
@@ -78,12 +83,19 @@ def _positions(config: ModelConfig) -> SinusoidalPositions | LearnedPositions | 
     return None
 
 
-def _rope(config: ModelConfig) -> RotaryEmbedding | None:
-    if config.positional != "rope":
+def _rope(config: ModelConfig, local: bool = False) -> RotaryEmbedding | None:
+    """The rotary module every self-attention shares; ``local``: the windowed layers'
+    own (Gemma 3's ``rope_local_base``), None where the config has none."""
+    if config.positional != "rope" or (local and config.rope_local_base is None):
         return None
-    return RotaryEmbedding(
-        config.d_head, base=config.rope_base, max_len=config.max_len, fraction=config.rope_fraction
-    )
+    c = config
+    scaling = None
+    if c.rope_scaling != "none" and not local:  # Gemma 3 scales its global layers only
+        scaling = RopeScaling(
+            c.rope_scaling, c.rope_factor, c.rope_low_freq_factor, c.rope_high_freq_factor, c.rope_original_max_len
+        )
+    base = c.rope_local_base if local and c.rope_local_base is not None else c.rope_base
+    return RotaryEmbedding(c.d_head, base=base, max_len=c.max_len, fraction=c.rope_fraction, scaling=scaling)
 
 
 class TokenEmbedding(nn.Embedding):
@@ -114,15 +126,17 @@ def _stack(
     rope: RotaryEmbedding | None,
     name: str,
     hook_base: str,
-) -> tuple[nn.ModuleList, nn.LayerNorm | nn.RMSNorm | None]:
+    local_rope: RotaryEmbedding | None = None,
+) -> tuple[nn.ModuleList, nn.Module | None]:
     """``count`` layers of one kind, and the final norm that pre-LN stacks need.
 
     Each attention gets the lab's name of its heads (``{name}.{i}.self``,
     ``{name}.{i}.cross``) and each block its hook prefix (``{hook_base}{i}.``).
-    ``attention_windows`` belong to the decoder stack's layers.
+    ``attention_windows`` belong to the decoder stack's layers; a windowed layer
+    rotates with ``local_rope`` when there is one.
     """
     windows = config.attention_windows if name == "decoder" and config.attention_windows else (0,) * count
-    layers = [layer(config, rope, w) for w in windows]
+    layers = [layer(config, local_rope if w and local_rope is not None else rope, w) for w in windows]
     for i, block in enumerate(layers):
         block.hook_prefix = f"{hook_base}{i}."
         block.self_attn.lab_name = f"{name}.{i}.self"
@@ -195,16 +209,20 @@ class CausalDecoder(nn.Module):
 
     def __init__(self, config: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
+        self.local_rope = _rope(config, local=True)
         self.layers, self.norm = _stack(
-            TransformerBlock, config.n_decoder_layers, config, rope, "decoder", "blocks."
+            TransformerBlock, config.n_decoder_layers, config, rope, "decoder", "blocks.", self.local_rope
         )
         self.rope = rope
 
     def forward(self, x: torch.Tensor, cache: DecoderCache | None = None) -> torch.Tensor:
-        angles = _angles(self.rope, 0 if cache is None else cache.length, x.size(1))
+        offset = 0 if cache is None else cache.length
+        angles = _angles(self.rope, offset, x.size(1))
+        local = _angles(self.local_rope, offset, x.size(1))
         for i, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache.self_attn[i]
-            x = layer(x, is_causal=True, cache=layer_cache, rope_angles=angles)
+            mine = local if local is not None and layer.self_attn.rope is self.local_rope else angles  # type: ignore[union-attr]
+            x = layer(x, is_causal=True, cache=layer_cache, rope_angles=mine)
         return _final_norm(self.norm, "ln_final.hook_normalized", x)
 
 
@@ -244,6 +262,13 @@ class EmbeddingsAndHead(nn.Module):
         elif self.pos is not None:
             x = self.pos(x, offset)
         return maybe_dropout(self.drop, x)
+
+    def unembed(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits of a final residual stream: the head, then the soft-cap where the config
+        has one (Gemma 2: ``c * tanh(logits / c)``)."""
+        logits = self.lm_head(x)
+        cap = self.config.logit_softcap
+        return logits if cap is None else torch.tanh(logits / cap) * cap
 
     def _head(self) -> nn.Linear:
         # head_bias: Marian's final_logits_bias; the lab's own heads have none.
@@ -320,7 +345,7 @@ class EncoderDecoder(EmbeddingsAndHead):
         offset = 0 if cache is None else cache.length  # positions continue after the cache
         x = self._embed(self.tgt_embed, tgt, offset, "decoder.")
         x = self.decoder(x, memory, src_mask, cache)
-        return self.lm_head(x)  # (B, T, V)
+        return self.unembed(x)  # (B, T, V)
 
     def new_cache(self) -> DecoderCache:
         n = len(self.decoder.layers)
@@ -351,7 +376,7 @@ class DecoderOnly(EmbeddingsAndHead):
         """
         offset = 0 if cache is None else cache.length
         x = self.decoder(self._embed(self.tgt_embed, tokens, offset), cache)
-        return self.lm_head(x[:, -1:] if last_only else x)  # (B, T or 1, V)
+        return self.unembed(x[:, -1:] if last_only else x)  # (B, T or 1, V)
 
     def new_cache(self) -> DecoderCache:
         return DecoderCache(self_attn=[KVCache() for _ in self.decoder.layers])

@@ -19,6 +19,7 @@ the new tokens start at position ``offset`` rather than 0.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -125,6 +126,33 @@ class LearnedPositions(nn.Module):
         return table if dtype is None or table.dtype == dtype else table.to(dtype)
 
 
+@dataclass(frozen=True)
+class RopeScaling:
+    """How a checkpoint stretches its rotary frequencies (``ModelConfig.rope_scaling``)."""
+
+    kind: str  # "linear" or "llama3"
+    factor: float
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_len: int = 8192
+
+    def apply(self, inv_freq: torch.Tensor) -> torch.Tensor:
+        if self.kind == "linear":
+            return inv_freq / self.factor
+        # llama3: wavelengths longer than original / low_freq_factor are slowed by the
+        # factor, those shorter than original / high_freq_factor kept, the band between
+        # blended linearly in original / wavelength.
+        wavelen = 2 * math.pi / inv_freq
+        low, high = self.original_max_len / self.low_freq_factor, self.original_max_len / self.high_freq_factor
+        scaled = torch.where(wavelen > low, inv_freq / self.factor, inv_freq)
+        smooth = (self.original_max_len / wavelen - self.low_freq_factor) / (
+            self.high_freq_factor - self.low_freq_factor
+        )
+        blended = (1 - smooth) * scaled / self.factor + smooth * scaled
+        medium = (wavelen >= high) & (wavelen <= low)
+        return torch.where(medium, blended, scaled)
+
+
 class RotaryEmbedding(nn.Module):
     """RoPE (Su et al. 2021), "rotate half" layout as in GPT-NeoX and Llama.
 
@@ -148,6 +176,11 @@ class RotaryEmbedding(nn.Module):
     ``fraction`` < 1 (GPT-NeoX's ``rotary_pct``) rotates only the first ``dims =
     int(d_head * fraction)`` dims of each head, rotate-half within them, with
     frequencies ``base^(-2j/dims)``; the other dims pass through unchanged.
+
+    ``scaling`` stretches the frequencies for long contexts as the checkpoint was
+    trained with: ``linear`` divides every one by ``factor`` (positions / factor);
+    ``llama3`` divides the low frequencies by ``factor``, keeps the high ones and
+    blends the band between (``rope_scaling`` of Llama 3.1 and 3.2).
     """
 
     # buffers: (dims/2,), then (max_len, dims) twice
@@ -156,7 +189,12 @@ class RotaryEmbedding(nn.Module):
     sin_signed: torch.Tensor
 
     def __init__(
-        self, d_head: int, base: float = 10000.0, max_len: int = 0, fraction: float = 1.0
+        self,
+        d_head: int,
+        base: float = 10000.0,
+        max_len: int = 0,
+        fraction: float = 1.0,
+        scaling: RopeScaling | None = None,
     ) -> None:
         super().__init__()
         dims = int(d_head * fraction)
@@ -165,10 +203,13 @@ class RotaryEmbedding(nn.Module):
         self.d_head = d_head
         self.dims = dims
         self.base = base
+        self.scaling = scaling
         if _on_meta(None):
             inv_freq = torch.empty(dims // 2)
         else:
             inv_freq = 1.0 / (base ** (torch.arange(0, dims, 2, dtype=torch.float32) / dims))
+            if scaling is not None:
+                inv_freq = scaling.apply(inv_freq)
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # (dims/2,)
         cos, sin_signed = self._tables(max_len)
         self.register_buffer("cos", cos, persistent=False)  # (max_len, dims)

@@ -65,7 +65,7 @@ def _real_buffers(model: torch.nn.Module, config: ModelConfig) -> None:
     """Replace the meta buffers (RoPE's tables, shared by every layer; sinusoids) with computed ones."""
     for module in model.modules():
         if isinstance(module, RotaryEmbedding):
-            fresh = RotaryEmbedding(module.d_head, module.base, config.max_len, config.rope_fraction)
+            fresh = RotaryEmbedding(module.d_head, module.base, config.max_len, config.rope_fraction, module.scaling)
             module.inv_freq, module.cos, module.sin_signed = fresh.inv_freq, fresh.cos, fresh.sin_signed
         if isinstance(module, SinusoidalPositions):
             module.pe = sinusoid_table(config.max_len, module.d_model, layout=module.layout)

@@ -10,14 +10,27 @@ from __future__ import annotations
 from typing import Any
 
 from tui_lab.core.pretrained.errors import PretrainedError
-from tui_lab.core.pretrained.families import gpt2, gpt_neo, gpt_neox, llama, marian
+from tui_lab.core.pretrained.families import (
+    gemma,
+    gpt2,
+    gpt_neo,
+    gpt_neox,
+    llama,
+    marian,
+    olmo2,
+    phi3,
+    qwen,
+)
 from tui_lab.core.pretrained.families.common import CONFIG_FILE, Family
 
 __all__ = ["FAMILIES", "Family", "family_for"]
 
 FAMILIES: dict[str, Family] = {
     family.model_type: family
-    for family in (gpt2.FAMILY, gpt_neox.FAMILY, llama.FAMILY, gpt_neo.FAMILY, marian.FAMILY)
+    for family in (
+        gpt2.FAMILY, gpt_neox.FAMILY, llama.FAMILY, gpt_neo.FAMILY, marian.FAMILY, qwen.QWEN2, qwen.QWEN3,
+        gemma.GEMMA, gemma.GEMMA2, gemma.GEMMA3, llama.MISTRAL, phi3.FAMILY, olmo2.FAMILY,
+    )
 }
 
 

@@ -81,36 +81,6 @@ def activation(config: dict[str, Any], key: str, default: str) -> str:
     return ACTIVATIONS[name]
 
 
-def rope_settings(
-    config: dict[str, Any], theta_key: str, fraction_key: str | None, fraction_default: float
-) -> tuple[float, float]:
-    """(rope_base, rope_fraction) from the old keys (``rope_theta``, ``rotary_pct``...)
-    or the newer ``rope_parameters``; a scaled rotary (``rope_scaling``, a
-    ``rope_type`` other than default) is refused, naming the setting."""
-    scaling = config.get("rope_scaling")
-    if scaling is not None:
-        kind = scaling.get("rope_type", scaling.get("type")) if isinstance(scaling, dict) else scaling
-        raise PretrainedError(
-            f"{CONFIG_FILE}: rope_scaling {kind!r} is not supported (plain rotary positions only)"
-        )
-    params = config.get("rope_parameters")
-    if params is not None and not isinstance(params, dict):
-        raise PretrainedError(f"{CONFIG_FILE}: rope_parameters is {params!r}, expected an object")
-    params = params or {}
-    kind = params.get("rope_type", "default")
-    if kind != "default":
-        raise PretrainedError(
-            f"{CONFIG_FILE}: rope_parameters.rope_type {kind!r} is not supported (plain rotary positions only)"
-        )
-    base = setting(params, "rope_theta", float, None)
-    if base is None:
-        base = setting(config, theta_key, float, 10000.0)
-    fraction = setting(params, "partial_rotary_factor", float, None)
-    if fraction is None:
-        fraction = setting(config, fraction_key, float, fraction_default) if fraction_key else 1.0
-    return base, fraction
-
-
 def decoder_config(family: str, **values: Any) -> ModelConfig:
     """A decoder-only, pre-norm ``ModelConfig`` of ``values``; a refusal becomes one line."""
     try:

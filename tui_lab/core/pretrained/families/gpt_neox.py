@@ -25,14 +25,13 @@ from tui_lab.core.pretrained.families.common import (
     decoder_config,
     head,
     positive,
-    rope_settings,
     setting,
 )
+from tui_lab.core.pretrained.families.rotary import rotary_settings
 
 
 def model_config(config: dict[str, Any]) -> ModelConfig:
     """The lab's settings for a GPT-NeoX config.json."""
-    base, fraction = rope_settings(config, "rotary_emb_base", "rotary_pct", 0.25)
     bias = setting(config, "attention_bias", bool, True)
     return decoder_config(
         "gpt_neox",
@@ -42,8 +41,7 @@ def model_config(config: dict[str, Any]) -> ModelConfig:
         d_ff=positive(config, "intermediate_size"),
         activation=activation(config, "hidden_act", "gelu"),
         positional="rope",
-        rope_base=base,
-        rope_fraction=fraction,
+        **rotary_settings(config, "rotary_emb_base", "rotary_pct", 0.25),
         max_len=positive(config, "max_position_embeddings"),
         vocab_size=positive(config, "vocab_size"),
         tie_embeddings=setting(config, "tie_word_embeddings", bool, False),

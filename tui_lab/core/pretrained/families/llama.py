@@ -1,11 +1,13 @@
-"""Llama and its kin (SmolLM, TinyLlama...): RMSNorm, a SiLU-gated MLP
+"""Llama and its kin (SmolLM, TinyLlama, Llama 3.x): RMSNorm, a SiLU-gated MLP
 (gate, up, down), rotary positions over the whole head in the rotate-half
-layout with base ``rope_theta``, grouped-query attention
-(``num_key_value_heads``), a tied or untied head.
+layout with base ``rope_theta`` (scaled by ``rope_scaling`` types ``linear``
+and ``llama3``), grouped-query attention (``num_key_value_heads``), a tied or
+untied head; ``mistral`` is Llama with a sliding window on every layer.
 
-Every tensor is used as stored (no view or copy). A scaled rotary
-(``rope_scaling``) and a ``head_dim`` other than hidden_size / heads are
-refused with one line naming the setting.
+The later families (``qwen2``, ``qwen3``, ``gemma*``, ``phi3``, ``olmo2``)
+state only their differences from Llama, as transformers' ``modular_*.py``
+files do: ``llama_values`` gives their settings to start from, ``llama_state``
+maps the tensors they share. Every tensor is used as stored (no view or copy).
 """
 
 from __future__ import annotations
@@ -15,9 +17,7 @@ from typing import Any
 import torch
 
 from tui_lab.core.config.sections import ModelConfig
-from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
-    CONFIG_FILE,
     Family,
     Tensors,
     Weights,
@@ -25,37 +25,34 @@ from tui_lab.core.pretrained.families.common import (
     decoder_config,
     head,
     positive,
-    rope_settings,
     setting,
 )
+from tui_lab.core.pretrained.families.rotary import layer_windows, rotary_settings
+
+# The lab's norm -> the checkpoint's, per layer (Llama: one before each sub-layer).
+LLAMA_NORMS = {"norm1": "input_layernorm", "norm2": "post_attention_layernorm"}
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
-    """The lab's settings for a Llama config.json."""
+def llama_values(config: dict[str, Any], act_key: str = "hidden_act") -> dict[str, Any]:
+    """A Llama config.json's ``ModelConfig`` values, for Llama and the families built on it."""
     d = positive(config, "hidden_size")
     n_heads = positive(config, "num_attention_heads")
     head_dim = setting(config, "head_dim", int, None)
-    if head_dim is not None and head_dim * n_heads != d:
-        raise PretrainedError(
-            f"{CONFIG_FILE}: head_dim {head_dim} is not supported (the lab's heads are "
-            f"hidden_size / num_attention_heads = {d / n_heads:g} wide)"
-        )
-    base, _ = rope_settings(config, "rope_theta", None, 1.0)
     attention_bias = setting(config, "attention_bias", bool, False)
-    return decoder_config(
-        "llama",
+    return dict(
         d_model=d,
         n_heads=n_heads,
+        head_dim=None if head_dim is None or head_dim * n_heads == d else head_dim,
         n_kv_heads=positive(config, "num_key_value_heads", n_heads),
         n_decoder_layers=positive(config, "num_hidden_layers"),
         d_ff=positive(config, "intermediate_size"),
-        activation=activation(config, "hidden_act", "silu"),
+        activation=activation(config, act_key, "silu"),
         gated_ff=True,
         ff_bias=setting(config, "mlp_bias", bool, False),
         norm_kind="rmsnorm",
         norm_eps=setting(config, "rms_norm_eps", float, 1e-6),
         positional="rope",
-        rope_base=base,
+        **rotary_settings(config),
         max_len=positive(config, "max_position_embeddings"),
         vocab_size=positive(config, "vocab_size"),
         tie_embeddings=setting(config, "tie_word_embeddings", bool, False),
@@ -65,32 +62,83 @@ def model_config(config: dict[str, Any]) -> ModelConfig:
     )
 
 
-def lab_state_dict(tensors: Tensors, config: ModelConfig) -> dict[str, torch.Tensor]:
-    """Llama's tensors under the lab's parameter names."""
-    w = Weights(tensors, "llama", ("model.", ""), "embed_tokens.weight")
-    d, f, v = config.d_model, config.d_ff, config.vocab_size or 0
-    kv = config.kv_heads * config.d_head
+def model_config(config: dict[str, Any]) -> ModelConfig:
+    """The lab's settings for a Llama config.json."""
+    return decoder_config("llama", **llama_values(config))
+
+
+def mistral_config(config: dict[str, Any]) -> ModelConfig:
+    """Mistral: Llama with a sliding window on every layer (``sliding_window``)."""
+    values = llama_values(config)
+    return decoder_config("mistral", **values, attention_windows=layer_windows(config, values["n_decoder_layers"]))
+
+
+def attention_tensors(w: Weights, src: str, lab: str, config: ModelConfig) -> dict[str, torch.Tensor]:
+    """q, k, v and o projections (and their biases) of one layer, and q/k norms where the
+    config has them (``self_attn.q_norm``/``k_norm``: per head, or over the projection)."""
+    d, width, kv = config.d_model, config.d_attn, config.kv_heads * config.d_head
+    out = {}
+    for name, hf, rows in (("w_q", "q_proj", width), ("w_k", "k_proj", kv), ("w_v", "v_proj", kv)):
+        out[f"{lab}self_attn.{name}.weight"] = w.get(f"{src}self_attn.{hf}.weight", (rows, d))
+        if config.qkv_bias:
+            out[f"{lab}self_attn.{name}.bias"] = w.get(f"{src}self_attn.{hf}.bias", (rows,))
+    out[f"{lab}self_attn.w_o.weight"] = w.get(src + "self_attn.o_proj.weight", (d, width))
+    if config.out_bias:
+        out[f"{lab}self_attn.w_o.bias"] = w.get(src + "self_attn.o_proj.bias", (d,))
+    if config.qk_norm != "none":
+        per_head = config.qk_norm == "head"
+        for name, rows in (("q_norm", width), ("k_norm", kv)):
+            out[f"{lab}self_attn.{name}.weight"] = w.get(
+                f"{src}self_attn.{name}.weight", (config.d_head if per_head else rows,)
+            )
+    return out
+
+
+def mlp_tensors(w: Weights, src: str, lab: str, config: ModelConfig) -> dict[str, torch.Tensor]:
+    """The gated MLP's gate, up and down projections (``mlp.gate_proj``...) of one layer."""
+    d, f = config.d_model, config.d_ff
+    out = {}
+    for name, hf, shape in (("gate", "gate_proj", (f, d)), ("lin1", "up_proj", (f, d)), ("lin2", "down_proj", (d, f))):
+        out[f"{lab}ff.{name}.weight"] = w.get(f"{src}mlp.{hf}.weight", shape)
+        if config.ff_bias:
+            out[f"{lab}ff.{name}.bias"] = w.get(f"{src}mlp.{hf}.bias", shape[:1])
+    return out
+
+
+def llama_state(
+    tensors: Tensors,
+    config: ModelConfig,
+    family: str = "llama",
+    norms: dict[str, str] = LLAMA_NORMS,
+    attention: Any = attention_tensors,
+    mlp: Any = mlp_tensors,
+) -> dict[str, torch.Tensor]:
+    """A Llama-layout checkpoint under the lab's names; ``norms`` maps each layer's norms,
+    ``attention``/``mlp`` the layer's projections (a family with fused ones passes its own)."""
+    w = Weights(tensors, family, ("model.", ""), "embed_tokens.weight")
+    d, v = config.d_model, config.vocab_size or 0
     out = {
         "tgt_embed.weight": w.get("embed_tokens.weight", (v, d)),
         "decoder.norm.weight": w.get("norm.weight", (d,)),
     }
     for i in range(config.n_decoder_layers):
         src, lab = f"layers.{i}.", f"decoder.layers.{i}."
-        for name, hf, rows in (("w_q", "q_proj", d), ("w_k", "k_proj", kv), ("w_v", "v_proj", kv)):
-            out[f"{lab}self_attn.{name}.weight"] = w.get(f"{src}self_attn.{hf}.weight", (rows, d))
-            if config.qkv_bias:
-                out[f"{lab}self_attn.{name}.bias"] = w.get(f"{src}self_attn.{hf}.bias", (rows,))
-        out[f"{lab}self_attn.w_o.weight"] = w.get(src + "self_attn.o_proj.weight", (d, d))
-        if config.out_bias:
-            out[f"{lab}self_attn.w_o.bias"] = w.get(src + "self_attn.o_proj.bias", (d,))
-        out[f"{lab}norm1.weight"] = w.get(src + "input_layernorm.weight", (d,))
-        out[f"{lab}norm2.weight"] = w.get(src + "post_attention_layernorm.weight", (d,))
-        for name, hf, shape in (("gate", "gate_proj", (f, d)), ("lin1", "up_proj", (f, d)), ("lin2", "down_proj", (d, f))):
-            out[f"{lab}ff.{name}.weight"] = w.get(f"{src}mlp.{hf}.weight", shape)
-            if config.ff_bias:
-                out[f"{lab}ff.{name}.bias"] = w.get(f"{src}mlp.{hf}.bias", shape[:1])
+        out.update(attention(w, src, lab, config))
+        out.update(mlp(w, src, lab, config))
+        for ours, theirs in norms.items():
+            out[f"{lab}{ours}.weight"] = w.get(f"{src}{theirs}.weight", (d,))
     out.update(head(w, config, ("lm_head.weight",)))
     return out
 
 
+def lab_state_dict(tensors: Tensors, config: ModelConfig) -> dict[str, torch.Tensor]:
+    """Llama's tensors under the lab's parameter names."""
+    return llama_state(tensors, config)
+
+
+def mistral_state(tensors: Tensors, config: ModelConfig) -> dict[str, torch.Tensor]:
+    return llama_state(tensors, config, "mistral")
+
+
 FAMILY = Family("llama", "Llama", model_config, lab_state_dict)
+MISTRAL = Family("mistral", "Mistral", mistral_config, mistral_state)

@@ -1,0 +1,40 @@
+"""The norms a block may use: LayerNorm, RMSNorm, and Gemma's RMSNorm that scales by (1 + w).
+
+LayerNorm (scale and shift) is the paper's and GPT-2's; RMSNorm (a scale only,
+no mean subtracted) is Llama's and most later families'. Gemma stores its
+scale as an offset from one (``norm_offset: 1``) and computes the norm in
+float32 whatever the activations' dtype; ``OffsetRMSNorm`` does the same, so a
+bfloat16 model rounds where Gemma does.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tui_lab.core.config.sections import ModelConfig
+
+
+class OffsetRMSNorm(nn.Module):
+    """``x / rms(x) * (offset + weight)``, computed in float32, returned in x's dtype."""
+
+    def __init__(self, width: int, eps: float, offset: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.offset = offset
+        self.weight = nn.Parameter(torch.zeros(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (h * (self.offset + self.weight.float())).to(x.dtype)
+
+
+def make_norm(config: ModelConfig, width: int | None = None) -> nn.Module:
+    """The norm ``config`` asks for over ``width`` features (default d_model)."""
+    width = width or config.d_model
+    if config.norm_kind == "rmsnorm":
+        if config.norm_offset:
+            return OffsetRMSNorm(width, config.norm_eps, config.norm_offset)
+        return nn.RMSNorm(width, eps=config.norm_eps)
+    return nn.LayerNorm(width, eps=config.norm_eps)
