@@ -16,6 +16,7 @@ Items (names for ``--only``):
 - ``fast_paths``             a batch vs its training step; the parameter report, new and cached
 - ``real_models``            a GPT-2-small-shaped model from files: decode vs transformers, memory, first frame
 - ``hook_points``            a forward pass with hook points (none active) vs before them; run_with_cache vs forward
+- ``sae``                    a TopK SAE on char-lm's last residual stream: time, explained variance, dead; top contexts
 - ``patching``               resid_pre patching 12 x 16 (GPT-2-small shape): batched vs one forward per cell; attribution vs a forward
 
 Progress goes to stderr; stdout gets the table, or one JSON object with
@@ -60,10 +61,11 @@ ITEMS = [
     "real_models",
     "hook_points",
     "patching",
+    "sae",
 ]
 # Run order: the long, deadline-trimmed item last.
 RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
-             "fast_paths", "real_models", "hook_points", "patching", "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
+             "fast_paths", "real_models", "hook_points", "patching", "sae", "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
 QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -111,6 +113,9 @@ def run_item(name: str, quick: bool, deadline: float | None, threads: int | None
     if name == "hook_points":
         from bench.hook_points import hook_points
         return hook_points(quick)
+    if name == "sae":
+        from bench.sae import sae_bench
+        return sae_bench(quick)
     if name == "patching":
         from bench.patching import patching
         return patching(quick)

@@ -1,0 +1,146 @@
+"""The ``sae`` item: a sparse autoencoder on the char-lm preset's trained run, on two cores.
+
+1. The shipped ``char-lm`` preset is trained as ``tfx-lab train --preset char-lm``
+   does (``TrainingRun``, its own two minutes); its time is reported apart.
+2. ``tfx-lab sae train`` on its residual stream after the last block
+   (``blocks.{L-1}.hook_resid_post``): 1,024 TopK features, k = 16, every other
+   setting the command's default. Timed from the command's start to its end, so
+   opening the run, tokenizing the text and collecting activations count.
+   Goal: explained variance >= 0.9 with <= 5% dead features (``tfx-lab sae eval``
+   on the held-out tenth: dead = never fired there), in at most 120 s.
+3. The feature browser's table (every feature's top contexts, density,
+   histogram) over 200,000 tokens of the run's text, built from nothing (the
+   model's forward passes included), goal at most 10 s; then reopened from its
+   cache; and moving between features (a feature's contexts and logit
+   effects, as the pane shows them), p95 over 200 features.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bench.common import Row, Section
+
+D_SAE, K = 1024, 16
+TRAIN_GOAL_S = 120.0
+EV_GOAL, DEAD_GOAL = 0.9, 0.05
+TABLE_TOKENS, TABLE_GOAL_S = 200_000, 10.0
+SWITCH_GOAL_MS = 50.0
+THREADS = 2  # "on this machine's two cores"
+
+
+def _tfx(*args: str) -> dict[str, Any]:
+    """``tfx-lab ARGS --json`` in this process; its JSON summary."""
+    from tui_lab.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main([*args, "--json"])
+    if rc != 0:
+        raise RuntimeError(f"tfx-lab {' '.join(args)}: exit {rc}: {err.getvalue().strip()}")
+    result: dict[str, Any] = json.loads(out.getvalue().strip().splitlines()[-1])
+    return result
+
+
+def _train_char_lm(out: Path) -> tuple[float, dict[str, Any]]:
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.training.train import TrainingRun
+
+    t0 = time.perf_counter()
+    summary = TrainingRun(load_preset("char-lm"), out).run()
+    return time.perf_counter() - t0, summary
+
+
+def sae_bench(quick: bool) -> Section:
+    section = Section("sae", "Sparse autoencoder on char-lm's last residual stream (TopK 1,024, k=16), 2 cores")
+    torch.set_num_threads(THREADS)
+    with tempfile.TemporaryDirectory(prefix="tfx-bench-sae-") as tmp:
+        root = Path(tmp)
+        os.environ["TFX_LAB_CACHE"] = str(root / "cache")
+        run = root / "char-lm"
+        train_s, summary = _train_char_lm(run)
+        from tui_lab.core.config.presets import load_preset
+
+        layers = load_preset("char-lm").model.n_decoder_layers
+        hook = f"blocks.{layers - 1}.hook_resid_post"
+        torch.set_num_threads(THREADS)  # training may have chosen its own count
+        t0 = time.perf_counter()
+        trained = _tfx("sae", "train", "--run", str(run), "--hook", hook, "--d-sae", str(D_SAE), "--arch", "topk",
+                       "--k", str(K), "--out", str(root / "sae"))
+        sae_s = time.perf_counter() - t0
+        held = _tfx("sae", "eval", str(root / "sae"), "--run", str(run))
+        table_s, reopen_s, switch = _browse(run, root / "sae", hook)
+    ev, dead = float(held["explained_variance"]), float(held["dead_fraction"])
+    section.values = {
+        "char_lm_train_s": round(train_s, 1), "char_lm_steps": summary.get("step"),
+        "char_lm_val_loss": summary.get("val_loss"), "hook": hook,
+        "sae_train_s": round(sae_s, 1), "sae_tokens": trained["tokens"], "sae_steps": trained["step"],
+        "explained_variance": ev, "dead_fraction": dead, "l0": held["l0"],
+        "ce_loss_recovered": held["ce_loss_recovered"], "eval_tokens": held["tokens"],
+        "train_batch_explained_variance": trained.get("explained_variance"),
+        "table_tokens": TABLE_TOKENS, "table_s": round(table_s, 2), "table_reopen_s": round(reopen_s, 3),
+        "feature_switch_ms_p50": round(switch[0], 2), "feature_switch_ms_p95": round(switch[1], 2),
+        "threads": THREADS,
+    }
+    met = sae_s <= TRAIN_GOAL_S and ev >= EV_GOAL and dead <= DEAD_GOAL
+    section.rows = [
+        Row("char-lm preset trained (not counted below)", f"{train_s:.0f} s", "", None,
+            f"step {summary.get('step')}, val loss {summary.get('val_loss', float('nan')):.3f}"),
+        Row("SAE: train, activations included", f"{sae_s:.0f} s", f"<= {TRAIN_GOAL_S:.0f} s",
+            sae_s <= TRAIN_GOAL_S, f"{trained['tokens']:,} tokens, {trained['step']} steps, {hook}"),
+        Row("SAE: explained variance (held out)", f"{ev:.3f}", f">= {EV_GOAL}", ev >= EV_GOAL,
+            f"L0 {held['l0']:.1f}, CE loss recovered {held['ce_loss_recovered']:.3f}, {held['tokens']:,} tokens"),
+        Row("SAE: dead features (held out)", f"{dead:.1%}", f"<= {DEAD_GOAL:.0%}", dead <= DEAD_GOAL,
+            "never fired on the held-out tokens"),
+        Row("SAE: all three goals at once", "yes" if met else "no", "yes", met),
+        Row(f"top contexts over {TABLE_TOKENS:,} tokens, from nothing", f"{table_s:.1f} s",
+            f"<= {TABLE_GOAL_S:.0f} s", table_s <= TABLE_GOAL_S, "every feature: forward passes included"),
+        Row("the same, reopened from its cache", f"{reopen_s * 1000:.0f} ms", "", None, "keyed by weights and text"),
+        Row("moving between features (contexts + logit effects)", f"{switch[1]:.1f} ms p95",
+            f"<= {SWITCH_GOAL_MS:.0f} ms", switch[1] <= SWITCH_GOAL_MS, f"p50 {switch[0]:.1f} ms, core only"),
+    ]
+    return section
+
+
+def _browse(run: Path, sae_dir: Path, hook: str) -> tuple[float, float, tuple[float, float]]:
+    """(seconds to build the table from nothing, seconds to reopen it, (p50, p95) ms a feature)."""
+    from tui_lab.core.hooked.handle import open_model
+    from tui_lab.core.sae.activations import token_windows
+    from tui_lab.core.sae.feature_cache import cached_feature_table
+    from tui_lab.core.sae.feature_table import logit_effects, unembedding
+    from tui_lab.core.sae.source import open_sae
+
+    handle = open_model(str(run))
+    sae = open_sae(str(sae_dir))
+    block = int(handle.config.task.block_size or 64)
+    windows = token_windows(handle.to_tokens(handle.task.train_text)[0], block)[: TABLE_TOKENS // block]
+    t0 = time.perf_counter()
+    table, cached = cached_feature_table(handle, sae, windows, hook)
+    built = time.perf_counter() - t0
+    assert table is not None and not cached and table.tokens == TABLE_TOKENS
+    t0 = time.perf_counter()
+    again, cached = cached_feature_table(handle, sae, windows, hook)
+    reopened = time.perf_counter() - t0
+    assert again is not None and cached
+    w_u = unembedding(handle.model)
+    assert w_u is not None
+    times = []
+    for i in range(200):
+        t0 = time.perf_counter()
+        contexts = again.contexts(i)
+        [handle.to_str_tokens(c.ids) for c in contexts]
+        logit_effects(sae, i, w_u)
+        again.histogram(i)
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return built, reopened, (statistics.median(times), times[int(0.95 * len(times)) - 1])
