@@ -36,9 +36,12 @@ MODEL_HELP = ("a real model, offline: a folder holding config.json and *.safeten
 
 
 def add_model(s: argparse.ArgumentParser, group: Any = None) -> None:
-    """``--model SOURCE`` and ``--revision`` (on ``group`` when given: exclusive with --run or --preset)."""
+    """``--model SOURCE``, ``--revision`` and ``--dtype`` (``--model`` on ``group`` when given:
+    exclusive with --run or --preset)."""
     (group or s).add_argument("--model", metavar="SOURCE", help=MODEL_HELP)
     s.add_argument("--revision", help="with --model: a branch or commit of the cached model")
+    s.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                   help="with --model: compute in float32 (default, exact) or bfloat16 (the weights as stored)")
 
 
 def add_run_or_model(s: argparse.ArgumentParser) -> None:
@@ -99,7 +102,7 @@ def open_real_model(args: argparse.Namespace, device: str = "cpu") -> LoadedMode
     """The model ``--model`` names, opened offline; its notes go to stderr."""
     from tui_lab.core.decoding.opened import open_model
 
-    loaded = open_model(args.model, device, args.revision)
+    loaded = open_model(args.model, device, args.revision, dtype=getattr(args, "dtype", "float32"))
     say_notes(loaded.notes)
     return loaded
 

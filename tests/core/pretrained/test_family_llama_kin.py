@@ -27,8 +27,9 @@ from tests.core.pretrained.family_reference import (
     assert_parameter_count_matches,
     load_lab,
     prompt,
+    reference_greedy,
 )
-from tests.pretrained.hf_factory import save_family
+from tests.pretrained.hf_factory import save_family, save_tokenizer
 from tui_lab.core.model.attention import MultiHeadAttention
 
 FAMILIES = ["qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "mistral", "phi3", "olmo2", "llama3"]
@@ -149,3 +150,51 @@ def test_both_rotary_forms_load_the_same_model(saved, tmp_path: Path) -> None:
     (older / "model.safetensors").symlink_to(folder / "model.safetensors")
     assert load_lab(older)[0] == load_lab(folder)[0]
     assert_logits_match(reference, load_lab(older)[1], prompt(length=12))
+
+
+def test_bfloat16_holds_the_files_tensors_and_follows_the_reference(saved, tmp_path: Path) -> None:
+    """Saved in bfloat16: the lab holds those very tensors (no float32 copy), its logits
+    are within 5e-2 of transformers' own bfloat16 run, and along transformers' 32-token
+    greedy continuation the lab's next-token choice agrees on at least 28 of 32.
+
+    The choices are compared token by token on the same prefix: on random weights
+    the top two logits are often closer than bfloat16's rounding, and one flipped
+    near-tie would otherwise make every later token differ."""
+    from tui_lab.core.decoding.opened import open_model, weight_bytes
+
+    family, _, reference = saved
+    half = reference.to(torch.bfloat16)
+    try:
+        folder = tmp_path / "bf16"
+        half.save_pretrained(folder)
+        save_tokenizer(folder, half.config.vocab_size)
+        loaded = open_model(str(folder), dtype="bfloat16")
+        model = loaded.model
+        assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+        stored = {p.data_ptr(): p for p in half.parameters()}.values()
+        assert weight_bytes(model) == sum(p.numel() * 2 for p in stored)
+        assert loaded.card.dtype == "bfloat16" and "bfloat16" in dict(loaded.card.rows())["runs in"]
+        with torch.no_grad():
+            want, got = half(prompt(length=12)).logits.float(), model(prompt(length=12)).float()
+            assert (got - want).abs().max() < 5e-2, family
+            tokens = prompt()
+            continuation = reference_greedy(half, tokens)  # (B, 10 + 32)
+            start = tokens.size(1) - 1  # the logits that chose the first new token
+            theirs = half(continuation).logits[:, start:-1].argmax(-1)
+            ours = model(continuation)[:, start:-1].argmax(-1)
+        assert ours.shape == (2, 32)
+        assert all(int(n) >= 28 for n in (ours == theirs).sum(-1)), family
+    finally:
+        reference.float()
+
+
+def test_tokenization_equals_transformers(tmp_path: Path) -> None:
+    import transformers
+
+    from tui_lab.core.hooked.handle import open_model
+
+    save_family(tmp_path, "qwen2", tokenizer=True)
+    lab = open_model(tmp_path)
+    theirs = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    for text in ("The cat sat on the mat.", "  two spaces, a tab\tand a newline\n", "ünïcödé"):
+        assert lab.to_tokens(text)[0].tolist() == theirs(text, add_special_tokens=False)["input_ids"]

@@ -13,7 +13,7 @@ says what was read from which file, for Build's card and ``params``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,8 @@ class ModelCard:
     stored_dtype: str  # the weights' dtype in the files
     files: dict[str, list[str]] = field(default_factory=dict)  # role -> file names read
     notes: list[str] = field(default_factory=list)
+    dtype: str = "float32"  # what the model computes in (``--dtype``)
+    held_bytes: int = 0  # the weights as held, tied ones once
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows of the card, in reading order."""
@@ -76,21 +78,35 @@ class ModelCard:
             ("context", f"{self.context:,} tokens"),
             ("vocabulary", f"{self.vocab_size:,} (tokenizer: {self.tokenizer_size:,})"),
             ("weights", self.stored_dtype),
+            ("runs in", f"{self.dtype}, {self.held_bytes / 2**20:,.1f} MiB of weights held"),
         ]
         # "weights" above is the stored dtype: each file row says which role it was read for.
         rows += [(f"{role} from", ", ".join(names)) for role, names in self.files.items()]
         return rows
 
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
 def open_model(
-    source: str, device: str = "cpu", revision: str | None = None, lay_out_later: bool = False
+    source: str,
+    device: str = "cpu",
+    revision: str | None = None,
+    lay_out_later: bool = False,
+    dtype: str = "float32",
 ) -> LoadedModel:
     """The model ``source`` names (a folder or a cached hub name), offline; PretrainedError if not.
 
     ``lay_out_later``: return before the weights are re-laid for decoding (a third
     of a second for GPT-2 small); ``settle()`` on the result does it, once. The lab
     shows the model first and re-lays it in the background.
+
+    ``dtype``: ``float32`` (the default; exact against the reference) widens
+    half-precision weights; ``bfloat16`` holds bfloat16 weights as the file stores
+    them, with no float32 copy (others are narrowed once).
     """
+    if dtype not in DTYPES:
+        raise PretrainedError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     where = choose_device(device)
     found = resolve_source(source, revision)
     raw = read_config(found.folder)
@@ -106,11 +122,12 @@ def open_model(
             f"hold {vocab:,} embeddings: the tokenizer files belong to another model"
         )
     notes: list[str] = []
-    if any(p.dtype != torch.float32 for p in model.parameters()):
-        # Half-precision weights are widened on load: CPU kernels for them are slow,
-        # and the lab compares with the reference in fp32.
-        model = model.float()
-        notes.append(f"weights stored as {stored}, widened to float32")
+    want = DTYPES[dtype]
+    if any(p.dtype != want for p in model.parameters()):
+        # float32 (the default) widens half-precision weights: the lab compares with
+        # the reference in fp32. bfloat16 keeps a bfloat16 file's tensors as they are.
+        model = model.to(want)
+        notes.append(f"weights stored as {stored}, {'widened' if dtype == 'float32' else 'narrowed'} to {dtype}")
     if "auto_map" in raw:
         notes.append("config.json names custom code (auto_map): it was not run")
     model = model.to(where).eval()
@@ -133,6 +150,7 @@ def open_model(
         source=str(found.folder),
     )
     card = _card(found, raw, model_config, n_params, len(tokenizer), stored, tensors, notes)
+    card = replace(card, dtype=dtype, held_bytes=weight_bytes(model))
     settle = PendingLayout(model, tensors.release) if lay_out_later else (lambda: None)
     return LoadedModel(config, task, model, 0, where, notes, card=card, settle=settle)
 

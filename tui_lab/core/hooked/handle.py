@@ -149,10 +149,15 @@ def is_run_folder(source: str | Path) -> bool:
 
 
 def open_model(
-    source: str | Path, device: str = "cpu", at_step: int | None = None, revision: str | None = None
+    source: str | Path,
+    device: str = "cpu",
+    at_step: int | None = None,
+    revision: str | None = None,
+    dtype: str = "float32",
 ) -> HookedModel:
     """A run folder, a model folder or a hub name in the local cache (offline, as
-    ``--model``), with its tokenizer and its hook points. LabError (one line) if not."""
+    ``--model``), with its tokenizer and its hook points. LabError (one line) if not.
+    ``dtype``: a model from files in float32 (exact) or bfloat16 (as stored)."""
     if is_run_folder(source):
         from tui_lab.core.decoding.inference import load_for_inference
 
@@ -163,7 +168,7 @@ def open_model(
         raise HookError(f"{source}: not a run folder, so it has no history for at_step")
     from tui_lab.core.decoding.opened import open_model as open_files
 
-    return HookedModel(open_files(str(source), device, revision))
+    return HookedModel(open_files(str(source), device, revision, dtype=dtype))
 
 
 def hooked(loaded: LoadedModel | Any) -> HookedModel:

@@ -15,6 +15,19 @@ from torch import nn
 from tui_lab.core.config.sections import ModelConfig
 
 
+class RMSNorm(nn.RMSNorm):
+    """``nn.RMSNorm``; for bfloat16 (or half) inputs computed in float32 and rounded
+    before the scale, as Llama's and its kin's checkpoints compute it, so a bfloat16
+    model rounds where theirs does."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:
+            return super().forward(x)
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + float(self.eps or 1e-6))
+        return self.weight * h.to(x.dtype)
+
+
 class OffsetRMSNorm(nn.Module):
     """``x / rms(x) * (offset + weight)``, computed in float32, returned in x's dtype."""
 
@@ -36,5 +49,5 @@ def make_norm(config: ModelConfig, width: int | None = None) -> nn.Module:
     if config.norm_kind == "rmsnorm":
         if config.norm_offset:
             return OffsetRMSNorm(width, config.norm_eps, config.norm_offset)
-        return nn.RMSNorm(width, eps=config.norm_eps)
+        return RMSNorm(width, eps=config.norm_eps)
     return nn.LayerNorm(width, eps=config.norm_eps)
