@@ -170,6 +170,24 @@ RUNS: list[BindingType] = [
     ),
 ]
 
+FEATURES: list[BindingType] = [
+    Binding("t", "train", "Train an SAE / stop", id="features.train"),
+    Binding("o", "open_sae", "Open an SAE folder", id="features.open"),
+    Binding("s", "cycle_sort", "Sort by", id="features.sort"),
+    Binding("slash", "focus_prompt", "Type text", id="features.prompt"),
+    Binding("l", "focus_list", "Feature list", show=False, id="features.list"),
+]
+
+FEATURE_LIST: list[BindingType] = [
+    Binding("up", "move(-1)", "Previous", show=False, id="feature_list.up"),
+    Binding("down", "move(1)", "Next", show=False, id="feature_list.down"),
+    Binding("pageup", "move(-10)", "Page up", show=False, id="feature_list.page_up"),
+    Binding("pagedown", "move(10)", "Page down", show=False, id="feature_list.page_down"),
+    Binding("home", "move(-1000000)", "First", show=False, id="feature_list.first"),
+    Binding("end", "move(1000000)", "Last", show=False, id="feature_list.last"),
+    Binding("enter", "choose", "Show the feature", show=False, id="feature_list.choose"),
+]
+
 PICK_LIST: list[BindingType] = [
     Binding("up", "move(-1)", "Previous", show=False, id="pick_list.up"),
     Binding("down", "move(1)", "Next", show=False, id="pick_list.down"),

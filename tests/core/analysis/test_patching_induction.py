@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.cli.helpers import DATA
-from tui_lab.core.analysis.activation_patching import activation_patch
+from tui_lab.core.analysis.activation_patching import PatchingCancelled, activation_patch
 from tui_lab.core.analysis.head_scores import atlas_for
 from tui_lab.core.analysis.patch_pair import logit_diff, ready_pair
 from tui_lab.core.hooked.handle import open_model
@@ -65,3 +65,22 @@ def test_layer_0_heads_carry_effect_through_layer_1(lab: Any) -> None:
     direct = sum(abs(patched(h, True)) for h in range(4))
     assert total > 0.05
     assert direct < 0.5 * total
+
+
+def test_progress_and_cancel(lab: Any) -> None:
+    pair = ready_pair(lab)
+    seen: list[tuple[int, int]] = []
+    whole = activation_patch(lab, pair, "resid_pre")
+    stepped = activation_patch(lab, pair, "resid_pre", progress=lambda d, t: seen.append((d, t)))
+    torch.testing.assert_close(torch.tensor(stepped.raw), torch.tensor(whole.raw), atol=1e-5, rtol=0)
+    cells = 2 * pair.length
+    assert len(seen) >= 2 and seen[-1] == (cells, cells) and [d for d, _ in seen] == sorted({d for d, _ in seen})
+    calls: list[int] = []
+
+    def cancel_second() -> bool:
+        calls.append(1)
+        return len(calls) >= 2
+
+    with pytest.raises(PatchingCancelled):
+        activation_patch(lab, pair, "resid_pre", cancelled=cancel_second)
+    assert len(calls) == 2

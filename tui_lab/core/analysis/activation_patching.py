@@ -164,6 +164,10 @@ def run_cells(
     b0 = ids.size(0)
     rows = max_rows or default_rows(model, ids.size(1))
     per_pass = max(1, rows // b0 - 1)
+    if cancelled is not None or progress is not None:
+        # A caller that shows progress or may cancel (the lab's worker) gets at least
+        # eight passes: a few more forward passes, and escape is heard between them.
+        per_pass = min(per_pass, max(8, -(-len(cells) // 8)))
     order = sorted(range(len(cells)), key=lambda i: cells[i].layer)
     top = n_layers(model)
     last = final_hook(model)
