@@ -104,11 +104,9 @@ def _texts(args: argparse.Namespace, handle: Any) -> tuple[str, str]:
 
 def _windows(handle: Any, text: str) -> Any:
     """The text's ids cut into windows of the model's context (at most 128 tokens)."""
-    from tui_lab.core.sae.activations import token_windows
+    from tui_lab.core.sae.recipe import text_windows
 
-    limit = int(handle.config.model.max_len or 128)
-    block = getattr(handle.config.task, "block_size", None) or limit
-    return token_windows(handle.to_tokens(text)[0].cpu(), max(2, min(128, block, limit)))
+    return text_windows(handle, text)
 
 
 def _ce(handle: Any, sae: Any, hook: str, held_out: Any) -> Any:
@@ -155,25 +153,16 @@ def _new_sae(args: argparse.Namespace, width: int, context: int) -> tuple[Any, A
 
     from tui_lab.core.errors import LabError
     from tui_lab.core.sae.checkpoint import STATE_FILE
-    from tui_lab.core.sae.config import SAEConfig, SAEMetadata
-    from tui_lab.core.sae.sae import SparseAutoencoder
-    from tui_lab.core.sae.settings import TrainSettings
+    from tui_lab.core.sae.recipe import new_sae, train_settings
 
     if (Path(args.out) / STATE_FILE).exists():
         raise LabError(f"--out {args.out} holds an SAE training run: --resume continues it, or choose another")
     if args.d_sae is None:
         raise LabError("--d-sae N: how many features (such as 1024)")
     arch = ARCHS[args.arch]
-    meta = SAEMetadata(hook_name=args.hook, model_name=target_name(args), context_size=context, prepend_bos=False)
-    cfg = SAEConfig(d_in=width, d_sae=args.d_sae, architecture=arch, k=args.k if arch == "topk" else None,
-                    metadata=meta)
+    sae = new_sae(width, args.d_sae, arch, args.k, args.hook, target_name(args), context, args.device, args.seed)
     coefficient = {} if args.l1 is None else {"l1_coefficient": args.l1, "l0_coefficient": args.l1}
-    settings = TrainSettings(tokens=args.tokens, batch_size=args.batch, lr=args.lr, seed=args.seed,
-                             buffer_rows=max(2 * args.batch, min(65_536, args.tokens)),
-                             dead_window=max(args.batch, min(100_000, args.tokens // 4)),
-                             eval_every=max(1, args.tokens // args.batch // 10), log_every=5,
-                             lr_decay_steps=max(1, args.tokens // args.batch // 5), **coefficient)
-    return SparseAutoencoder(cfg, device=args.device, seed=args.seed), settings
+    return sae, train_settings(args.tokens, args.batch, args.lr, args.seed, **coefficient)
 
 
 class Progress:

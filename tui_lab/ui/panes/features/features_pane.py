@@ -1,0 +1,465 @@
+"""Features pane: a sparse autoencoder on the model in hand, trained live, browsed feature by feature.
+
+- ``t`` trains a TopK SAE (1,024 features, k = 16, ``core/sae/recipe.py``) on the
+  residual stream after the last block, from the model's own text, in a worker
+  that posts its progress (live curves: MSE, L0, explained variance, dead) and
+  saves the SAE in SAELens's format under ``<runs>/saes/``; ``t`` again stops it.
+- ``o`` opens an SAE folder (SAELens's format, the lab's or SAELens's own).
+- Then every feature's table over the text is built once in a worker (cached on
+  disk by the SAE's, model's and text's hashes: ``core/sae/feature_cache.py``),
+  and the list (``s`` sorts by density, largest activation, or activation on the
+  typed text) shows one feature at a time: its contexts shaded by activation with
+  the strongest marked, histogram, logit effects and density. Moving is a lookup.
+- ``/`` types text: each token shows the features firing on it; enter on one jumps
+  to that feature.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, Static
+from textual.worker import get_current_worker
+
+from tui_lab.ui import keys
+from tui_lab.ui.panes.features.browser import SORT_TITLES, FeatureBrowser
+from tui_lab.ui.panes.features.card_view import card_text, curves_text, shown
+from tui_lab.ui.panes.features.cursor_list import CursorList
+from tui_lab.ui.state.host import Pane
+
+POST_EVERY_S = 0.25  # progress messages at most this often (a fast loop must not flood the UI)
+TABLE_TOKENS = 200_000  # tokens of the text the browser reads
+CURVES = ("mse", "l0", "explained_variance", "dead_fraction")
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else exc.__class__.__name__
+
+
+class FeaturesPane(Pane, Vertical, can_focus=False):
+    """An SAE on the model in hand: train it live, open one, browse its features."""
+
+    PANE_ID = "features"
+    BINDINGS = keys.FEATURES
+    KEY_SECTIONS = (("Feature list and the typed text's tokens", keys.FEATURE_LIST),)
+
+    @dataclass
+    class TrainProgress(Message):
+        """A training step's numbers (merged: at most one message per POST_EVERY_S)."""
+
+        record: dict[str, Any]
+
+    @dataclass
+    class TrainEnded(Message):
+        """Training stopped; the SAE is saved in ``folder``."""
+
+        sae: Any
+        handle: Any
+        windows: Any
+        folder: str
+        reason: str
+
+    @dataclass
+    class TableProgress(Message):
+        done: int
+        total: int
+
+    @dataclass
+    class TableReady(Message):
+        """Every feature's table is built (or read from the cache)."""
+
+        browser: FeatureBrowser
+        cached: bool
+        seconds: float
+        source: str
+
+    @dataclass
+    class PromptReady(Message):
+        labels: list[str]
+        features: Any  # (T, d_sae)
+
+    @dataclass
+    class Failed(Message):
+        text: str
+
+    def __init__(self, d_sae: int = 1024, k: int = 16, train_tokens: int | None = None,
+                 table_tokens: int = TABLE_TOKENS, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.d_sae, self.k = d_sae, k
+        self.train_tokens = train_tokens
+        self.table_tokens = table_tokens
+        self.browser: FeatureBrowser | None = None
+        self.handle: Any = None
+        self.hook: str | None = None
+        self.training = False
+        self.history: dict[str, list[float]] = {name: [] for name in CURVES}
+        self.progress = (0, 0)
+        self.source = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="features-title")
+        with Horizontal(id="features-main"):
+            yield CursorList(empty="no SAE yet", id="features-list")
+            with VerticalScroll(id="features-card-scroll"):
+                yield Static(id="features-card")
+        yield Static(id="features-status")
+        yield Input(placeholder="an SAE folder (SAELens's format); enter opens it, escape leaves",
+                    id="features-path")
+        yield Input(placeholder="/ type text; enter shows the features firing on each token", id="features-prompt")
+        yield CursorList(empty="", id="features-tokens")
+
+    def on_mount(self) -> None:
+        """Say how to start; register with the host."""
+        if self.host.quitting:
+            return
+        self.host.register_pane("features", self)
+        self.query_one("#features-path", Input).display = False
+        self._title()
+        self.query_one("#features-card", Static).update(self._hint())
+
+    def focus_default(self) -> None:
+        """The feature list takes the keys."""
+        self.query_one("#features-list", CursorList).focus()
+
+    # ---- what is on show -----------------------------------------------------------
+    def _hint(self) -> Text:
+        text = Text()
+        text.append("Sparse autoencoder features\n\n", style="bold")
+        text.append(
+            "t  train an SAE on the model in hand: TopK, 1,024 features, k = 16, on the residual\n"
+            "   stream after its last block, from its own text (live curves below)\n"
+            "o  open an SAE folder in SAELens's format\n\n"
+            "Then: up/down move between features, s sorts (density, largest activation,\n"
+            "activation on the typed text), / types text to see which features fire on each token.\n",
+            style="dim",
+        )
+        return text
+
+    def _title(self) -> None:
+        title = Text()
+        title.append("Features", style="bold")
+        if self.browser is not None:
+            b = self.browser
+            title.append(f"  ·  {self.source}  ·  {b.sae.cfg.architecture} {b.sae.cfg.d_sae:,} at {self.hook}"
+                         f"  ·  sorted by {SORT_TITLES[b.sort]}", style="dim")
+        elif self.training:
+            title.append(f"  ·  training at {self.hook}", style="dim")
+        self.query_one("#features-title", Static).update(title)
+
+    def _status(self, text: Text | str) -> None:
+        self.query_one("#features-status", Static).update(text)
+
+    def _fill_list(self) -> None:
+        b = self.browser
+        if b is None:
+            return
+        key = b.prompt_max if b.sort == "prompt" else None
+        lines = []
+        for i in b.order:
+            line = Text(no_wrap=True)
+            line.append(f"{i:>6} ", style="bold")
+            line.append(f"{float(b.table.density[i]):7.3%} {float(b.table.max[i]):6.3g}", style="dim")
+            if key is not None:
+                line.append(f" {float(key[i]):6.3g}", style="yellow")
+            lines.append(line)
+        self.query_one("#features-list", CursorList).show(lines, b.cursor)
+
+    def show_feature(self) -> None:
+        """Draw the feature under the list's cursor (a lookup: no forward pass)."""
+        if self.browser is None:
+            return
+        card = self.browser.card()
+        self.query_one("#features-card", Static).update(card_text(card))
+
+    # ---- keys ----------------------------------------------------------------------
+    def action_cycle_sort(self) -> None:
+        """s: sort the list by density, largest activation, or activation on the typed text."""
+        if self.browser is None:
+            return
+        self.browser.cycle_sort()
+        self._fill_list()
+        self._title()
+
+    def action_focus_prompt(self) -> None:
+        """/: type text."""
+        self.query_one("#features-prompt", Input).focus()
+
+    def action_focus_list(self) -> None:
+        """l: back to the feature list."""
+        self.focus_default()
+
+    def action_open_sae(self) -> None:
+        """o: ask for an SAE folder."""
+        path = self.query_one("#features-path", Input)
+        path.display = True
+        path.focus()
+
+    def action_train(self) -> None:
+        """t: train an SAE on the model in hand, or stop the one training."""
+        if self.training:
+            self.workers.cancel_group(self, "features-train")
+            self._status(Text("stopping…", style="dim"))
+            return
+        run = self._run()
+        if run is None:
+            return
+        self.training = True
+        self.history = {name: [] for name in CURVES}
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out = Path(self.host.state.runs_root) / "saes" / f"sae-{stamp}"
+        self._status(Text("collecting activations…", style="dim"))
+        self._train_worker(run, out, self.host.training_active)
+
+    def _run(self) -> Any:
+        state = self.host.state
+        run = state.current_run if state.current_run is not None else state.opened
+        if run is None:
+            self._status(Text("no model yet: train one (2, then space) or open a run (6, enter)", style="yellow"))
+        return run
+
+    # ---- messages from the lists and inputs ------------------------------------------
+    def on_cursor_list_moved(self, message: CursorList.Moved) -> None:
+        """The list's cursor moved: show that feature."""
+        message.stop()
+        if message.sender.id == "features-list" and self.browser is not None:
+            self.browser.cursor = message.index
+            self.show_feature()
+
+    def on_cursor_list_chosen(self, message: CursorList.Chosen) -> None:
+        """Enter on a token's feature: jump to it in the list."""
+        message.stop()
+        if message.sender.id != "features-tokens" or self.browser is None:
+            return
+        pairs = self.browser.prompt_pairs()
+        if not pairs:
+            return
+        self.browser.jump_to(pairs[message.index][2])
+        self.query_one("#features-list", CursorList).show(self.query_one("#features-list", CursorList).lines,
+                                                          self.browser.cursor)
+        self.show_feature()
+        self.focus_default()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        """Enter in the path (open it) or the prompt (its features)."""
+        message.stop()
+        value = message.value.strip()
+        if message.input.id == "features-path":
+            message.input.display = False
+            if value:
+                run = self._run()
+                if run is not None:
+                    self._status(Text(f"opening {value}…", style="dim"))
+                    self._open_worker(run, value, self.host.training_active)
+            self.focus_default()
+        elif message.input.id == "features-prompt":
+            if self.browser is None or self.handle is None:
+                self._status(Text("no SAE yet: t trains one, o opens one", style="yellow"))
+            elif value:
+                self._prompt_worker(self.handle, self.browser.sae, self.hook, value)
+
+    def on_key(self, event: Any) -> None:
+        """Escape in the path input closes it."""
+        if event.key == "escape" and self.query_one("#features-path", Input).has_focus:
+            self.query_one("#features-path", Input).display = False
+            self.focus_default()
+            event.stop()
+
+    # ---- workers (threads) ---------------------------------------------------------
+    def _hooked(self, run: Any, training: bool) -> Any:
+        """The run as a hooked handle; its model copied unless it was opened from files."""
+        from tui_lab.core.decoding.model_handle import opened_from_files
+        from tui_lab.core.hooked.handle import hooked
+
+        model = run.model if opened_from_files(run) else copy.deepcopy(run.model)
+        device = next(model.parameters()).device
+        return hooked(SimpleNamespace(model=model, task=run.task, config=run.config,
+                                      card=getattr(run, "card", None), device=device))
+
+    @staticmethod
+    def _last_resid(handle: Any) -> str:
+        names = [n for n in handle.hook_names() if n.endswith("hook_resid_post")]
+        if not names:
+            raise ValueError("this model has no residual-stream hook (hook_resid_post)")
+        return str(names[-1])
+
+    def _windows(self, handle: Any) -> Any:
+        from tui_lab.core.sae.recipe import text_windows
+
+        text = getattr(handle.task, "train_text", None)
+        if not text:
+            raise ValueError("this model has no text of its own: tfx-lab sae train --text FILE, then o opens it")
+        return text_windows(handle, text)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="features-train")
+    def _train_worker(self, run: Any, out: Path, training: bool) -> None:
+        """Train an SAE at the last residual stream (thread), posting merged progress."""
+        from tui_lab.core.sae.activations import hook_activations, site_width
+        from tui_lab.core.sae.recipe import TOKENS, new_sae, train_settings
+        from tui_lab.core.sae.trainer import SAETrainer
+
+        worker = get_current_worker()
+        try:
+            handle = self._hooked(run, training)
+            hook = self._last_resid(handle)
+            self.hook = hook
+            windows = self._windows(handle)
+            width = site_width(handle, hook, windows[:1])
+            sae = new_sae(width, self.d_sae, "topk", self.k, hook, getattr(run.config, "name", None),
+                          windows.shape[1])
+            settings = train_settings(self.train_tokens or TOKENS)
+            last = [0.0]
+
+            def on_event(event: Any) -> None:
+                final = event.kind == "step" and event.tokens >= event.total_tokens
+                if event.kind == "step" and (final or time.monotonic() - last[0] >= POST_EVERY_S):
+                    last[0] = time.monotonic()
+                    self.post_message(self.TrainProgress(event.record()))
+
+            trainer = SAETrainer(sae, settings, out, on_event)
+            per_pass = max(1, 4096 // windows.shape[1])
+            end = trainer.train(hook_activations(handle, windows, hook, per_pass, epochs=None),
+                                should_stop=lambda: worker.is_cancelled)
+        except Exception as exc:
+            self.post_message(self.Failed(one_line(exc)))
+            return
+        self.post_message(self.TrainEnded(sae.eval(), handle, windows, str(out), end.reason))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="features-table")
+    def _open_worker(self, run: Any, folder: str, training: bool) -> None:
+        """Open an SAE folder (thread), then build its table."""
+        from tui_lab.core.sae.activations import check_width, site_width
+        from tui_lab.core.sae.source import open_sae
+
+        try:
+            sae = open_sae(folder)
+            handle = self._hooked(run, training)
+            hook = sae.cfg.metadata.hook_name or self._last_resid(handle)
+            windows = self._windows(handle)
+            check_width(sae, hook, site_width(handle, hook, windows[:1]))
+        except Exception as exc:
+            self.post_message(self.Failed(one_line(exc)))
+            return
+        self._build_table(sae.eval(), handle, windows, hook, folder)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="features-table")
+    def _table_worker(self, sae: Any, handle: Any, windows: Any, hook: str, source: str) -> None:
+        """Build (or read back) every feature's table (thread)."""
+        self._build_table(sae, handle, windows, hook, source)
+
+    def _build_table(self, sae: Any, handle: Any, windows: Any, hook: str, source: str) -> None:
+        from tui_lab.core.sae.feature_cache import cached_feature_table
+        from tui_lab.core.sae.feature_table import unembedding
+
+        worker = get_current_worker()
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
+                last[0] = time.monotonic()
+                self.post_message(self.TableProgress(done, total))
+
+        try:
+            t0 = time.perf_counter()
+            windows = windows[: max(1, self.table_tokens // windows.shape[1])]
+            table, cached = cached_feature_table(handle, sae, windows, hook, progress=progress,
+                                                 should_stop=lambda: worker.is_cancelled)
+            if table is None:
+                return
+            browser = FeatureBrowser(sae, table, handle.task.vocab.label, unembedding(handle.model))
+        except Exception as exc:
+            self.post_message(self.Failed(one_line(exc)))
+            return
+        self.handle, self.hook = handle, hook
+        self.post_message(self.TableReady(browser, cached, time.perf_counter() - t0, source))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="features-prompt")
+    def _prompt_worker(self, handle: Any, sae: Any, hook: str | None, text: str) -> None:
+        """The typed text's feature activations (thread)."""
+        import torch
+
+        from tui_lab.core.sae.activations import flat_site
+
+        try:
+            ids = handle.to_tokens(text)
+            with torch.no_grad():
+                _, cache = handle.run_with_cache(ids, names=[hook])
+                features = sae.encode(flat_site(cache[hook])[0].float())
+        except Exception as exc:
+            self.post_message(self.Failed(one_line(exc)))
+            return
+        self.post_message(self.PromptReady(handle.to_str_tokens(ids), features))
+
+    # ---- worker messages -------------------------------------------------------------
+    def on_features_pane_train_progress(self, message: FeaturesPane.TrainProgress) -> None:
+        """Live curves and the bar."""
+        message.stop()
+        r = message.record
+        for name in CURVES:
+            self.history[name].append(float(r[name]))
+        self._title()
+        self._status(curves_text(self.history, int(r["tokens"]), int(r["total_tokens"])))
+
+    def on_features_pane_train_ended(self, message: FeaturesPane.TrainEnded) -> None:
+        """Training stopped: build the feature table of what was trained."""
+        message.stop()
+        self.training = False
+        if self.host.quitting:
+            return
+        self.notify(f"SAE saved in {message.folder} ({message.reason})", title="Features")
+        self._status(Text(f"SAE saved in {message.folder}; reading every feature's contexts…", style="dim"))
+        self._table_worker(message.sae, message.handle, message.windows, self.hook or "", message.folder)
+
+    def on_features_pane_table_progress(self, message: FeaturesPane.TableProgress) -> None:
+        message.stop()
+        frac = message.done / max(1, message.total)
+        bar = "█" * int(30 * frac) + "·" * (30 - int(30 * frac))
+        self._status(Text(f"reading contexts {bar} {message.done:,}/{message.total:,} tokens", style="dim"))
+
+    def on_features_pane_table_ready(self, message: FeaturesPane.TableReady) -> None:
+        """Browse: the list, the first feature."""
+        message.stop()
+        self.browser = message.browser
+        self.source = Path(message.source).name
+        self._fill_list()
+        self.show_feature()
+        self._title()
+        how = "read from the cache" if message.cached else f"built in {message.seconds:.1f} s"
+        keep = self.query_one("#features-status", Static)
+        if not self.training:
+            keep.update(Text(f"{message.browser.table.tokens:,} tokens of the text, {how}", style="dim"))
+
+    def on_features_pane_prompt_ready(self, message: FeaturesPane.PromptReady) -> None:
+        """Each token with its features; the list can now sort by them."""
+        message.stop()
+        if self.browser is None:
+            return
+        self.browser.set_prompt(message.labels, message.features)
+        lines = []
+        for t, token, j, v in self.browser.prompt_pairs():
+            line = Text(no_wrap=True)
+            line.append(f"{t:>3} {shown(token):<6}", style="bold")
+            line.append(f" feature {j:<6} {v:6.3g}", style="dim")
+            lines.append(line)
+        tokens = self.query_one("#features-tokens", CursorList)
+        tokens.empty = "no feature fires on this text"
+        tokens.show(lines, 0)
+        self._fill_list()
+        tokens.focus()
+
+    def on_features_pane_failed(self, message: FeaturesPane.Failed) -> None:
+        """One line, in the status line."""
+        message.stop()
+        self.training = False
+        self._status(Text(message.text, style="red"))
+        self._title()
