@@ -7,7 +7,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .shared import Subparsers, add_at_step, add_json, add_run_or_model, emit_json, load_target, target_name
+from .shared import (
+    Subparsers,
+    add_at_step,
+    add_json,
+    add_run_or_model,
+    emit_json,
+    load_target,
+    target_name,
+)
 
 
 def add_parser(sub: Subparsers) -> None:
