@@ -164,6 +164,10 @@ def sequence_task_pair(model: Any, seed: int = 0, tries: int = 2000) -> PatchPai
     task, vocab = model.task, _vocab(model)
     rng = random.Random(f"task-pair:{seed}")
     first_in, first_out = task.example(rng)
+    for _ in range(tries):  # a first input of a few tokens, where the task allows it
+        if len(first_in) >= 3:
+            break
+        first_in, first_out = task.example(rng)
     a = [*vocab.encode(first_in), SEP]
     for _ in range(tries):
         text, out = task.example(rng)
@@ -196,7 +200,7 @@ def ready_pair(model: Any, name: str | None = None) -> PatchPair:
         name = names[0]
     if name == "task" and names:
         name = names[0]
-    if name == "ioi":
+    if name == "ioi" and "ioi" in names:
         return ioi_pair(model)
     if name == "induction" and "induction" in names:
         return induction_pair(model)
