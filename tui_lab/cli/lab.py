@@ -22,6 +22,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     what.add_argument("--run", help="open the lab on an existing run folder")
     what.add_argument("--model", metavar="SOURCE", help=MODEL_HELP)
     p.add_argument("--revision", help="with --model: a branch or commit of the cached model")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                   help="with --model: compute in float32 (default, exact) or bfloat16 (the weights as stored)")
     p.add_argument("--runs-dir", help="where the lab writes runs (default: ./runs)")
     p.set_defaults(handler=open_lab)
 
@@ -52,6 +54,7 @@ def open_lab(args: argparse.Namespace) -> int:
         runs_dir=args.runs_dir,
         model_source=args.model,
         revision=args.revision,
+        dtype=args.dtype,
     )
     return 0
 

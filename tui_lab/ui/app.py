@@ -84,6 +84,7 @@ class LabApp(PaneRouting):
         load_core: bool = True,
         model_source: str | None = None,
         revision: str | None = None,
+        dtype: str = "float32",
         warm_hidden_panes: bool = True,
         keymap_path: Path | None = None,
     ) -> None:
@@ -103,6 +104,7 @@ class LabApp(PaneRouting):
             user_dir=user_dir,
             model_source=model_source,
             model_revision=revision,
+            model_dtype=dtype,
         )
         self.follow_run = follow
         self.start_pane = "train" if follow else "build"  # watching a run is about its curves
@@ -242,7 +244,7 @@ class LabApp(PaneRouting):
             if self.model_source is not None:  # on at once, without a round trip through the UI
                 from tui_lab.ui.model_opening import open_and_post
 
-                open_and_post(self, self.model_source, self.model_revision)
+                open_and_post(self, self.model_source, self.model_revision, self.model_dtype)
 
         threading.Thread(target=load, name="tfx-lab-load-torch", daemon=True).start()
 
@@ -363,6 +365,7 @@ def run_lab(
     follow: bool = False,
     model_source: str | None = None,
     revision: str | None = None,
+    dtype: str = "float32",
 ) -> None:
     """Open the lab (the ``tfx-lab`` command with no subcommand)."""
     torch_preload.start()  # on the second core, while the first frame is drawn
@@ -374,6 +377,7 @@ def run_lab(
             follow=follow,
             model_source=model_source,
             revision=revision,
+            dtype=dtype,
         ).run()
     finally:
         # The screen is back to the shell; wait (briefly) for a stopped run's last save.

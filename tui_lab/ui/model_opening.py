@@ -22,12 +22,13 @@ from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import ModelOpened
 
 
-def open_and_post(app: App[Any], source: str, revision: str | None) -> None:
-    """Open ``source`` (a folder or a cached hub name) in this thread; ``ModelOpened`` reports it."""
+def open_and_post(app: App[Any], source: str, revision: str | None, dtype: str = "float32") -> None:
+    """Open ``source`` (a folder or a cached hub name) in this thread, in ``dtype``;
+    ``ModelOpened`` reports it."""
     from tui_lab.core.decoding.opened import open_model
 
     try:
-        loaded = open_model(source, "cpu", revision, lay_out_later=True)
+        loaded = open_model(source, "cpu", revision, lay_out_later=True, dtype=dtype)
     except Exception as exc:  # noqa: BLE001 - one line in the lab, which stays usable
         app.post_message(ModelOpened(source, None, one_line(exc)))
         return

@@ -90,6 +90,7 @@ class PaneRouting(App[None]):
     travel: StateField[Travel] = StateField()
     model_source: StateField[str | None] = StateField()  # until it fails to open or a run replaces it
     model_revision: StateField[str | None] = StateField()
+    model_dtype: StateField[str] = StateField()
     runs_root: StateField[Path] = StateField()
     user_dir: StateField[Path | None] = StateField()
     panes: dict[str, Pane]

@@ -31,6 +31,7 @@ class LabState:
     # --model SOURCE (until it fails to open or a run replaces it) and its revision.
     model_source: str | None = None
     model_revision: str | None = None
+    model_dtype: str = "float32"  # --dtype: what a model from files computes in
     core: Core | None = None  # torch and the core, once loaded
     core_state: str = "loading torch…"
     # The run whose model Decode uses: a RemoteRun, a LoadedModel (an opened run or
