@@ -34,7 +34,7 @@ class Item:
     description: str = ""
 
 
-class PickList(QuietFocus, ScrollView, can_focus=True):
+class PickList(ScrollView, QuietFocus, can_focus=True):
     """↑↓ (home, end, page keys) move the highlight; enter or a click picks the item."""
 
     COMPONENT_CLASSES = {

@@ -27,7 +27,9 @@ class QuietFocus(Widget):
     """A widget whose focus changes redraw nothing whole: ``focus_changed`` says what to redraw.
 
     A base for the widgets whose look does not depend on focus (or that draw the part
-    that does themselves): the lab's scrolling lists and the Train pane.
+    that does themselves): the lab's scrolling lists and the Train pane. List it after the
+    widget's own base (``class PickList(ScrollView, QuietFocus)``): Textual takes a widget's
+    default CSS along each class's first base, and this class has none to give.
     """
 
     def focus(self, scroll_visible: bool = True) -> Self:

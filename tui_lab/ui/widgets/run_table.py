@@ -38,7 +38,7 @@ class TableColumn:
     cap: int | None = None
 
 
-class RunTable(QuietFocus, ScrollView, can_focus=True):
+class RunTable(ScrollView, QuietFocus, can_focus=True):
     """Rows of Text cells under a fixed header line; arrows move the cursor, enter selects."""
 
     COMPONENT_CLASSES = {"run-table--cursor", "run-table--header"}

@@ -31,7 +31,7 @@ _WIDE = Console(width=1000, file=io.StringIO())  # only measures, never prints
 PRERENDER_DELAY = 0.25  # seconds after the last change, while the table is hidden
 
 
-class TextTable(QuietFocus, ScrollView, can_focus=True):
+class TextTable(ScrollView, QuietFocus, can_focus=True):
     """Columns given as Rich ``Column`` keyword arguments; ``show`` replaces the rows.
 
     The table keeps its natural width and scrolls sideways where the pane is narrower.

@@ -57,7 +57,7 @@ def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
     return (config.model, config.task, config.train)
 
 
-class TrainPane(QuietFocus, Pane, Vertical, can_focus=True):
+class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
     """Drives a training process from a thread worker; events arrive as posted messages."""
 
     class PhaseChanged(Message):
