@@ -63,10 +63,6 @@ def add_examples(s: argparse.ArgumentParser) -> None:
     s.add_argument("--n", type=int, default=500, help="held-out examples (default 500)")
 
 
-def add_preset(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--preset", default=None, help="preset name or YAML path (default: copy)")
-
-
 def check_examples(n: int) -> None:
     """``--n`` must be positive (held-out examples to measure on)."""
     from tui_lab.core.errors import LabError

@@ -17,27 +17,22 @@ FULL_GC_EVERY = 100  # middle-generation collections per full one (Python's defa
 
 
 class Core:
-    """The loaded core: torch's version, and the modules by name (``core.checkpoint``...)."""
+    """The loaded core: torch and the core modules the panes use are imported (so a pane's own
+    import of them later is instant); ``version`` is torch's, for the status bar."""
 
     def __init__(self) -> None:
         # A CPU torch without numpy warns on import; the lab never needs numpy.
         warnings.filterwarnings("ignore", message=".*NumPy.*")
         import torch
 
-        from tui_lab.core import tasks
-        from tui_lab.core.decoding import decode
-        from tui_lab.core.model import params
-        from tui_lab.core.runs import checkpoint
-        from tui_lab.core.training import remote as run_process
-        from tui_lab.core.training import train
+        # Imported here, in torch's loading thread, for the panes that import them on use.
+        import tui_lab.core.decoding.decode
+        import tui_lab.core.model.params
+        import tui_lab.core.runs.checkpoint
+        import tui_lab.core.tasks
+        import tui_lab.core.training.remote
+        import tui_lab.core.training.train  # noqa: F401
 
-        self.torch = torch
-        self.checkpoint = checkpoint
-        self.decode = decode
-        self.params = params
-        self.run_process = run_process
-        self.tasks = tasks
-        self.train = train
         self.version = torch.__version__.split("+")[0]
 
 

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from tui_lab.core.errors import LabError
+from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.attention import MultiHeadAttention
 from tui_lab.core.model.hook_points import HookFn, HookSpec, using_hooks
 from tui_lab.core.tasks.vocab import PAD
@@ -164,11 +165,7 @@ def head_means(
 
         return hook
 
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         with using_hooks([(m.hook_names.z, recorder(n)) for n, m in modules.items()]):
             model(tgt) if src is None else model(src, tgt)
-    finally:
-        model.train(was_training)
     return {name: sums[name] / counts[name].clamp(min=1.0) for name in sums}

@@ -19,6 +19,7 @@ from torch import nn
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import LabError
+from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.attention import MultiHeadAttention, causal_mask, padding_mask
 from tui_lab.core.model.hook_points import using_hooks
 
@@ -127,16 +128,12 @@ def self_attention_qk(model: nn.Module, batch: ExampleBatch) -> list[HeadsQK]:
     names = {n for m in modules for n in (m.hook_names.q, m.hook_names.k, m.hook_names.v)}
     device = next(model.parameters()).device
     tokens = batch.tokens.to(device)
-    was_training = model.training
-    model.eval()  # no dropout in the picture
-    try:
+    with evaluating(model):
         with torch.no_grad(), using_hooks([(names.__contains__, lambda x, n: seen.setdefault(n, x))]):
             if batch.src is not None:
                 model(batch.src.to(device), tokens)
             else:
                 model(tokens)
-    finally:
-        model.train(was_training)
     out = []
     for module in modules:
         hooked = module.hook_names

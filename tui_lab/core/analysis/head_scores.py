@@ -51,6 +51,7 @@ from tui_lab.core.analysis.head_targets import (
     offset_targets,
     uniform_attention,
 )
+from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.capture import capture_attention
 
 PATTERNS = ("diagonal", "previous", "first", "alignment", "duplicate", "induction", "sharp", "monotonic")
@@ -234,20 +235,13 @@ def layer_window(model: nn.Module, name: str) -> int:
     return int(windows[int(parts[1])])
 
 
-def _in_eval(model: nn.Module) -> bool:
-    was_training = model.training
-    model.eval()
-    return was_training
-
-
 def score_atlas(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int = 0) -> Atlas:
     """Score every head of a lab run's ``model`` on ``task``'s fixed probe (and its repeats).
 
     The same ``n`` and ``seed`` give the same probe at every step of a run,
     so scores from two snapshots are comparable.
     """
-    was_training = _in_eval(model)
-    try:
+    with evaluating(model):
         config = getattr(model, "config", None)
         probe = make_probe(task, arch, n, seed, max_len=config.max_len if config else 64)
         on_repeats = _attention(model, probe.repeated.tokens) if probe.repeated is not None else {}
@@ -258,8 +252,6 @@ def score_atlas(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int =
             if probe.repeated is not None and name in on_repeats:
                 found.update(repeat_patterns(on_repeats[name], probe.repeated, False, window))
             heads.extend(head_scores(name, found, entropy(w, queries)))
-    finally:
-        model.train(was_training)
     probes = {TASK: probe.description}
     if probe.repeated is not None:
         probes[probe.repeated.kind] = probe.repeated.description
@@ -291,16 +283,13 @@ def score_atlas_on_repeats(
     if config is not None:
         length = max(2, min(length, config.max_len // 2))
     repeats = standard_probe(vocab_size, special_ids, n, length, seed)
-    was_training = _in_eval(model)
-    try:
+    with evaluating(model):
         heads: list[HeadScore] = []
         for name, w in _attention(model, repeats.tokens).items():
             queries = torch.ones(w.size(0), w.size(2), dtype=torch.bool)
             queries[:, 0] = False
             found = repeat_patterns(w, repeats, True, layer_window(model, name))
             heads.extend(head_scores(name, found, entropy(w, queries)))
-    finally:
-        model.train(was_training)
     return Atlas(_ranked(heads), {repeats.kind: repeats.description})
 
 

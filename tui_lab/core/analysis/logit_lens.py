@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from tui_lab.core.decoding.decode import DecodeResult, is_decoder_only, max_positions
+from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.hook_points import using_hooks
 from tui_lab.core.model.layers import CrossAttentionBlock, TransformerBlock
 from tui_lab.core.model.models import CausalDecoder, Decoder, DecoderOnly, EncoderDecoder
@@ -103,9 +104,7 @@ def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
     device = next(model.parameters()).device
     ids = vocab.encode(result.input)
     fed_out = result.tokens[:-1]  # the last token is never fed back
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         if is_decoder_only(model):
             prompt = ids if task.is_lm else [*ids, SEP]
             limit = max_positions(model)
@@ -119,8 +118,6 @@ def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
             tgt = torch.tensor([[BOS, *fed_out]], device=device)
             streams = layer_streams(model, lambda: model(src, tgt))
             first = 0
-    finally:
-        model.train(was_training)
     n = len(result.tokens)
     probs = torch.stack([lens_probs(model, s[0, first : first + n]) for s in streams])  # (L, n, V)
     best_p, best_i = probs.max(dim=-1)  # (L, n)

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from tui_lab.core.analysis.ablation import HeadRef, ablate, all_heads, head_means
 from tui_lab.core.errors import LabError
+from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.tasks.base import Batch
 
 Progress = Callable[[int, int], None]  # (done, total) heads
@@ -61,12 +62,8 @@ def text_loss(model: nn.Module, ids: Sequence[int]) -> float:
     """Mean next-token cross-entropy of a decoder-only ``model`` over ``ids`` (nats)."""
     device = next(model.parameters()).device
     tokens = torch.tensor([list(ids)], device=device)  # (1, T)
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         logits = model(tokens[:, :-1])  # (1, T-1, V)
-    finally:
-        model.train(was_training)
     return float(F.cross_entropy(logits[0].float(), tokens[0, 1:]))
 
 

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from tui_lab.core.decoding.sampling import check_sampling, pick
 from tui_lab.core.errors import LabError
+from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.capture import AttentionStore, capture_attention
 from tui_lab.core.model.models import DecoderOnly
 from tui_lab.core.tasks.protocol import Task, Vocabulary
@@ -222,8 +223,6 @@ def generate(
     out_ids: list[int] = []
     stopped = "max_len"
     store = AttentionStore() if capture else None
-    was_training = model.training
-    model.eval()
     # The decoding steps run under inference_mode, not no_grad: no autograd
     # bookkeeping (views, version counters) on any of the ~800 ops of a decoded
     # token. Nothing made there outlives the call except the position tables,
@@ -232,7 +231,7 @@ def generate(
     # anywhere else): those captured while decoding are cloned on the way out,
     # and the encoder's and an uncached decode's passes run under no_grad.
     lab = face(model)
-    try:
+    with evaluating(model):
         with torch.no_grad():
             src = torch.tensor([ids], device=device)  # (1, S)
             memory: Tensor | None = None
@@ -276,8 +275,6 @@ def generate(
             if store is not None and not incremental:
                 with capture_attention(model, store):
                     run([*prompt, *out_ids[:-1]], None)  # the last token is never fed back
-    finally:
-        model.train(was_training)
 
     output = vocab.decode(out_ids)
     result = DecodeResult(text, output, out_ids, steps, notes=notes, stopped=stopped)
@@ -348,10 +345,8 @@ def batch_greedy(
     """
     vocab = task.vocab
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     outputs: list[str | None] = [None] * len(inputs)
-    try:
+    with evaluating(model):
         encoded = [vocab.encode(t) for t in inputs]
         if is_decoder_only(model):
             groups: dict[int, list[int]] = {}
@@ -367,8 +362,6 @@ def batch_greedy(
             rows = [encoded[i] for i in chunk]
             for i, ids in zip(chunk, _greedy_rows(model, rows, max_new_tokens, device), strict=False):
                 outputs[i] = vocab.decode(ids)
-    finally:
-        model.train(was_training)
     return [o or "" for o in outputs]
 
 

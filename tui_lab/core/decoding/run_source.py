@@ -68,15 +68,6 @@ def keep_source(run_dir: RunDir, card: Any) -> list[str]:
     return copied
 
 
-def read_source(run_dir: RunDir) -> dict[str, Any] | None:
-    """``source.json`` of a run trained from a real model (None for the lab's own runs)."""
-    try:
-        data = json.loads((Path(run_dir) / SOURCE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def run_task(folder: RunFolder) -> Any:
     """The task of a run folder: token-lm's through the run's own copy of the tokenizer."""
     config = folder.config

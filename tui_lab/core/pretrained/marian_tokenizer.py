@@ -21,6 +21,7 @@ from typing import Any
 import sentencepiece
 
 from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.visible_text import VISIBLE_WHITESPACE
 
 SOURCE_SPM = "source.spm"
 TARGET_SPM = "target.spm"
@@ -28,7 +29,6 @@ VOCAB_FILE = "vocab.json"
 TARGET_VOCAB_FILE = "target_vocab.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 _SPACE = "▁"  # SentencePiece's mark of a word's leading space
-_VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
 
 
 class MarianTokenizer:
@@ -106,7 +106,7 @@ class MarianTokenizer:
         piece = self.pieces.get(int(id))
         if piece is None:
             return f"<id {id}>"
-        return "".join(_VISIBLE.get(ch, ch) for ch in piece.replace(_SPACE, " "))
+        return "".join(VISIBLE_WHITESPACE.get(ch, ch) for ch in piece.replace(_SPACE, " "))
 
 
 def load_marian_tokenizer(folder: Path) -> MarianTokenizer:

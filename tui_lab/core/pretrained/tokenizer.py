@@ -27,6 +27,7 @@ from tokenizers.models import BPE
 
 from tui_lab.core.errors import one_line
 from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.visible_text import VISIBLE_WHITESPACE
 
 TOKENIZER_FILE = "tokenizer.json"
 VOCAB_FILE = "vocab.json"
@@ -38,8 +39,6 @@ CONFIG_FILE = "config.json"
 # GPT2Tokenizer's defaults, for a vocab.json + merges.txt folder whose config names none.
 _GPT2_SPECIALS = {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
 _NAMED_SPECIALS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-# How whitespace and control characters show in a label: visibly, one glyph each.
-_VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -118,7 +117,7 @@ def _readable(data: bytes) -> str:
 
 def _visible(text: str) -> str:
     return "".join(
-        _VISIBLE.get(ch) or (f"<0x{ord(ch):02X}>" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch)
+        VISIBLE_WHITESPACE.get(ch) or (f"<0x{ord(ch):02X}>" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch)
         for ch in text
     )
 

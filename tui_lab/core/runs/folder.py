@@ -185,10 +185,6 @@ class RunFolder:
         return read_safetensors_header(path)
 
 
-# What ``load_run`` returned before RunFolder existed; the same object.
-LoadedRun = RunFolder
-
-
 def load_run(run_dir: RunDir) -> RunFolder:
     """``RunFolder.read(run_dir)``: config and state of a run with a finished checkpoint."""
     return RunFolder.read(run_dir)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable
 
+from tui_lab.core.visible_text import VISIBLE_WHITESPACE
+
 # Special ids come first so they are the same in every vocabulary: a model
 # trained on digits and one trained on text agree on what 0..4 mean.
 PAD, BOS, EOS, UNK, SEP = 0, 1, 2, 3, 4
@@ -19,7 +21,7 @@ N_SPECIALS = len(SPECIALS)
 # Short labels for heatmap axes: one cell is only a few columns wide, and a
 # space or newline would be invisible there.
 SPECIAL_LABELS = ("⟨pad⟩", "⟨s⟩", "⟨/s⟩", "⟨unk⟩", "⟨sep⟩")
-CHAR_LABELS = {" ": "␣", "\n": "↵", "\t": "⇥"}
+CHAR_LABELS = VISIBLE_WHITESPACE
 
 # Ids travel through ``id_string`` as code points; UTF-32 cannot hold the
 # surrogate range, so a vocabulary must stay below it.

@@ -15,6 +15,7 @@ from torch import nn
 
 from tui_lab.core.config.lab_config import LabConfig, TrainConfig
 from tui_lab.core.decoding.decode import batch_greedy
+from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.device import autocast_context, to_device
 from tui_lab.core.runs.events import EvalEvent
 
@@ -73,9 +74,7 @@ def evaluate(
     from the validation text.
     """
     train = config.train
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         if task.is_lm:
             batches = task.val_batches(train.batch_size, LM_VAL_BATCHES)
             results = [_scored_batch(model, b, config, device) for b in batches]
@@ -104,5 +103,3 @@ def evaluate(
             correct = sum(o == p[1] for o, p in zip(outs, pairs, strict=False))
         overlap = sum(p[0] in seen_inputs for p in pairs) if seen_inputs else None
         return EvalEvent(step, total / len(pairs), correct / len(pairs), len(pairs), overlap)
-    finally:
-        model.train(was_training)

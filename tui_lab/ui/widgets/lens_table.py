@@ -6,12 +6,13 @@ from typing import Any
 
 from rich.text import Text
 
+from tui_lab.core.visible_text import NEWLINE
 from tui_lab.ui.widgets.text_table import TextTable
 
 
 def lens_cell(token: str, prob: float, emitted: bool) -> Text:
     """A layer's top token (bold where it is the token the model emitted), then its probability."""
-    cell = Text(token.replace("\n", "↵") or "·", style="bold green" if emitted else "")
+    cell = Text(token.replace("\n", NEWLINE) or "·", style="bold green" if emitted else "")
     cell.append(f" {prob:.0%}" if prob >= 0.01 else " <1%", style="dim")
     return cell
 
@@ -36,7 +37,7 @@ class LensView(TextTable):
         self._columns = (
             {"header": "layer", "no_wrap": True},
             *(
-                {"header": f"{i} {tok.replace(chr(10), '↵')}", "no_wrap": True}
+                {"header": f"{i} {tok.replace(chr(10), NEWLINE)}", "no_wrap": True}
                 for i, tok in enumerate(lens.steps, start=1)
             ),
         )

@@ -15,6 +15,7 @@ from textual.widgets import Checkbox, Input, Label, Static
 
 from tui_lab.core.decoding.model_handle import opened_from_files
 from tui_lab.core.errors import one_line
+from tui_lab.core.visible_text import NEWLINE, VISIBLE_WHITESPACE
 from tui_lab.ui import keys
 from tui_lab.ui.messages import Decoded
 from tui_lab.ui.panes.decode.logit_lens import LogitLens
@@ -57,10 +58,8 @@ def visible(text: str) -> str:
     out = []
     for ch in text:
         code = ord(ch)
-        if ch == "\n":
-            out.append("↵")
-        elif ch == "\t":
-            out.append("⇥")
+        if ch != " " and ch in VISIBLE_WHITESPACE:
+            out.append(VISIBLE_WHITESPACE[ch])
         elif code < 0x20:
             out.append(chr(0x2400 + code))  # the Unicode control pictures
         elif code == 0x7F:
@@ -222,7 +221,7 @@ class DecodePane(Pane, Vertical):
             self.examples = list(self.lab_task.examples_for_display(N_EXAMPLES))
         except Exception:  # noqa: BLE001 - examples are a convenience
             self.examples = []
-        options.set_items([Item(text.replace("\n", "↵")[:40]) for text in self.examples])
+        options.set_items([Item(text.replace("\n", NEWLINE)[:40]) for text in self.examples])
         if self.examples:
             self.query_one(
                 "#decode-input", Input
