@@ -31,6 +31,13 @@ CONTRACT = {
     "watch": [],
     "serve": ["--host", "--port", "--preset", "--run"],
     "export": ["--tensorboard", "--hf", "--out", "--at-step", "--json"],
+    "hooks": ["--run", "--model", "--input", "--at-step", "--json"],
+    "sae": ["train", "eval", "features"],
+    "patch": ["--run", "--model", "--clean", "--corrupt", "--answer", "--wrong", "--pair", "--site", "--method",
+              "--at-step", "--json"],
+    "dla": ["--run", "--model", "--input", "--answer", "--wrong", "--json"],
+    "trace": ["--run", "--model", "--input", "--subject", "--answer", "--json"],
+    "steer": ["--run", "--model", "--input", "--hook", "--positive", "--negative", "--coef", "--json"],
 }
 
 
