@@ -78,11 +78,12 @@ def _require_model(source: str, revision: str | None) -> None:
     """What can be checked without torch, before the UI starts: the folder (or the cached
     snapshot) exists and holds a config.json. The weights are read once the lab is up."""
     from tui_lab.core.pretrained.errors import PretrainedError
-    from tui_lab.core.pretrained.source import CONFIG_NAME, resolve_source
+    from tui_lab.core.pretrained.hf_files import CONFIG_FILE
+    from tui_lab.core.pretrained.source import resolve_source
 
     found = resolve_source(source, revision)  # PretrainedError: one line
-    if not (found.folder / CONFIG_NAME).is_file():
+    if not (found.folder / CONFIG_FILE).is_file():
         raise PretrainedError(
-            f"{source}: no {CONFIG_NAME} in {found.folder}; give the folder that "
+            f"{source}: no {CONFIG_FILE} in {found.folder}; give the folder that "
             "save_pretrained (or hf download) wrote"
         )

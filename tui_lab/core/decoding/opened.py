@@ -25,6 +25,7 @@ from tui_lab.core.model.device import choose_device, set_threads
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.files import open_tensors, read_config
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE, GENERATION_CONFIG
 from tui_lab.core.pretrained.layout import PendingLayout
 from tui_lab.core.pretrained.marian_tokenizer import load_marian_tokenizer
 from tui_lab.core.pretrained.source import ModelSource, resolve_source
@@ -184,7 +185,7 @@ def _card(
         )
         if (folder / n).is_file()
     ]
-    config_files = [n for n in ("config.json", "generation_config.json") if (folder / n).is_file()]
+    config_files = [n for n in (CONFIG_FILE, GENERATION_CONFIG) if (folder / n).is_file()]
     if config.arch == "encoder-decoder":  # the card's layers are the decoder's; say the encoder's
         notes = [f"encoder-decoder: {config.n_encoder_layers} encoder + {config.n_decoder_layers} decoder layers", *notes]
     return ModelCard(

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tui_lab.core.pretrained.hf_files import TOKENIZER_FILES
 from tui_lab.core.runs.atomic import atomic_write_bytes, atomic_write_text
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.layout import RunDir, RunError, reason
@@ -28,15 +29,6 @@ from tui_lab.core.tasks import make_task
 
 SOURCE_FILE = "source.json"
 TOKENIZER_DIR = "tokenizer"
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "vocab.json",
-    "merges.txt",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "generation_config.json",
-    "config.json",
-)
 
 
 def keep_source(run_dir: RunDir, card: Any) -> list[str]:

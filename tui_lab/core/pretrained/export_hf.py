@@ -35,6 +35,13 @@ from tui_lab.core.pretrained.export_tokenizer import (
 from tui_lab.core.pretrained.export_weights import adapt, invert
 from tui_lab.core.pretrained.families.writer import SpecialIds
 from tui_lab.core.pretrained.files import open_tensors, read_config
+from tui_lab.core.pretrained.hf_files import (
+    CONFIG_FILE,
+    GENERATION_CONFIG,
+    SAFETENSORS_FILE,
+    TOKENIZER_FILE,
+    VOCAB_FILE,
+)
 from tui_lab.core.pretrained.tokenizer import load_tokenizer
 from tui_lab.core.runs.checkpoint import load_weights
 from tui_lab.core.runs.folder import RunFolder
@@ -85,15 +92,15 @@ def export_hf(run: RunDir, out: str | os.PathLike[str], at_step: int | None = No
     temp = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
     try:
         temp.mkdir(parents=True)
-        save_file(tensors, str(temp / "model.safetensors"), metadata={"format": "pt"})
-        _write_json(temp / "config.json", hf_config)
-        _write_json(temp / "generation_config.json", {**ids.config_keys(), "do_sample": False})
+        save_file(tensors, str(temp / SAFETENSORS_FILE), metadata={"format": "pt"})
+        _write_json(temp / CONFIG_FILE, hf_config)
+        _write_json(temp / GENERATION_CONFIG, {**ids.config_keys(), "do_sample": False})
         if vocab is not None:
             files = write_vocab_tokenizer(vocab, temp, lab.max_len)
         else:  # the source model's own files, its generation_config.json included
             files = copy_tokenizer(tokenizer_dir or folder.path, temp)
-            if tokenizer_dir is not None and (tokenizer_dir / "generation_config.json").is_file():
-                shutil.copyfile(tokenizer_dir / "generation_config.json", temp / "generation_config.json")
+            if tokenizer_dir is not None and (tokenizer_dir / GENERATION_CONFIG).is_file():
+                shutil.copyfile(tokenizer_dir / GENERATION_CONFIG, temp / GENERATION_CONFIG)
         diff = _self_check(model, temp)
         if out.is_dir():
             out.rmdir()  # empty (checked above): replaced by the finished folder
@@ -102,7 +109,7 @@ def export_hf(run: RunDir, out: str | os.PathLike[str], at_step: int | None = No
         shutil.rmtree(temp, ignore_errors=True)
         raise
     n_params = sum(t.numel() for t in tensors.values())
-    written = ["config.json", "model.safetensors", "generation_config.json", *files]
+    written = [CONFIG_FILE, SAFETENSORS_FILE, GENERATION_CONFIG, *files]
     step = folder.step if at_step is None else at_step
     return ExportResult(out, writer.family.model_type, step, n_params, written, diff)
 
@@ -135,7 +142,7 @@ def _run_model(folder: RunFolder, at_step: int | None) -> tuple[DecoderOnly, Any
 def _tokenizer_folder(run: Path) -> Path:
     """Where a fine-tuned run keeps its source model's tokenizer files."""
     for candidate in (run / TOKENIZER_FOLDER, run):
-        if any((candidate / name).is_file() for name in ("tokenizer.json", "vocab.json")):
+        if any((candidate / name).is_file() for name in (TOKENIZER_FILE, VOCAB_FILE)):
             return candidate
     raise ExportError(
         f"{run}: a run fine-tuned from a real model, but its tokenizer files are missing "

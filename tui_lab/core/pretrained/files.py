@@ -22,14 +22,16 @@ import torch
 
 from tui_lab.core.errors import one_line
 from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.pretrained.hf_files import (
+    CONFIG_FILE,
+    SAFETENSORS_FILE,
+    SAFETENSORS_INDEX,
+    TORCH_FILE,
+    TORCH_INDEX,
+)
 from tui_lab.core.runs.layout import RunError
 from tui_lab.core.runs.safetensors_check import open_regular, safetensors_layout
 
-CONFIG_NAME = "config.json"
-SAFETENSORS_NAME = "model.safetensors"
-SAFETENSORS_INDEX = "model.safetensors.index.json"
-TORCH_NAME = "pytorch_model.bin"
-TORCH_INDEX = "pytorch_model.bin.index.json"
 _REMEDY = "download or save it again"
 
 # safetensors' dtype names (its format spec); the float8/uint kinds only where torch has them.
@@ -48,9 +50,9 @@ for _name, _attr in (
 
 def read_config(folder: Path) -> dict[str, Any]:
     """``config.json`` of a model folder as a dict, or one line naming what is wrong."""
-    path = Path(folder) / CONFIG_NAME
+    path = Path(folder) / CONFIG_FILE
     if not path.is_file():
-        raise PretrainedError(f"{folder}: no {CONFIG_NAME} (a model folder holds it beside its weights)")
+        raise PretrainedError(f"{folder}: no {CONFIG_FILE} (a model folder holds it beside its weights)")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -131,8 +133,8 @@ def open_tensors(folder: Path) -> TensorSource:
     """The weights of a model folder: safetensors (single or sharded), else pytorch_model.bin."""
     folder = Path(folder)
     for name, index, reader in (
-        (SAFETENSORS_NAME, SAFETENSORS_INDEX, _map_safetensors),
-        (TORCH_NAME, TORCH_INDEX, _load_torch),
+        (SAFETENSORS_FILE, SAFETENSORS_INDEX, _map_safetensors),
+        (TORCH_FILE, TORCH_INDEX, _load_torch),
     ):
         if (folder / name).exists() or (folder / name).is_symlink():  # a dangling link: named below
             tensors, buffer = reader(folder / name)
@@ -143,7 +145,7 @@ def open_tensors(folder: Path) -> TensorSource:
         if (folder / index).exists():
             return _sharded(folder / index, reader)
     raise PretrainedError(
-        f"{folder}: no weights ({SAFETENSORS_NAME}, {SAFETENSORS_INDEX}, {TORCH_NAME} "
+        f"{folder}: no weights ({SAFETENSORS_FILE}, {SAFETENSORS_INDEX}, {TORCH_FILE} "
         f"or {TORCH_INDEX})"
     )
 

@@ -21,13 +21,15 @@ from typing import Any
 import sentencepiece
 
 from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.pretrained.hf_files import (
+    SOURCE_SPM,
+    TARGET_SPM,
+    TARGET_VOCAB_FILE,
+    TOKENIZER_CONFIG,
+    VOCAB_FILE,
+)
 from tui_lab.core.visible_text import VISIBLE_WHITESPACE
 
-SOURCE_SPM = "source.spm"
-TARGET_SPM = "target.spm"
-VOCAB_FILE = "vocab.json"
-TARGET_VOCAB_FILE = "target_vocab.json"
-TOKENIZER_CONFIG = "tokenizer_config.json"
 _SPACE = "▁"  # SentencePiece's mark of a word's leading space
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
-CONFIG_NAME = "config.json"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
@@ -84,10 +84,10 @@ def _from_cache(repo_id: str, revision: str | None) -> ModelSource:
             f"{repo_id}: no such folder, and not in the local Hugging Face cache ({cache}); "
             f"download it once with `{download}`"
         )
-    found = try_to_load_from_cache(repo_id, CONFIG_NAME, cache_dir=cache, revision=wanted)
+    found = try_to_load_from_cache(repo_id, CONFIG_FILE, cache_dir=cache, revision=wanted)
     commit = _commit_of(repo, wanted)
-    if not isinstance(found, str) and commit and (repo / "snapshots" / commit / CONFIG_NAME).is_file():
-        found = str(repo / "snapshots" / commit / CONFIG_NAME)  # a ref file edited by hand (a newline)
+    if not isinstance(found, str) and commit and (repo / "snapshots" / commit / CONFIG_FILE).is_file():
+        found = str(repo / "snapshots" / commit / CONFIG_FILE)  # a ref file edited by hand (a newline)
     if not isinstance(found, str):
         if commit is None or not (repo / "snapshots" / commit).is_dir():
             have = ", ".join(_cached_revisions(repo)) or "none"
@@ -96,7 +96,7 @@ def _from_cache(repo_id: str, revision: str | None) -> ModelSource:
                 f"download it once with `{download}`"
             )
         raise PretrainedError(
-            f"{repo_id}: the cached snapshot {commit} has no {CONFIG_NAME} ({repo}); "
+            f"{repo_id}: the cached snapshot {commit} has no {CONFIG_FILE} ({repo}); "
             f"download it once with `{download}`"
         )
     return ModelSource(

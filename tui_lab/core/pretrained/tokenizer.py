@@ -27,15 +27,17 @@ from tokenizers.models import BPE
 
 from tui_lab.core.errors import one_line
 from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.pretrained.hf_files import (
+    CONFIG_FILE,
+    GENERATION_CONFIG,
+    MERGES_FILE,
+    SPECIAL_TOKENS_MAP,
+    TOKENIZER_CONFIG,
+    TOKENIZER_FILE,
+    VOCAB_FILE,
+)
 from tui_lab.core.visible_text import VISIBLE_WHITESPACE
 
-TOKENIZER_FILE = "tokenizer.json"
-VOCAB_FILE = "vocab.json"
-MERGES_FILE = "merges.txt"
-TOKENIZER_CONFIG = "tokenizer_config.json"
-SPECIAL_TOKENS_MAP = "special_tokens_map.json"
-GENERATION_CONFIG = "generation_config.json"
-CONFIG_FILE = "config.json"
 # GPT2Tokenizer's defaults, for a vocab.json + merges.txt folder whose config names none.
 _GPT2_SPECIALS = {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
 _NAMED_SPECIALS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_lab.core.pretrained.errors import PretrainedError
-
-GENERATION_CONFIG = "generation_config.json"
+from tui_lab.core.pretrained.hf_files import GENERATION_CONFIG
 
 
 def translation_settings(

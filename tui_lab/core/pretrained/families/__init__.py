@@ -21,7 +21,8 @@ from tui_lab.core.pretrained.families import (
     phi3,
     qwen,
 )
-from tui_lab.core.pretrained.families.common import CONFIG_FILE, Family
+from tui_lab.core.pretrained.families.common import Family
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 __all__ = ["FAMILIES", "Family", "family_for"]
 

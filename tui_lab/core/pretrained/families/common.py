@@ -17,8 +17,8 @@ import torch
 from tui_lab.core.config.error import ConfigError
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
-CONFIG_FILE = "config.json"
 # Hugging Face's activation names (ACT2FN) -> the lab's. gelu_new, gelu_fast and
 # gelu_pytorch_tanh are one function, GELU's tanh approximation, written three ways.
 ACTIVATIONS = {

@@ -21,7 +21,6 @@ import torch
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
-    CONFIG_FILE,
     Family,
     Tensors,
     decoder_config,
@@ -29,6 +28,7 @@ from tui_lab.core.pretrained.families.common import (
 )
 from tui_lab.core.pretrained.families.llama import LLAMA_NORMS, llama_state, llama_values
 from tui_lab.core.pretrained.families.rotary import layer_windows, rotary_settings
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 SANDWICH_NORMS = {
     "norm1": "input_layernorm",

@@ -18,7 +18,6 @@ import torch
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
-    CONFIG_FILE,
     Family,
     Tensors,
     Weights,
@@ -30,6 +29,7 @@ from tui_lab.core.pretrained.families.common import (
     positive,
     setting,
 )
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 
 def model_config(config: dict[str, Any]) -> ModelConfig:

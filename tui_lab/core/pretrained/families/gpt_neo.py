@@ -16,7 +16,6 @@ import torch
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
-    CONFIG_FILE,
     Family,
     Tensors,
     Weights,
@@ -28,6 +27,7 @@ from tui_lab.core.pretrained.families.common import (
     positive,
     setting,
 )
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 
 def attention_layers(config: dict[str, Any], n_layers: int) -> list[str]:

@@ -23,7 +23,6 @@ from tui_lab.core.config.error import ConfigError
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
-    CONFIG_FILE,
     Family,
     Tensors,
     Weights,
@@ -31,6 +30,7 @@ from tui_lab.core.pretrained.families.common import (
     positive,
     setting,
 )
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 # transformers' projection names -> the lab's, for self and cross attention alike.
 _PROJECTIONS = (("q_proj", "w_q"), ("k_proj", "w_k"), ("v_proj", "w_v"), ("out_proj", "w_o"))

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from tui_lab.core.pretrained.errors import PretrainedError
-from tui_lab.core.pretrained.families.common import CONFIG_FILE, setting
+from tui_lab.core.pretrained.families.common import setting
+from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 SCALINGS = ("default", "linear", "llama3")
 
