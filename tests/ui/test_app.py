@@ -12,6 +12,7 @@ from textual.command import CommandPalette
 from textual.widgets import Input
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
+from tui_lab.ui import keys
 from tui_lab.ui.screens.help import HelpScreen
 from tui_lab.ui.widgets.size_notice import SizeNotice
 
@@ -247,10 +248,10 @@ async def test_hidden_panes_are_drawn_once_out_of_sight() -> None:
             await pilot.pause(0.05)
             shown = app.export_screenshot()
             assert "Presets" in shown and not any(word in shown for word in others)
-            if app.core is not None and not switcher._warm_queue and len(app.panes) == 6:
+            if app.core is not None and not switcher._warm_queue and len(app.panes) == len(keys.PANES):
                 break
         assert not switcher._warm_queue and switcher._warming is None
-        assert switcher.drawn_beneath == {f"{p}-pane" for p in ("train", "decode", "attention", "params", "runs")}
+        assert switcher.drawn_beneath == {f"{p}-pane" for p in keys.PANES if p != "build"}
         assert app.active_pane == "build" and [p for p in app.panes.values() if p.display] == [
             app.pane("build")
         ]
@@ -268,14 +269,14 @@ async def test_hidden_panes_wait_for_torch_and_a_shown_one_is_built_at_once(
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.3)
-        assert set(app.panes) == {"build"} and len(app.query(LazyPane)) == 5
+        assert set(app.panes) == {"build"} and len(app.query(LazyPane)) == len(keys.PANES) - 1
         await pilot.press("3")
         await wait_until(pilot, lambda: app.pane("decode") is not None, 30, "the decode pane")
         await pilot.pause(0.2)
         assert app.active_pane == "decode" and app.pane("decode").display
         assert set(app.panes) == {"build", "decode"}
         app.loaded()
-        await wait_until(pilot, lambda: len(app.panes) == 6, 30, "every pane")
+        await wait_until(pilot, lambda: len(app.panes) == len(keys.PANES), 30, "every pane")
         assert not app.query(LazyPane)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
-PANES = ("build", "train", "decode", "attention", "params", "runs")
+PANES = ("build", "train", "decode", "attention", "params", "runs", "features")
 PANE_TITLES = {
     "build": "Build",
     "train": "Train",
@@ -22,6 +22,7 @@ PANE_TITLES = {
     "attention": "Attention",
     "params": "Params",
     "runs": "Runs",
+    "features": "Features",
 }
 PANES_GROUP = Binding.Group("Panes", compact=True)
 
@@ -188,6 +189,26 @@ FEATURE_LIST: list[BindingType] = [
     Binding("enter", "choose", "Show the feature", show=False, id="feature_list.choose"),
 ]
 
+PATCH: list[BindingType] = [
+    Binding("r", "run", "Patch", id="patch.run", tooltip="Patch the pair at the site on show"),
+    Binding("e", "edit_pair", "Pair", id="patch.edit_pair",
+            tooltip="Pair: pick a ready-made one or type the clean and corrupted texts and answers"),
+    Binding("s", "cycle_site(1)", "Site", id="patch.next_site"),
+    Binding("S", "cycle_site(-1)", "Previous site", show=False, id="patch.previous_site"),
+    Binding("m", "toggle_method", "Exact/attribution", id="patch.method"),
+    Binding("d", "toggle_view('dla')", "Logit attribution", id="patch.dla",
+            tooltip="Direct logit attribution as bars (again: the heatmap)"),
+    Binding("t", "toggle_view('history')", "Over training", id="patch.history",
+            tooltip="Each head's patching effect over the run's snapshots, beside the atlas's curves"),
+    Binding("left_square_bracket", "snapshot('prev')", "Earlier snapshot", show=False,
+            id="patch.earlier"),
+    Binding("right_square_bracket", "snapshot('next')", "Later snapshot (then the model in hand)",
+            show=False, id="patch.later"),
+    Binding("left_curly_bracket", "snapshot('first')", "First snapshot", show=False, id="patch.first"),
+    Binding("right_curly_bracket", "snapshot('last')", "Last snapshot", show=False, id="patch.last"),
+    Binding("escape", "cancel", "Cancel patching / close the pair", show=False, id="patch.cancel"),
+]
+
 PICK_LIST: list[BindingType] = [
     Binding("up", "move(-1)", "Previous", show=False, id="pick_list.up"),
     Binding("down", "move(1)", "Next", show=False, id="pick_list.down"),
@@ -258,6 +279,7 @@ SCOPES: dict[str, tuple[list[BindingType], ...]] = {
     "Attention": (APP, ATTENTION, HEATMAP),
     "Params": (APP, PARAMS),
     "Runs": (APP, RUNS, RUN_TABLE),
+    "Features": (APP, FEATURES, FEATURE_LIST),
     "the basics screen": (BASICS,),
     "the Fourier view": (APP, FOURIER),
     "help": (HELP,),

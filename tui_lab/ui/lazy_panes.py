@@ -17,6 +17,7 @@ from tui_lab.ui.widgets.pane_tabs import pane_widget_id
 if TYPE_CHECKING:
     from tui_lab.ui.panes.attention.attention_pane import AttentionPane
     from tui_lab.ui.panes.decode.decode_pane import DecodePane
+    from tui_lab.ui.panes.features.features_pane import FeaturesPane
     from tui_lab.ui.panes.params.params_pane import ParamsPane
     from tui_lab.ui.panes.runs.runs_pane import RunsPane
     from tui_lab.ui.panes.train.train_pane import TrainPane
@@ -59,6 +60,11 @@ def lazy_panes(
 
         return RunsPane(state.runs_root, id=pane_widget_id("runs"))
 
+    def features() -> FeaturesPane:
+        from tui_lab.ui.panes.features.features_pane import FeaturesPane
+
+        return FeaturesPane(id=pane_widget_id("features"))
+
     return [
         LazyPane(factory, id=pane_widget_id(name), held=held)
         for name, factory in (
@@ -67,5 +73,6 @@ def lazy_panes(
             ("attention", attention),
             ("params", params),
             ("runs", runs),
+            ("features", features),
         )
     ]
