@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Any
 
+from tui_lab.core.sae import defaults as DEFAULT
+
 from .shared import Subparsers, add_device, add_json, add_run_or_model, emit_json, target_name
 
 ARCHS = {"topk": "topk", "relu": "standard", "standard": "standard", "jumprelu": "jumprelu"}
@@ -34,11 +36,12 @@ def add_parser(sub: Subparsers) -> None:
     _add_text(t)
     t.add_argument("--d-sae", type=int, default=None, help="features (required unless --resume)")
     t.add_argument("--arch", choices=sorted(ARCHS), default="topk", help="architecture (default topk)")
-    t.add_argument("--k", type=int, default=16, help="topk: features per token (default 16)")
+    t.add_argument("--k", type=int, default=DEFAULT.K, help=f"topk: features per token (default {DEFAULT.K})")
     t.add_argument("--l1", type=float, default=None, help="relu: L1 coefficient; jumprelu: L0 coefficient")
-    t.add_argument("--tokens", type=int, default=200_000, help="activation rows to train on (default 200000)")
-    t.add_argument("--batch", type=int, default=1024, help="rows per step (default 1024)")
-    t.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    t.add_argument("--tokens", type=int, default=DEFAULT.TOKENS,
+                   help=f"activation rows to train on (default {DEFAULT.TOKENS})")
+    t.add_argument("--batch", type=int, default=DEFAULT.BATCH, help=f"rows per step (default {DEFAULT.BATCH})")
+    t.add_argument("--lr", type=float, default=DEFAULT.LR, help=f"Adam learning rate (default {DEFAULT.LR:g})")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True, help="folder to write (SAELens's files, metrics.jsonl, checkpoints)")
     t.add_argument("--resume", action="store_true", help="continue the training run in --out")

@@ -15,14 +15,9 @@ import torch
 
 from tui_lab.core.sae.activations import token_windows
 from tui_lab.core.sae.config import SAEConfig, SAEMetadata
+from tui_lab.core.sae.defaults import BATCH, LR, TOKENS
 from tui_lab.core.sae.sae import SparseAutoencoder
 from tui_lab.core.sae.settings import TrainSettings
-
-# The defaults of `tfx-lab sae train` and the pane (tuned on char-lm: bench/sae.py).
-TOKENS = 200_000
-BATCH = 1024
-LR = 1e-3
-K = 16
 
 
 def text_windows(handle: Any, text: str) -> torch.Tensor:

@@ -31,6 +31,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from tui_lab.core.sae import defaults as DEFAULT
 from tui_lab.ui import keys
 from tui_lab.ui.panes.features.browser import SORT_TITLES, FeatureBrowser
 from tui_lab.ui.panes.features.card_view import card_text, curves_text, shown
@@ -93,7 +94,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     class Failed(Message):
         text: str
 
-    def __init__(self, d_sae: int = 1024, k: int = 16, train_tokens: int | None = None,
+    def __init__(self, d_sae: int = DEFAULT.D_SAE, k: int = DEFAULT.K, train_tokens: int | None = None,
                  table_tokens: int = TABLE_TOKENS, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.d_sae, self.k = d_sae, k
@@ -305,7 +306,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     def _train_worker(self, run: Any, out: Path, training: bool) -> None:
         """Train an SAE at the last residual stream (thread), posting merged progress."""
         from tui_lab.core.sae.activations import hook_activations, site_width
-        from tui_lab.core.sae.recipe import TOKENS, new_sae, train_settings
+        from tui_lab.core.sae.recipe import new_sae, train_settings
         from tui_lab.core.sae.trainer import SAETrainer
 
         worker = get_current_worker()
@@ -317,7 +318,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             width = site_width(handle, hook, windows[:1])
             sae = new_sae(width, self.d_sae, "topk", self.k, hook, getattr(run.config, "name", None),
                           windows.shape[1])
-            settings = train_settings(self.train_tokens or TOKENS)
+            settings = train_settings(self.train_tokens or DEFAULT.TOKENS)
             last = [0.0]
 
             def on_event(event: Any) -> None:
