@@ -26,7 +26,8 @@ def add_parser(sub: Subparsers) -> None:
     add_at_step(s)
     s.add_argument("--attention", action="store_true", help="print attention heatmaps")
     s.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    s.add_argument("--top-k", type=int, default=0, help="sample from the k best (0 = all)")
+    s.add_argument("--top-k", type=int, default=0, help="sample from the k best (0 = all); "
+                   "fill-mask (encoder-only): fillers shown per mask (0 = 5)")
     s.add_argument("--max-new", type=int, help="most tokens to generate")
     add_json(s)
     s.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling: keep the most likely "
@@ -49,8 +50,11 @@ def decode(args: argparse.Namespace) -> int:
     """Decode one input with a trained run or a real model; JSON, or the output and what was asked for."""
     from tui_lab.core.analysis.logit_lens import logit_lens
     from tui_lab.core.decoding.decode import generate
+    from tui_lab.core.decoding.fill_mask import is_fill_mask
 
     run = load_target(args, "cpu", args.at_step)
+    if is_fill_mask(run.model):  # an encoder-only model decodes by filling masks
+        return _fill_mask(run, args)
     result = generate(run.model, run.task, args.input, **_sampling(args),
                       capture=args.attention or args.json or bool(args.explain))
     lens = logit_lens(run.model, run.task, result) if args.lens else None
@@ -79,6 +83,34 @@ def decode(args: argparse.Namespace) -> int:
         _print_lens(lens)
     if explained is not None:
         _print_explain(explained)
+    return 0
+
+
+def _fill_mask(run: Any, args: argparse.Namespace) -> int:
+    """Fill-mask: each mask's top-k fillers (``masks``), then the masks filled one at a time."""
+    from tui_lab.core.decoding.fill_mask import fill_mask
+
+    result = fill_mask(run.model, run.task, args.input, top_k=args.top_k or 5, capture=args.attention)
+    if args.json:
+        out = result.to_json()
+        if args.attention:
+            out["attention"] = {name: {"weights": w.tolist(), "queries": result.labels, "keys": result.labels}
+                                for name, w in result.attention.items()}
+        emit_json(out)
+        return 0
+    say_notes(result.notes)
+    for i, m in enumerate(result.masks):
+        print(f"mask {i + 1} (token {m.position}): " + "  ".join(f"{t!r} {p:.3f}" for t, p in m.top))
+    for s in result.steps:
+        print(f"fill token {s.position} with {s.token!r} ({s.prob:.3f}): {s.text}")
+    print(result.output)
+    if args.attention:
+        from tui_lab.core.decoding.attention_text import render_text
+
+        for name, w in result.attention.items():
+            for h in range(w.shape[0]):
+                print(f"\n{name} head {h}")
+                print(render_text(w[h], result.labels, result.labels))
     return 0
 
 

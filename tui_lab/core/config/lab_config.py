@@ -93,6 +93,11 @@ class LabConfig:
         m, t = self.model, self.task
         if t.name in ("char-lm", "induction", "modular-addition", "token-lm") and m.arch != "decoder-only":
             raise field_error("task.name", f"{t.name} needs model.arch: decoder-only")
+        if (t.name == "masked-lm") != (m.arch == "encoder-only"):
+            raise field_error(
+                "task.name" if m.arch == "encoder-only" else "model.arch",
+                "an encoder-only model trains on masked-lm, and masked-lm needs model.arch: encoder-only",
+            )
         if t.name == "translation" and m.arch != "encoder-decoder":
             raise field_error("task.name", "translation needs model.arch: encoder-decoder")
         if self.train.full_batch and t.name not in FULL_BATCH_TASKS:
@@ -110,7 +115,7 @@ class LabConfig:
     def sequence_length_needed(self) -> int:
         """Longest sequence (source or target, with BOS/EOS/SEP) the task produces."""
         t = self.task
-        if t.name in ("char-lm", "induction", "token-lm"):  # fixed-length windows
+        if t.name in ("char-lm", "induction", "token-lm", "masked-lm"):  # fixed-length windows
             return t.block_size
         if t.name == "translation":  # a real translator's text: checked against its context when typed
             return 2

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tui_lab.core.config.error import field_error, show, suggest
 
-ARCHS = ("encoder-decoder", "decoder-only")
+ARCHS = ("encoder-decoder", "decoder-only", "encoder-only")
 NORMS = ("pre", "post")
 POSITIONALS = ("sinusoidal", "learned", "rope")
 # How a sinusoidal table lays out its columns: the paper's sin/cos pairs
@@ -29,7 +29,7 @@ QK_NORMS = ("none", "head", "full")
 ROPE_SCALINGS = ("none", "linear", "llama3")
 TASKS = (
     "copy", "reverse", "sort", "addition", "char-lm", "induction", "modular-addition", "token-lm",
-    "translation",
+    "translation", "masked-lm",
 )
 # The tasks with a finite training set, which train.full_batch can use whole every step.
 FULL_BATCH_TASKS = ("modular-addition",)
@@ -109,6 +109,11 @@ class ModelConfig:
     rope_low_freq_factor: float = 1.0  # llama3 scaling's band edges and original context
     rope_high_freq_factor: float = 4.0
     rope_original_max_len: int = 8192
+    # The encoder-only shape (BERT, DistilBERT, RoBERTa; model/encoder_only.py).
+    embed_norm: bool = False  # a LayerNorm over the summed embeddings (BERT's embeddings.LayerNorm)
+    type_vocab_size: int = 0  # token-type (segment) embeddings; 0: none (DistilBERT, the lab's own)
+    position_offset: int = 0  # learned positions start here (RoBERTa: past its padding index, 2)
+    mlm_head: bool = True  # encoder-only: dense, activation, norm before the unembedding (False: none)
 
     def __post_init__(self) -> None:
         # A list (from code, not YAML) would make the config unhashable.
@@ -121,7 +126,7 @@ class ModelConfig:
             _positive(f"model.{name}", getattr(self, name))
         if self.d_ff < 0:  # 0 is allowed: attention-only blocks, no feed-forward
             raise field_error("model.d_ff", f"must be >= 0 (0: no feed-forward), got {self.d_ff}")
-        if self.arch == "encoder-decoder":
+        if self.arch != "decoder-only":
             _positive("model.n_encoder_layers", self.n_encoder_layers)
         elif self.n_encoder_layers < 0:
             raise field_error("model.n_encoder_layers", f"must be >= 0, got {self.n_encoder_layers}")
@@ -153,6 +158,15 @@ class ModelConfig:
         if (not self.input_norms or self.output_norms) and (self.norm != "pre" or self.arch != "decoder-only"):
             raise field_error("model.output_norms", "sub-layer output norms need a decoder-only model with norm: pre")
         _positive("model.rope_base", self.rope_base)
+        for name in ("type_vocab_size", "position_offset"):
+            if getattr(self, name) < 0:
+                raise field_error(f"model.{name}", f"must be >= 0, got {getattr(self, name)}")
+        if (self.embed_norm or self.type_vocab_size or self.position_offset) and self.arch != "encoder-only":
+            raise field_error("model.arch", "embed_norm, type_vocab_size and position_offset need encoder-only")
+        if self.position_offset and self.positional != "learned":
+            raise field_error("model.position_offset", "needs positional: learned")
+        if self.arch == "encoder-only" and self.attention_windows:
+            raise field_error("model.attention_windows", "an encoder-only model attends everywhere (no windows)")
         if not 0.0 < self.rope_fraction <= 1.0:
             raise field_error("model.rope_fraction", f"must be in (0, 1], got {self.rope_fraction}")
         rotary = self.rotary_dims
@@ -214,6 +228,9 @@ class ModelConfig:
         ff = n_lin * d * f + ff_biases if f else 0  # d_ff 0: attention-only (an upper bound still)
         norm = 2 * d if self.norm_kind == "layernorm" else d  # RMSNorm: a scale, no shift
         norm *= 2 if self.output_norms else 1
+        if self.arch == "encoder-only":  # one stack; embeddings, types, their norm, the MLM head
+            extra = self.type_vocab_size * d + 2 * d + (d * d + d + 2 * d if self.mlm_head else 0)
+            return self.n_encoder_layers * (attn + ff + 2 * norm) + 2 * v * d + self.max_len * d + v + extra
         enc = self.n_encoder_layers if self.arch == "encoder-decoder" else 0
         layers = enc * (attn + ff + 2 * norm) + self.n_decoder_layers * (2 * attn + ff + 3 * norm)
         return layers + 3 * v * d + self.max_len * d * 2 + v + (v if self.head_bias else 0)

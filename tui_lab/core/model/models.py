@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -45,6 +46,9 @@ from tui_lab.core.model.positions import (
     SinusoidalPositions,
 )
 from tui_lab.core.tasks.vocab import PAD
+
+if TYPE_CHECKING:
+    from tui_lab.core.model.encoder_only import EncoderOnly
 
 
 @dataclass
@@ -384,7 +388,7 @@ class DecoderOnly(EmbeddingsAndHead):
 
 def build_model(
     config: ModelConfig, vocab_size: int | None = None, pad_id: int = 0
-) -> EncoderDecoder | DecoderOnly:
+) -> EncoderDecoder | DecoderOnly | EncoderOnly:
     """The model ``config`` describes; ``config.vocab_size``, when set, wins.
 
     Works under ``with torch.device("meta"):`` (parameters get shapes but no
@@ -395,6 +399,10 @@ def build_model(
         raise ValueError("build_model needs a vocabulary size (config.vocab_size or vocab_size)")
     if config.arch == "encoder-decoder":
         return EncoderDecoder(config, vocab, pad_id)
+    if config.arch == "encoder-only":
+        from tui_lab.core.model.encoder_only import EncoderOnly  # it builds on this module's pieces
+
+        return EncoderOnly(config, vocab, pad_id)
     return DecoderOnly(config, vocab, pad_id)
 
 

@@ -93,10 +93,10 @@ def _row_of(name: str) -> tuple[str, str]:
     """Parameter name -> (row name, group)."""
     parts = name.split(".")
     top = parts[0]
-    if top in ("src_embed", "tgt_embed", "pos"):
+    if top in ("src_embed", "tgt_embed", "pos", "type_embed", "embed_norm"):
         return top, "embeddings"
-    if top == "lm_head":
-        return top, "output head"
+    if top in ("lm_head", "mlm"):  # mlm: an encoder-only model's head before the unembedding
+        return ("mlm_head" if top == "mlm" else top), "output head"
     if top in ("encoder", "decoder") and len(parts) > 1:
         if parts[1] == "norm":
             return f"{top}.norm", "final norms"
@@ -151,6 +151,8 @@ def _keys_attended(config: ModelConfig | None, context_len: int) -> int:
     """Keys one token's attention modules read in all, at full context (windows capped)."""
     if config is None:
         return 0
+    if config.arch == "encoder-only":  # every layer reads the whole sequence
+        return config.n_encoder_layers * context_len
     windows = config.attention_windows or (0,) * config.n_decoder_layers
     decoder_self = sum(min(context_len, w) if w else context_len for w in windows)
     if config.arch == "encoder-decoder":  # encoder self + decoder cross read the whole source

@@ -5,7 +5,8 @@ decoding and the lab ask of every task (a real model's too); ``base`` is
 ``TaskBase``, the lab's tasks' base (the batch layout for both architectures,
 and batching); ``digits`` holds copy,
 reverse, sort and addition; ``char_lm`` next-character prediction on a text
-that ``text`` reads and cleans; ``modular`` (a op b) mod p over every pair,
+that ``text`` reads and cleans; ``masked_lm`` BERT's masked characters on
+the same text; ``modular`` (a op b) mod p over every pair,
 the grokking task.
 """
 
@@ -17,6 +18,7 @@ from tui_lab.core.tasks.base import IGNORE, Batch, TaskBase
 from tui_lab.core.tasks.char_lm import CharLMTask
 from tui_lab.core.tasks.digits import AdditionTask, DigitTask
 from tui_lab.core.tasks.induction import InductionTask
+from tui_lab.core.tasks.masked_lm import MaskedLMTask
 from tui_lab.core.tasks.modular import ModularTask
 from tui_lab.core.tasks.protocol import Task, Vocabulary
 from tui_lab.core.tasks.text import default_text
@@ -30,6 +32,7 @@ __all__ = [
     "CharLMTask",
     "DigitTask",
     "InductionTask",
+    "MaskedLMTask",
     "ModularTask",
     "Task",
     "TaskBase",
@@ -55,6 +58,8 @@ def make_task(task: TaskConfig, tokenizer: Tokenizer | None = None, context: int
         return CharLMTask(task)
     if task.name == "induction":
         return InductionTask(task)
+    if task.name == "masked-lm":
+        return MaskedLMTask(task)
     if task.name == "modular-addition":
         return ModularTask(task)
     if task.name == "token-lm":

@@ -40,7 +40,7 @@ def _scored_batch(
     """
     batch = to_device(batch, device)
     with autocast_context(device, config.train.precision):
-        if config.model.arch == "decoder-only":
+        if batch.src is None:  # decoder-only or encoder-only: one sequence
             logits = model(batch.tgt_in)  # (B, T, V)
         else:
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)

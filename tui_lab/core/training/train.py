@@ -297,7 +297,7 @@ class TrainingRun(RunKeeping):
             # DDP averages gradients once, on the last micro-batch of the update.
             sync = nullcontext() if last or self._ddp is None else self._ddp.no_sync()
             with sync, autocast_context(self.device, cfg.precision):
-                if self.arch == "decoder-only":
+                if batch.src is None:  # decoder-only or encoder-only: one sequence
                     logits = self.train_model(batch.tgt_in)
                 else:
                     logits = self.train_model(batch.src, batch.tgt_in)

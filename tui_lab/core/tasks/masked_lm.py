@@ -1,0 +1,164 @@
+"""Masked-language modelling (BERT's objective) on a text: fill in hidden characters.
+
+The text is char-lm's (Python's help text, or a user's file, cleaned the same
+way) and so are the windows: ``block_size`` characters from the training split.
+Each batch hides characters by BERT's rule (``mask_tokens``):
+
+- each position is *chosen* with probability 15%;
+- of the chosen, 80% become the mask id, 10% a random character, 10% stay;
+- the loss (and the accuracy) is taken on the chosen positions only: the
+  others' targets are ``IGNORE``.
+
+The metric is masked-token accuracy: the share of chosen positions whose
+argmax is the original character (``scores_tokens``: evaluation reports it as
+the run's accuracy, which ``train.target_accuracy`` reads). Validation masks
+its windows with a fixed generator, so every evaluation scores the same
+positions.
+
+The vocabulary is char-lm's plus one id at the end, the mask (``⟨mask⟩``); a
+typed ``_`` stands for it in fill-mask (``decoding/fill_mask.py``).
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from tui_lab.core.config.lab_config import TaskConfig
+from tui_lab.core.tasks.base import IGNORE, Batch, check_sequence_input
+from tui_lab.core.tasks.char_lm import CharLMTask
+from tui_lab.core.tasks.vocab import N_SPECIALS, TEXT_VOCAB, Vocab
+
+# BERT's rule: the share of positions chosen, and of those the share masked and made random.
+CHOOSE_P = 0.15
+MASK_P = 0.8
+RANDOM_P = 0.1
+MASK_CHAR = "_"  # how a user types a mask for the lab's own models
+MASK_LABEL = "⟨mask⟩"
+_VAL_SEED = 1234  # validation's masking: the same positions at every evaluation
+
+
+class MaskVocab(Vocab):
+    """A character vocabulary with one more id after the characters: the mask."""
+
+    @property
+    def mask_id(self) -> int:
+        return N_SPECIALS + len(self.chars)
+
+    def __len__(self) -> int:
+        return super().__len__() + 1
+
+    def label(self, id: int) -> str:
+        return MASK_LABEL if int(id) == self.mask_id else super().label(id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MaskVocab) and other.chars == self.chars
+
+    def __hash__(self) -> int:
+        return hash(("mask", self.chars))
+
+
+MASK_VOCAB = MaskVocab(TEXT_VOCAB.chars)
+
+
+def mask_tokens(
+    ids: torch.Tensor,
+    mask_id: int,
+    random_ids: tuple[int, int],
+    generator: torch.Generator | None = None,
+    choose_p: float = CHOOSE_P,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masking of ``ids`` (any shape): (inputs, targets).
+
+    Each position is chosen with probability ``choose_p``; a chosen one becomes
+    ``mask_id`` (80%), a random id in ``[random_ids[0], random_ids[1])`` (10%), or
+    stays (10%). ``targets`` holds the original id at chosen positions and
+    ``IGNORE`` everywhere else, so the loss reads nothing else.
+    """
+    u = torch.rand(ids.shape, generator=generator)  # which positions are chosen
+    r = torch.rand(ids.shape, generator=generator)  # what a chosen one becomes
+    chosen = u < choose_p
+    masked = chosen & (r < MASK_P)
+    randomised = chosen & (r >= MASK_P) & (r < MASK_P + RANDOM_P)
+    noise = torch.randint(random_ids[0], random_ids[1], ids.shape, generator=generator, dtype=ids.dtype)
+    inputs = torch.where(masked, torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(randomised, noise, inputs)
+    targets = torch.where(chosen, ids, torch.full_like(ids, IGNORE))
+    return inputs, targets
+
+
+class MaskedLMTask(CharLMTask):
+    """Masked characters of a text (default: Python's help text); see the module docstring."""
+
+    vocab = MASK_VOCAB
+    is_lm = True  # no (input, answer) pairs: evaluation reads validation windows
+    scores_tokens = True  # the accuracy of the chosen positions is the run's accuracy
+
+    def __init__(self, config: TaskConfig) -> None:
+        super().__init__(config)
+        self.mask_id = MASK_VOCAB.mask_id
+        # A random replacement is an ordinary character (no special, no mask).
+        self.random_ids = (N_SPECIALS, MASK_VOCAB.mask_id)
+
+    def _masked(self, windows: torch.Tensor, generator: torch.Generator) -> Batch:
+        clean = windows.long()  # (B, block)
+        inputs, targets = mask_tokens(clean, self.mask_id, self.random_ids, generator)
+        n_tokens = int((targets != IGNORE).sum())
+        return Batch(src=None, tgt_in=inputs, tgt_out=targets, n_tokens=n_tokens)
+
+    def batch(self, rng: random.Random, batch_size: int, arch: str = "encoder-only") -> Batch:
+        """``batch_size`` random windows of the training split, masked by BERT's rule."""
+        if arch != "encoder-only":
+            raise ValueError("masked-lm trains encoder-only models")
+        g = torch.Generator().manual_seed(rng.getrandbits(63))
+        starts = torch.randint(0, len(self._train_in), (batch_size,), generator=g)  # (B,)
+        return self._masked(self._train_in.index_select(0, starts), g)
+
+    def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
+        """Validation windows evenly spread over the split, masked the same way every time."""
+        block = self.config.block_size
+        last = len(self._val_in) - 1
+        count = max(1, min(last // block + 1, batch_size * max_batches))
+        starts = torch.zeros(1, dtype=torch.long) if count == 1 else torch.linspace(0, last, count).round().long()
+        g = torch.Generator().manual_seed(_VAL_SEED)
+        return [self._masked(self._val_in.index_select(0, chunk), g) for chunk in starts.split(batch_size)]
+
+    def collate(self, pairs: list[tuple[str, str]], arch: str = "encoder-only") -> Batch:
+        """Not used: masked-lm has no (input, answer) pairs."""
+        raise ValueError("masked-lm has no (input, answer) pairs: it is evaluated on masked windows")
+
+    def solve(self, input_text: str) -> str:
+        """No single reference: the text's own characters are the answers of its windows."""
+        return ""
+
+    def validate_input(self, text: str) -> str | None:
+        """Text of the vocabulary's characters with ``_`` for each mask, within the block."""
+        return check_sequence_input(
+            text.replace(MASK_CHAR, " "), TEXT_VOCAB, self.config.block_size,
+            f"type text with {MASK_CHAR} for each character to fill", "type printable ASCII",
+        )
+
+    def examples_for_display(self, n: int = 5, seed: int = 0) -> list[str]:
+        """Openings of lines of the text with a few letters masked."""
+        rng = random.Random(f"display-mask:{seed}")
+        out = []
+        for line in super().examples_for_display(n, seed):
+            chars = list(line)
+            letters = [i for i, c in enumerate(chars) if c.isalpha()]
+            for i in rng.sample(letters, min(len(letters), max(1, len(chars) // 8))):
+                chars[i] = MASK_CHAR
+            out.append("".join(chars))
+        return out
+
+    def held_out(self, n: int, seed: int) -> list[tuple[str, str]]:
+        """Masked openings and the characters behind their masks (for display; evaluation
+        reads ``val_batches``)."""
+        rng = random.Random(f"held-out:{seed}")
+        pairs = []
+        for _ in range(n):
+            prompt, more = self._pair_at(self.val_text, rng)
+            text = prompt + more
+            i = rng.randrange(len(text))
+            pairs.append((text[:i] + MASK_CHAR + text[i + 1 :], text[i]))
+        return pairs
