@@ -15,6 +15,7 @@ Items (names for ``--only``):
 - ``time_travel_step``       a history snapshot step in the Attention pane, key to repaint
 - ``fast_paths``             a batch vs its training step; the parameter report, new and cached
 - ``real_models``            a GPT-2-small-shaped model from files: decode vs transformers, memory, first frame
+- ``families``               a Qwen2.5-0.5B-shaped model (bf16 file): memory in each precision, ready, decode vs transformers
 - ``hook_points``            a forward pass with hook points (none active) vs before them; run_with_cache vs forward
 - ``sae``                    a TopK SAE on char-lm's last residual stream: time, explained variance, dead; top contexts
 - ``patching``               resid_pre patching 12 x 16 (GPT-2-small shape): batched vs one forward per cell; attribution vs a forward
@@ -60,12 +61,13 @@ ITEMS = [
     "fast_paths",
     "real_models",
     "hook_points",
+    "families",
     "patching",
     "sae",
 ]
 # Run order: the long, deadline-trimmed item last.
 RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
-             "fast_paths", "real_models", "hook_points", "patching", "sae", "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
+             "fast_paths", "real_models", "hook_points", "families", "patching", "sae", "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
 QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -110,6 +112,9 @@ def run_item(name: str, quick: bool, deadline: float | None, threads: int | None
     if name == "real_models":
         from bench.real_models import real_models
         return real_models(quick)
+    if name == "families":
+        from bench.families import families
+        return families(quick)
     if name == "hook_points":
         from bench.hook_points import hook_points
         return hook_points(quick)

@@ -264,7 +264,7 @@ from tui_lab.core.decoding.opened import open_model, weight_bytes
 imported, imported_cpu = time.perf_counter() - t0, time.process_time() - c0
 base = status()
 t0, c0 = time.perf_counter(), time.process_time()
-loaded = open_model(sys.argv[1])
+loaded = open_model(sys.argv[1], dtype=sys.argv[3] if len(sys.argv) > 3 else "float32")
 opened, opened_cpu = time.perf_counter() - t0, time.process_time() - c0
 after_open = status()
 t0, c0 = time.perf_counter(), time.process_time()
@@ -278,9 +278,9 @@ print(json.dumps({"import_s": imported, "open_s": opened, "decode_2_s": decoded,
 """
 
 
-def resident_memory(folder: Path) -> dict[str, Any]:
+def resident_memory(folder: Path, dtype: str = "float32") -> dict[str, Any]:
     """RSS of a fresh process around ``open_model`` (see the module docstring)."""
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", _RSS_CHILD, str(folder), PROMPT],
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", _RSS_CHILD, str(folder), PROMPT, dtype],
                           capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
     if proc.returncode != 0:
         raise RuntimeError(f"the memory probe failed: {proc.stderr.strip().splitlines()[-1:]}")

@@ -23,14 +23,18 @@ from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig
 from tui_lab.core.decoding.inference import LoadedModel
 from tui_lab.core.model.device import choose_device, set_threads
 from tui_lab.core.pretrained.build import build_pretrained
+from tui_lab.core.pretrained.encoder_tokenizer import load_encoder_tokenizer
+from tui_lab.core.pretrained.encoder_tokenizer import mask_token as encoder_mask_token
+from tui_lab.core.pretrained.encoder_tokenizer import special_ids as encoder_special_ids
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.files import open_tensors, read_config
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE, GENERATION_CONFIG
-from tui_lab.core.pretrained.layout import PendingLayout
+from tui_lab.core.pretrained.layout import PendingLayout, lay_out
 from tui_lab.core.pretrained.marian_tokenizer import load_marian_tokenizer
 from tui_lab.core.pretrained.source import ModelSource, resolve_source
 from tui_lab.core.pretrained.tokenizer import load_tokenizer
 from tui_lab.core.pretrained.translator import translation_settings
+from tui_lab.core.tasks.masked_lm import MaskedText
 from tui_lab.core.tasks.tokenized import TokenizedText
 from tui_lab.core.tasks.translation import Translation
 
@@ -115,7 +119,12 @@ def open_model(
     stored = _stored_dtype(tensors)
     model_config, model = build_pretrained(raw, tensors, lay_out_now=not lay_out_later)
     translator = model_config.arch == "encoder-decoder"
-    tokenizer: Any = load_marian_tokenizer(found.folder) if translator else load_tokenizer(found.folder)
+    encoder_only = model_config.arch == "encoder-only"
+    tokenizer: Any
+    if translator:
+        tokenizer = load_marian_tokenizer(found.folder)
+    else:
+        tokenizer = load_encoder_tokenizer(found.folder) if encoder_only else load_tokenizer(found.folder)
     vocab = model_config.vocab_size or 0
     if len(tokenizer) > vocab:
         raise PretrainedError(
@@ -129,6 +138,8 @@ def open_model(
         # the reference in fp32. bfloat16 keeps a bfloat16 file's tensors as they are.
         model = model.to(want)
         notes.append(f"weights stored as {stored}, {'widened' if dtype == 'float32' else 'narrowed'} to {dtype}")
+        if not lay_out_later:  # float32 copies made just now: lay them out for decoding too
+            lay_out(model)
     if "auto_map" in raw:
         notes.append("config.json names custom code (auto_map): it was not run")
     model = model.to(where).eval()
@@ -136,7 +147,9 @@ def open_model(
     if where.type == "cpu":
         set_threads(0, n_params)
     task: TokenizedText | Translation
-    if translator:
+    if encoder_only:
+        task = _masked_task(tokenizer, model_config.max_len, notes)
+    elif translator:
         start, banned, more = translation_settings(found.folder, raw, tokenizer.pad_id)
         notes.extend(more)
         task = Translation(tokenizer, model_config.max_len, start, banned)
@@ -154,6 +167,15 @@ def open_model(
     card = replace(card, dtype=dtype, held_bytes=weight_bytes(model))
     settle = PendingLayout(model, tensors.release) if lay_out_later else (lambda: None)
     return LoadedModel(config, task, model, 0, where, notes, card=card, settle=settle)
+
+
+def _masked_task(tokenizer: Any, context: int, notes: list[str]) -> MaskedText:
+    """An encoder-only model's task: fill its mask token (one noted if its vocabulary has none)."""
+    found = encoder_mask_token(tokenizer)
+    if found is None:
+        notes.append("the tokenizer has no mask token ([MASK] or <mask>): fill-mask cannot be typed")
+    token, mask_id = found or ("[MASK]", -1)
+    return MaskedText(tokenizer, context, token, mask_id, encoder_special_ids(tokenizer))
 
 
 def _stored_dtype(tensors: Any) -> str:
@@ -181,7 +203,8 @@ def _card(
     weight_files = sorted({Path(tensors.tensor_file(k)).name for k in tensors.keys()})
     tokenizer_files = [
         n for n in (
-            "tokenizer.json", "vocab.json", "merges.txt", "source.spm", "target.spm", "tokenizer_config.json"
+            "tokenizer.json", "vocab.json", "merges.txt", "vocab.txt", "source.spm", "target.spm",
+            "tokenizer_config.json",
         )
         if (folder / n).is_file()
     ]
@@ -196,7 +219,7 @@ def _card(
         revision=found.revision,
         commit=found.commit,
         n_params=n_params,
-        n_layers=config.n_decoder_layers,
+        n_layers=config.n_encoder_layers if config.arch == "encoder-only" else config.n_decoder_layers,
         n_heads=config.n_heads,
         n_kv_heads=config.n_kv_heads or config.n_heads,
         d_model=config.d_model,
