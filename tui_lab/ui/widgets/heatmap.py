@@ -204,15 +204,15 @@ class Heatmap(Widget, can_focus=True):
                             else Style(reverse=True)
                         )
                         text = (
-                            f"{value:.2f}".lstrip("0")[:cw].center(cw)
+                            self.cursor_text(value, cw)
                             if middle and cw >= 3
-                            else cell_text(value, cw)
+                            else self.cell_text(value, cw)
                         )
                         out.append(text, style=cursor_style)
                     else:
                         out.append(
-                            cell_text(value, cw) if middle or value != 0.0 else " " * cw,
-                            style=Style(color=colour(value)),
+                            self.cell_text(value, cw) if middle or value != 0.0 else " " * cw,
+                            style=Style(color=self.colour(value)),
                         )
                 out.append("\n")
         windowed = len(shown_rows) < len(self.rows) or len(shown_cols) < len(self.cols)
@@ -220,17 +220,37 @@ class Heatmap(Widget, can_focus=True):
         if windowed:  # first: the legend's end is what a narrow pane crops
             out.append(margin, style="dim")
             out.append(
-                f"queries {shown_rows.start + 1}-{shown_rows.stop} of {len(self.rows)}, "
-                f"keys {shown_cols.start + 1}-{shown_cols.stop} of {len(self.cols)} "
+                f"{self.AXES[0]} {shown_rows.start + 1}-{shown_rows.stop} of {len(self.rows)}, "
+                f"{self.AXES[1]} {shown_cols.start + 1}-{shown_cols.stop} of {len(self.cols)} "
                 "(arrows, pgup/pgdn)  ",
                 style="bold",
             )
             margin = ""
+        self.legend(out, margin)
+        return out
+
+    # ---- what a subclass may change: the axes' names, a cell's colour and text, the legend
+
+    AXES = ("queries", "keys")
+
+    def colour(self, value: float) -> Color:
+        """A cell's colour (a weight in [0, 1])."""
+        return colour(value)
+
+    def cell_text(self, value: float, width: int) -> str:
+        """A cell's characters."""
+        return cell_text(value, width)
+
+    def cursor_text(self, value: float, width: int) -> str:
+        """The cursor cell's value, ``width`` characters."""
+        return f"{value:.2f}".lstrip("0")[:width].center(width)
+
+    def legend(self, out: Text, margin: str) -> None:
+        """The scale under the cells, after ``margin``."""
         out.append(margin + "weight 0 ", style="dim")
         for v in (0.1, 0.3, 0.6, 1.0):
             out.append(shade(v), style=Style(color=colour(v)))
         out.append(" 1  · = 0 (masked)", style="dim")
-        return out
 
 
 def _follow(n: int, cursor: int, fit: int, first: int) -> int:

@@ -1,0 +1,1 @@
+"""The Patch pane: activation patching, attribution patching and direct logit attribution."""

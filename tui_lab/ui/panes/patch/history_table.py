@@ -1,0 +1,83 @@
+"""The Patch pane's history view: each head's patching effect over the run's snapshots,
+beside the atlas's score of its best pattern over the same steps (watch a circuit become
+causal while its attention pattern forms)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from tui_lab.ui.panes.patch.patch_view import atlas_label, head_name
+from tui_lab.ui.state.travel import sparkline
+
+SPARK = 24  # characters per curve
+
+
+def marked(line: str, column: int | None) -> Text:
+    """A sparkline with the step on show highlighted."""
+    out = Text(line)
+    if column is not None and 0 <= column < len(line):
+        out.stylize("reverse", column, column + 1)
+    return out
+
+
+def column_of(index: int | None, n: int, width: int) -> int | None:
+    """Where history index ``index`` of ``n`` falls on a ``width``-character sparkline."""
+    if index is None or n <= 0:
+        return None
+    return index if n <= width else min(width - 1, index * width // n)
+
+
+def history_text(history: Any, curves: Any, step_index: int | None, width: int = SPARK) -> Text:
+    """One line per cell that is a head: its effect over steps (0..1 scale, the patched
+    grid's values) and the atlas's best-pattern score over the same steps."""
+    steps = list(history.steps)
+    out = Text(no_wrap=True, overflow="crop")
+    out.append(f"{history.method} patching of {history.site} over {len(steps)} snapshots "
+               f"(steps {steps[0]}-{steps[-1]})\n", style="bold")
+    out.append(f"{'head':<7}{'effect over steps':<{width + 2}}{'now':>6}   "
+               f"{'atlas score over steps':<{width + 2}}pattern\n", style="dim")
+    where = column_of(step_index, len(steps), width)
+    rows = _head_rows(history)
+    if not rows:
+        out.append("this site's cells are positions, not heads: s cycles to z, pattern, q, k or v",
+                   style="yellow")
+        return out
+    lo = min(0.0, *(v for _, vals in rows for v in vals))
+    hi = max(1.0, *(v for _, vals in rows for v in vals))
+    for head, values in rows:
+        at = step_index if step_index is not None else len(values) - 1
+        out.append(f"{head:<7}", style="bold")
+        out.append_text(marked(sparkline(values, width, lo, hi), where))
+        out.append(f"  {values[at]:+.2f}   ")
+        pattern, scores = _atlas_curve(curves, head)
+        if scores:
+            out.append_text(marked(sparkline(scores, width, 0.0, 1.0), where))
+            out.append(f"  {pattern} {scores[min(at, len(scores) - 1)]:.2f}")
+        else:
+            out.append("(atlas curves not scored yet)", style="dim")
+        out.append("\n")
+    return out
+
+
+def _head_rows(history: Any) -> list[tuple[str, list[float]]]:
+    """(head, its values over steps) for each cell of the grid that is one head."""
+    rows = []
+    for key, values in history.cell_curves().items():
+        row, _, col = key.partition(":")
+        head = head_name(history.site, row, col)
+        if head is not None:
+            rows.append((head, values))
+    return rows
+
+
+def _atlas_curve(curves: Any, head: str) -> tuple[str, list[float]]:
+    """The head's best pattern at the last step and its score over all steps."""
+    if curves is None:
+        return "", []
+    per = curves.scores.get(atlas_label(head), {})
+    if not per:
+        return "", []
+    pattern = max(per, key=lambda p: per[p][-1] if per[p] else 0.0)
+    return pattern, list(per[pattern])

@@ -1,0 +1,149 @@
+"""What the Patch pane's workers run, Textual-free: a private handle on the model in hand,
+the pair, a site's grid (exact or attribution), direct logit attribution, the atlas's
+labels, and the same grid at every history snapshot.
+
+Each function takes ``progress(done, total)`` and ``cancelled()`` where the core does,
+so the pane's worker reports and stops between forward passes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+Progress = Callable[[int, int], None]
+Cancelled = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class PairSource:
+    """Where the pair comes from: a ready-made pair's ``name`` (None: the model's first), or
+    (``custom``) the four typed texts."""
+
+    name: str | None = None
+    clean: str = ""
+    corrupt: str = ""
+    answer: str = ""
+    wrong: str = ""
+    custom: bool = False
+
+
+def private_handle(run: Any) -> Any:
+    """``run`` as a hooked handle on a model of its own: a lab run's model copied whole (it may
+    be training, and history stepping loads other weights into it); a model opened from files
+    shares its weights (they never change here)."""
+    from tui_lab.core.decoding.model_handle import opened_from_files
+    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.ui.state.model_copies import settled, shared_clone
+
+    if opened_from_files(run):
+        model = shared_clone(settled(run).model)
+    else:
+        model = copy.deepcopy(run.model)
+    device = next(model.parameters()).device
+    return hooked(SimpleNamespace(model=model, task=run.task, config=run.config,
+                                  card=getattr(run, "card", None), device=device))
+
+
+def ready_names(handle: Any) -> list[str]:
+    """The ready-made pairs this model takes (the core's names)."""
+    from tui_lab.core.analysis.patch_pair import ready_pairs
+
+    return list(ready_pairs(handle))
+
+
+def make_pair(handle: Any, source: PairSource) -> Any:
+    """The ``PatchPair`` of ``source`` (PatchError, one line, for bad input)."""
+    from tui_lab.core.analysis import patch_pair
+
+    if source.custom:
+        return patch_pair.make_pair(handle, source.clean, source.corrupt, source.answer, source.wrong)
+    return patch_pair.ready_pair(handle, source.name)
+
+
+def pair_texts(handle: Any, pair: Any) -> PairSource:
+    """The pair's four fields as text, to show in the inputs."""
+    vocab = handle.task.vocab
+
+    def text(ids: list[int]) -> str:
+        decode = getattr(vocab, "decode", None)
+        if decode is not None:
+            try:
+                return str(decode(ids, stop_at_eos=False))
+            except TypeError:
+                return str(decode(ids))
+        return "".join(vocab.label(int(i)) for i in ids)
+
+    return PairSource(None if pair.name == "custom" else pair.name, text(pair.clean), text(pair.corrupt),
+                      vocab.label(pair.answer), vocab.label(pair.wrong))
+
+
+def patch_site(handle: Any, pair: Any, site: str, method: str,
+               progress: Progress | None = None, cancelled: Cancelled | None = None) -> Any:
+    """``site``'s ``PatchResult`` by exact patching (batched, cancellable) or attribution."""
+    from tui_lab.core.analysis.activation_patching import activation_patch
+    from tui_lab.core.analysis.attribution_patching import attribution_patch
+
+    if method == "attribution":
+        result = attribution_patch(handle, pair, site)
+        if progress is not None:
+            progress(1, 1)
+        return result
+    return activation_patch(handle, pair, site, progress=progress, cancelled=cancelled)
+
+
+def logit_attribution(handle: Any, pair: Any) -> Any:
+    """Direct logit attribution of the clean input's answer over the wrong one."""
+    import torch
+
+    from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
+
+    ids = torch.tensor([pair.clean], device=handle.device)
+    return direct_logit_attribution(handle, ids, pair.answer, pair.wrong)
+
+
+def atlas_heads(handle: Any) -> list[Any]:
+    """The atlas's ``HeadScore``s of the model (on the probe the core picks for its task)."""
+    from tui_lab.ui.widgets.atlas_scores import atlas_heads as scored
+
+    return scored(handle.model, handle.task, handle.config.model.arch)
+
+
+def history_steps(run_dir: Path | None) -> list[int]:
+    """The history snapshot steps of ``run_dir`` (none without a folder)."""
+    if run_dir is None:
+        return []
+    from tui_lab.core.runs.snapshots import list_snapshots
+
+    return list(list_snapshots(run_dir))
+
+
+def patch_over_history(handle: Any, run_dir: Path, pair: Any, site: str, method: str,
+                       progress: Progress | None = None, cancelled: Cancelled | None = None) -> Any:
+    """``site`` patched at every snapshot of ``run_dir`` (``HistoryPatching``), on a copy of
+    the handle's model (the handle keeps its own weights)."""
+    from tui_lab.core.analysis.patching_history import patch_history
+    from tui_lab.core.hooked.handle import hooked
+
+    model = copy.deepcopy(handle.model)
+    travelled = hooked(SimpleNamespace(model=model, task=handle.task, config=handle.config,
+                                       card=handle.card, device=handle.device))
+    return patch_history(travelled, run_dir, pair, site, method=method,
+                         progress=progress, cancelled=cancelled)
+
+
+def atlas_curves(run_dir: Path, cancelled: Cancelled | None = None) -> Any:
+    """The atlas's score curves over ``run_dir``'s history (``ScoreCurves``); stops after the
+    snapshot where ``cancelled()`` says so."""
+    from tui_lab.core.analysis.activation_patching import PatchingCancelled
+    from tui_lab.core.analysis.head_curves import score_curves
+
+    def on_step(_step: int, _heads: list[Any]) -> None:
+        if cancelled is not None and cancelled():
+            raise PatchingCancelled("patching cancelled")
+
+    return score_curves(run_dir, on_step=on_step)

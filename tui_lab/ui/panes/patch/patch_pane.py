@@ -1,0 +1,436 @@
+"""Patch pane: which activations carry the answer, by activation patching (denoising: the
+clean run's activation put into the corrupted run, one cell at a time) or by attribution.
+
+- ``e`` edits the pair: a ready-made one (the run's task, ``ioi`` for an opened model) or
+  the clean and corrupted texts and the two answers typed; enter runs it, ``r`` reruns.
+- ``s``/``S`` cycle the site, ``m`` exact / attribution; the grid is rerun at once.
+- The heatmap: layers (or heads) by positions (or heads), 0 in the middle of a diverging
+  scale (1: the clean run's logit difference, 0: the corrupted run's); the line under it
+  reads the cell under the cursor, the metric before and after, the head's atlas label.
+- ``d`` direct logit attribution as bars; ``t`` each head's effect over the run's
+  history beside the atlas's curves; ``[`` ``]`` (``{`` ``}``) step the grid through the
+  history snapshots. Every job runs in one worker (progress bar); ``escape`` cancels it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, ProgressBar, Static
+from textual.worker import get_current_worker
+
+from tui_lab.core.errors import one_line
+from tui_lab.ui import keys
+from tui_lab.ui.panes.patch import patch_jobs as jobs
+from tui_lab.ui.panes.patch.dla_bars import dla_text
+from tui_lab.ui.panes.patch.history_table import history_text
+from tui_lab.ui.panes.patch.pair_form import PairForm
+from tui_lab.ui.panes.patch.patch_jobs import PairSource
+from tui_lab.ui.panes.patch.patch_view import AXES, PatchView, atlas_at, atlas_of
+from tui_lab.ui.panes.patch.readout import cell_readout
+from tui_lab.ui.state.host import Pane
+from tui_lab.ui.time_travel.control import travel_run_dir
+from tui_lab.ui.widgets.diverging_heatmap import DivergingHeatmap
+
+POST_EVERY_S = 0.1  # progress messages at most this often
+
+
+class PatchPane(Pane, Vertical, can_focus=False):
+    """A site's patching grid of the model in hand, its logit attribution, its history."""
+
+    PANE_ID = "patch"
+    BINDINGS = keys.PATCH
+    KEY_SECTIONS = (("Heatmap cursor", keys.HEATMAP), ("Pair list", keys.PICK_LIST))
+    HELP_EXTRA = (("enter", "in the pair: run it"),)
+
+    @dataclass
+    class Progress(Message):
+        """``done`` of ``total`` (merged: at most one per POST_EVERY_S)."""
+
+        done: int
+        total: int
+        what: str
+
+    @dataclass
+    class Patched(Message):
+        """A site's grid of the model in hand, its pair and (when worked out) the atlas and DLA."""
+
+        handle: Any
+        pair: Any
+        texts: PairSource
+        result: Any
+        atlas: dict[str, tuple[str, float]] | None
+        dla: Any
+        dla_error: str | None
+
+    @dataclass
+    class HistoryReady(Message):
+        """The grid at every history snapshot, the atlas's curves; then ``move``."""
+
+        history: Any
+        curves: Any
+        run_dir: Path
+        move: str | None
+
+    @dataclass
+    class Failed(Message):
+        text: str
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.view = PatchView()
+        self.source = PairSource()  # the model's first ready-made pair
+        self.handle: Any = None
+        self.pair: Any = None
+        self.atlas_for: int | None = None  # id() of the run the atlas was scored on
+        self.dla_error: str | None = None
+        self.running = False
+        self._atlas_now: dict[str, tuple[str, float]] | None = None  # the model in hand's
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="patch-title")
+        yield PairForm(id="patch-form")
+        with Vertical(id="patch-map"):
+            yield DivergingHeatmap(id="patch-heatmap")
+            yield Static(id="patch-readout")
+        with VerticalScroll(id="patch-dla-scroll"):
+            yield Static(id="patch-dla")
+        with VerticalScroll(id="patch-history-scroll"):
+            yield Static(id="patch-history")
+        yield ProgressBar(total=1, show_eta=False, id="patch-progress")
+        yield Static(id="patch-status")
+
+    def on_mount(self) -> None:
+        """Register with the host; say how to start."""
+        if self.host.quitting:
+            return
+        self.host.register_pane("patch", self)
+        self.query_one(PairForm).display = False
+        self.query_one("#patch-progress", ProgressBar).display = False
+        self._show_view()
+        self._redraw()
+        self._status(self._hint())
+
+    def focus_default(self) -> None:
+        """The view on show takes the keys: the heatmap, the DLA bars or the history."""
+        where = {"map": "#patch-heatmap", "dla": "#patch-dla-scroll", "history": "#patch-history-scroll"}
+        self.query_one(where[self.view.view]).focus()
+
+    # ---- what is on show -------------------------------------------------------------
+
+    def _hint(self) -> Text:
+        return Text(
+            "r patches the model's ready-made pair · e edits the pair · s site · m exact/attribution"
+            " · d logit attribution · t over training · [ ] snapshots", style="dim",
+        )
+
+    def _title(self) -> None:
+        v = self.view
+        rows, cols = AXES[v.site]
+        title = Text(no_wrap=True, overflow="ellipsis")
+        title.append("Patch", style="bold")
+        title.append(f"  ·  {v.site} ({rows} × {cols})  ·  {v.method}  ·  denoising", style="dim")
+        if self.pair is not None:
+            title.append(f"  ·  pair {self.pair.name}", style="dim")
+        step = v.step
+        if v.history is not None:
+            at = f"step {step}" if step is not None else "the model in hand"
+            title.append(f"  ·  {at} ({len(v.history.steps)} snapshots)", style="bold")
+        self.query_one("#patch-title", Static).update(title)
+
+    def _status(self, text: Text | str) -> None:
+        self.query_one("#patch-status", Static).update(text)
+
+    def _show_view(self) -> None:
+        view = self.view.view
+        self.query_one("#patch-map").display = view == "map"
+        self.query_one("#patch-dla-scroll").display = view == "dla"
+        self.query_one("#patch-history-scroll").display = view == "history"
+
+    def show_grid(self) -> None:
+        """Draw the grid on show (the model in hand's, or a snapshot's) and the readout."""
+        heatmap = self.query_one(DivergingHeatmap)
+        result = self.view.shown
+        if result is None:
+            heatmap.clear(f"nothing patched at {self.view.site} yet: r patches")
+            self.query_one("#patch-readout", Static).update("")
+            return
+        heatmap.AXES = AXES[self.view.site]
+        heatmap.set_matrix(result.values, result.rows, result.cols)
+        self._readout()
+
+    def _readout(self) -> None:
+        result = self.view.shown
+        if result is None:
+            return
+        row, col = self.query_one(DivergingHeatmap).cursor
+        if row < len(result.rows) and col < len(result.cols):
+            text = cell_readout(result, row, col, self.view.atlas)
+            self.query_one("#patch-readout", Static).update(text)
+
+    def _show_dla(self) -> None:
+        dla = self.query_one("#patch-dla", Static)
+        if self.view.dla is not None:
+            dla.update(dla_text(self.view.dla))
+        else:
+            dla.update(Text(self.dla_error or "nothing yet: r patches, and works this out too",
+                            style="yellow" if self.dla_error else "dim"))
+
+    def _show_history(self) -> None:
+        v = self.view
+        text = (history_text(v.history, v.curves, v.step_index) if v.history is not None
+                else Text("t works the grid out at every history snapshot", style="dim"))
+        self.query_one("#patch-history", Static).update(text)
+
+    def _redraw(self) -> None:
+        self._title()
+        self.show_grid()
+        if self.view.view == "dla":
+            self._show_dla()
+        elif self.view.view == "history":
+            self._show_history()
+
+    # ---- keys ------------------------------------------------------------------------
+
+    def action_run(self) -> None:
+        """r: patch the pair at the site on show (the model in hand)."""
+        run = self._run()
+        if run is None:
+            return
+        self.view.forget()
+        self._start_progress("patching")
+        score_atlas = self.atlas_for != id(run) or self.host.training_active
+        self._patch_worker(run, self.source, self.view.site, self.view.method, score_atlas)
+
+    def action_edit_pair(self) -> None:
+        """e: show the pair (ready-made ones to pick, the fields to type)."""
+        form = self.query_one(PairForm)
+        form.display = True
+        if self.handle is not None:
+            form.offer(jobs.ready_names(self.handle), self.source)
+        else:
+            run = self._run(quiet=True)
+            form.offer(jobs.ready_names(run) if run is not None else [], self.source)
+        form.focus_list()
+
+    def action_cycle_site(self, step: int) -> None:
+        """s / S: the next (previous) site; rerun if something was patched."""
+        had = self.pair is not None
+        self.view.cycle_site(step)
+        self._redraw()
+        if had:
+            self.action_run()
+
+    def action_toggle_method(self) -> None:
+        """m: exact patching or attribution patching; rerun if something was patched."""
+        had = self.pair is not None
+        self.view.toggle_method()
+        self._redraw()
+        if had:
+            self.action_run()
+
+    def action_toggle_view(self, view: str) -> None:
+        """d / t: the DLA bars or the history view (again: back to the heatmap)."""
+        self.view.view = "map" if self.view.view == view else view
+        self._show_view()
+        self._redraw()
+        self.focus_default()
+        if self.view.view == "history" and self.view.history is None:
+            self._need_history(None)
+
+    def action_snapshot(self, move: str) -> None:
+        """[ ] { }: the grid at an earlier, later, first or last history snapshot."""
+        if self.view.history is None:
+            self._need_history(move)
+            return
+        self.view.move(move)
+        self._at_step()
+
+    def action_cancel(self) -> None:
+        """escape: cancel the patching under way, or close the pair's fields."""
+        if self.running:
+            self.workers.cancel_group(self, "patch")
+            self._end_progress()
+            self._status(Text("cancelled", style="yellow"))
+            return
+        form = self.query_one(PairForm)
+        if form.display:
+            form.display = False
+            self.focus_default()
+
+    # ---- helpers -------------------------------------------------------------------
+
+    def _run(self, quiet: bool = False) -> Any:
+        state = self.host.state
+        run = state.current_run if state.current_run is not None else state.opened
+        if run is None and not quiet:
+            self._status(Text("no model yet: train one (2, then space) or open a run", style="yellow"))
+        return run
+
+    def _need_history(self, move: str | None) -> None:
+        run_dir = travel_run_dir(self.host.state)
+        if not jobs.history_steps(run_dir) or run_dir is None:
+            self._status(Text("this run has no history snapshots (train with train.history on)",
+                              style="yellow"))
+            return
+        if self.pair is None or self.handle is None:
+            self._status(Text("r patches first; then the history", style="yellow"))
+            return
+        curves = self.host.state.travel.score_curves.get(run_dir)
+        self._start_progress("patching every snapshot")
+        self._history_worker(self.handle, run_dir, self.pair, self.view.site, self.view.method,
+                             curves, move)
+
+    def _at_step(self) -> None:
+        v = self.view
+        if v.step_index is not None and v.curves is not None:
+            v.atlas = atlas_at(v.curves, v.step_index)
+        elif v.step_index is None and self._atlas_now is not None:
+            v.atlas = self._atlas_now
+        self._redraw()
+
+    def _start_progress(self, what: str) -> None:
+        self.running = True
+        bar = self.query_one("#patch-progress", ProgressBar)
+        bar.update(total=1, progress=0)
+        bar.display = True
+        self._status(Text(f"{what}… (escape cancels)", style="dim"))
+
+    def _end_progress(self) -> None:
+        self.running = False
+        self.query_one("#patch-progress", ProgressBar).display = False
+
+    # ---- messages --------------------------------------------------------------------
+
+    def on_heatmap_cursor_moved(self, message: DivergingHeatmap.CursorMoved) -> None:
+        """The cursor moved: read its cell."""
+        message.stop()
+        self._readout()
+
+    def on_pair_form_submitted(self, message: PairForm.Submitted) -> None:
+        """A pair was picked or typed: patch it."""
+        message.stop()
+        self.source = message.source
+        self.query_one(PairForm).display = False
+        self.focus_default()
+        self.pair = None
+        self.action_run()
+
+    def on_patch_pane_progress(self, message: PatchPane.Progress) -> None:
+        """Move the bar."""
+        message.stop()
+        if self.running:
+            self.query_one("#patch-progress", ProgressBar).update(total=message.total, progress=message.done)
+            self._status(Text(f"{message.what} {message.done}/{message.total}… (escape cancels)",
+                              style="dim"))
+
+    def on_patch_pane_patched(self, message: PatchPane.Patched) -> None:
+        """Show the grid, the readout, the DLA; fill the pair's fields."""
+        message.stop()
+        self._end_progress()
+        self.handle, self.pair = message.handle, message.pair
+        if message.atlas is not None:
+            self._atlas_now = message.atlas
+            self.atlas_for = id(self._run(quiet=True))
+        self.view.atlas = self._atlas_now or {}
+        self.view.result = message.result
+        self.view.dla, self.dla_error = message.dla, message.dla_error
+        form = self.query_one(PairForm)
+        form.offer(jobs.ready_names(message.handle), message.texts)
+        form.fill(message.texts)
+        r = message.result
+        self._status(Text(f"logit difference: clean {r.clean:.3f}, corrupted {r.corrupt:.3f}",
+                          style="dim"))
+        self._redraw()
+
+    def on_patch_pane_history_ready(self, message: PatchPane.HistoryReady) -> None:
+        """The grid at every snapshot: step to where the key asked."""
+        message.stop()
+        self._end_progress()
+        self.host.state.travel.score_curves[message.run_dir] = message.curves
+        self.view.history, self.view.curves = message.history, message.curves
+        self.view.step_index = len(message.history.steps) - 1
+        if message.move is not None:
+            self.view.step_index = None
+            self.view.move(message.move)
+        self._status(Text(f"{len(message.history.steps)} snapshots patched", style="dim"))
+        self._at_step()
+
+    def on_patch_pane_failed(self, message: PatchPane.Failed) -> None:
+        """One line in the status line."""
+        message.stop()
+        self._end_progress()
+        self._status(Text(message.text, style="red"))
+
+    def on_input_changed(self, message: Input.Changed) -> None:
+        """Typing in a field makes the pair the typed one."""
+        if self.query_one(PairForm).display and message.input.has_focus:
+            self.source = self.query_one(PairForm).typed()
+
+    # ---- workers (threads) -----------------------------------------------------------
+
+    def _reporter(self, what: str) -> Any:
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
+                last[0] = time.monotonic()
+                self.post_message(self.Progress(done, total, what))
+
+        return progress
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="patch")
+    def _patch_worker(self, run: Any, source: PairSource, site: str, method: str,
+                      score_atlas: bool) -> None:
+        """The pair, the site's grid, the DLA and (when asked) the atlas, on a private copy."""
+        from tui_lab.core.analysis.activation_patching import PatchingCancelled
+
+        worker = get_current_worker()
+        try:
+            handle = jobs.private_handle(run)
+            pair = jobs.make_pair(handle, source)
+            result = jobs.patch_site(handle, pair, site, method, self._reporter("patching"),
+                                     lambda: worker.is_cancelled)
+            dla, dla_error = None, None
+            try:
+                dla = jobs.logit_attribution(handle, pair)
+            except Exception as exc:  # noqa: BLE001 - shown in the DLA view
+                dla_error = one_line(exc)
+            atlas = atlas_of(jobs.atlas_heads(handle)) if score_atlas and not worker.is_cancelled else None
+        except PatchingCancelled:
+            return
+        except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
+            self.post_message(self.Failed(one_line(exc)))
+            return
+        if not worker.is_cancelled:
+            texts = jobs.pair_texts(handle, pair)
+            self.post_message(self.Patched(handle, pair, texts, result, atlas, dla, dla_error))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="patch")
+    def _history_worker(self, handle: Any, run_dir: Path, pair: Any, site: str, method: str,
+                        curves: Any, move: str | None) -> None:
+        """The grid at every snapshot; the atlas's curves when the lab has none yet."""
+        from tui_lab.core.analysis.activation_patching import PatchingCancelled
+
+        worker = get_current_worker()
+        try:
+            history = jobs.patch_over_history(handle, run_dir, pair, site, method,
+                                              self._reporter("snapshots"), lambda: worker.is_cancelled)
+            if curves is None:
+                self.post_message(self.Progress(0, 1, "the atlas over the snapshots"))
+                curves = jobs.atlas_curves(run_dir, lambda: worker.is_cancelled)
+        except PatchingCancelled:
+            return
+        except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
+            self.post_message(self.Failed(one_line(exc)))
+            return
+        if not worker.is_cancelled:
+            self.post_message(self.HistoryReady(history, curves, run_dir, move))
