@@ -87,3 +87,14 @@ def test_a_relaid_model_holds_its_weights_once(tmp_path: Path) -> None:
     resident = _resident_file_bytes(folder / "model.safetensors")
     in_place = tensors.nbytes - copied
     assert resident <= in_place + 64 * 4096, (resident, in_place)  # a page or two per tensor
+
+
+def test_bfloat16_matrices_keep_their_stored_layout() -> None:
+    """bfloat16 matrix-vector kernels run slower on a transposed matrix: only float32
+    matrices are re-laid."""
+    wide = torch.nn.Linear(128, 1024, bias=False)  # (out 1024, in 128): read along its 1024
+    assert not preferred(wide.weight.detach())  # float32: re-laid
+    model = torch.nn.Sequential(wide).to(torch.bfloat16)
+    before = model[0].weight
+    assert preferred(before.detach()) and lay_out(model) == 0
+    assert model[0].weight is before and model[0].weight.is_contiguous()
