@@ -251,3 +251,116 @@ def save_marian(folder: Path, seed: int = 0, tokenizer: bool = True, **overrides
     if tokenizer:
         save_marian_tokenizer(folder, model.config.vocab_size)
     return model
+
+
+# --- encoder-only masked LMs (BERT, DistilBERT, RoBERTa) ---------------------------
+
+# Small shapes with each family's layout: several heads and layers, token types (BERT's
+# two, RoBERTa's one), RoBERTa's positions past its padding index (pad 1, table + 2).
+MLM_VOCAB = 120
+ROBERTA_VOCAB = 300  # a byte-level BPE starts from 256 bytes
+MLM_SMALL: dict[str, dict[str, Any]] = {
+    "bert": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                 max_position_embeddings=40, vocab_size=MLM_VOCAB, type_vocab_size=2, pad_token_id=0),
+    "distilbert": dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=40,
+                       vocab_size=MLM_VOCAB, pad_token_id=0),
+    "roberta": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                    max_position_embeddings=42, vocab_size=ROBERTA_VOCAB, type_vocab_size=1, pad_token_id=1,
+                    bos_token_id=0, eos_token_id=2),
+}
+WORDPIECE_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+
+
+def mlm_config(family: str, **overrides: Any) -> Any:
+    """The ``transformers`` config of an encoder-only ``family`` at its small shape (eager attention)."""
+    import transformers
+
+    classes = {"bert": transformers.BertConfig, "distilbert": transformers.DistilBertConfig,
+               "roberta": transformers.RobertaConfig}
+    return classes[family](attn_implementation="eager", **{**MLM_SMALL[family], **overrides})
+
+
+def hf_masked_lm(family: str, seed: int = 0, bare: bool = False, **overrides: Any) -> Any:
+    """A random-weight ``*ForMaskedLM`` of ``family`` (``bare``: the encoder alone, no head),
+    every parameter perturbed, in eval mode."""
+    import transformers
+
+    torch.manual_seed(seed)
+    config = mlm_config(family, **overrides)
+    auto = transformers.AutoModel if bare else transformers.AutoModelForMaskedLM
+    model = auto.from_config(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+    return model.eval()
+
+
+def train_wordpiece(vocab_size: int = MLM_VOCAB) -> Any:
+    """A lower-casing WordPiece (BERT's kind) trained on ``TEXT``: a ``tokenizers.Tokenizer``."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=WORDPIECE_SPECIALS)
+    tok.train_from_iterator([TEXT], trainer)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
+    )
+    return tok
+
+
+def train_roberta_bpe(vocab_size: int = ROBERTA_VOCAB) -> Any:
+    """A byte-level BPE with RoBERTa's specials (``<s>`` 0, ``<pad>`` 1, ``</s>`` 2, ``<unk>`` 3, ``<mask>`` 4)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=ROBERTA_SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator([TEXT], trainer)
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True)
+    return tok
+
+
+def save_mlm_tokenizer(folder: Path, family: str, vocab_size: int = MLM_VOCAB) -> Any:
+    """The family's tokenizer as its fast ``transformers`` class saves it (tokenizer.json,
+    vocab.txt or vocab.json + merges.txt, tokenizer_config.json); returns that tokenizer."""
+    import transformers
+
+    if family == "roberta":
+        fast = transformers.RobertaTokenizerFast(tokenizer_object=train_roberta_bpe(vocab_size))
+    else:
+        cls = transformers.BertTokenizerFast if family == "bert" else transformers.DistilBertTokenizerFast
+        fast = cls(tokenizer_object=train_wordpiece(vocab_size))
+    fast.save_pretrained(folder)
+    return fast
+
+
+def save_masked_lm(folder: Path, family: str, seed: int = 0, bare: bool = False, **overrides: Any) -> Any:
+    """Write a random encoder-only ``family`` model and its tokenizer with ``save_pretrained``;
+    returns the reference model, in eval mode."""
+    model = hf_masked_lm(family, seed, bare=bare, **overrides)
+    model.save_pretrained(folder)
+    save_mlm_tokenizer(folder, family, model.config.vocab_size)
+    return model
+
+
+def write_slow_vocab(folder: Path, family: str) -> None:
+    """Replace ``tokenizer.json`` by the files a slow tokenizer reads: ``vocab.txt`` (WordPiece,
+    one piece a line in id order) or ``vocab.json`` + ``merges.txt`` (RoBERTa's BPE)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    if family == "roberta":
+        tok.model.save(str(folder))  # vocab.json and merges.txt
+    else:
+        vocab = tok.get_vocab(with_added_tokens=True)
+        (folder / "vocab.txt").write_text("".join(p + "\n" for p, _ in sorted(vocab.items(), key=lambda kv: kv[1])))
+    (folder / "tokenizer.json").unlink()

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from tui_lab.core.config.sections import ModelConfig
+from tui_lab.core.model.encoder_only import EncoderOnly
 from tui_lab.core.model.models import DecoderOnly, EncoderDecoder
 from tui_lab.core.model.positions import RotaryEmbedding, SinusoidalPositions, sinusoid_table
 from tui_lab.core.pretrained.errors import PretrainedError
@@ -30,19 +31,24 @@ def build_pretrained(
     config: dict[str, Any], tensors: Mapping[str, torch.Tensor], lay_out_now: bool = True
 ) -> tuple[ModelConfig, Any]:
     """(the lab's settings, the model in eval mode) for a config.json and its tensors:
-    a ``DecoderOnly``, or an ``EncoderDecoder`` for a translator (Marian). With
+    a ``DecoderOnly``, an ``EncoderDecoder`` for a translator (Marian), or an
+    ``EncoderOnly`` (BERT, DistilBERT, RoBERTa). With
     ``lay_out_now`` False its weights are left as stored: re-lay them later with a
     ``PendingLayout`` (``layout.py``)."""
     family = family_for(config)
     model_config = family.model_config(config)
     state = family.lab_state_dict(tensors, model_config)
     vocab = model_config.vocab_size or 0
-    model: DecoderOnly | EncoderDecoder
+    model: DecoderOnly | EncoderDecoder | EncoderOnly
     with torch.device("meta"):
         if model_config.arch == "encoder-decoder":
             # The source's padding id (Marian's <pad>) is what the source mask hides.
             pad = config.get("pad_token_id")
             model = EncoderDecoder(model_config, vocab, pad if isinstance(pad, int) else 0)
+        elif model_config.arch == "encoder-only":
+            # Its padding id ([PAD] 0, RoBERTa's <pad> 1) is what the key mask hides.
+            pad = config.get("pad_token_id")
+            model = EncoderOnly(model_config, vocab, pad if isinstance(pad, int) else 0)
         else:
             model = DecoderOnly(model_config, vocab)
     missing, unexpected = model.load_state_dict(state, strict=False, assign=True)

@@ -17,6 +17,9 @@ positions.
 
 The vocabulary is char-lm's plus one id at the end, the mask (``⟨mask⟩``); a
 typed ``_`` stands for it in fill-mask (``decoding/fill_mask.py``).
+
+``MaskedText`` is the same task for a real encoder-only model opened from files
+(BERT, DistilBERT, RoBERTa): its tokenizer, its mask token, its context.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import torch
 from tui_lab.core.config.lab_config import TaskConfig
 from tui_lab.core.tasks.base import IGNORE, Batch, check_sequence_input
 from tui_lab.core.tasks.char_lm import CharLMTask
+from tui_lab.core.tasks.tokenized import TokenizedText, Tokenizer
 from tui_lab.core.tasks.vocab import N_SPECIALS, TEXT_VOCAB, Vocab
 
 # BERT's rule: the share of positions chosen, and of those the share masked and made random.
@@ -162,3 +166,50 @@ class MaskedLMTask(CharLMTask):
             i = rng.randrange(len(text))
             pairs.append((text[:i] + MASK_CHAR + text[i + 1 :], text[i]))
         return pairs
+
+
+# Prompts the Decode pane offers for a real encoder-only model; {mask} is its mask token.
+MASKED_PROMPTS = (
+    "The capital of France is {mask}.",
+    "The cat sat on the {mask}.",
+    "Once upon a time, there was a little {mask}.",
+    "She went to the {mask} to buy some bread.",
+    "one two three {mask} five six",
+)
+
+
+class MaskedText(TokenizedText):
+    """The task of a real encoder-only model (BERT...): fill its mask tokens in a text.
+
+    ``mask_token`` is how a mask is typed (``[MASK]``, ``<mask>``), ``mask_id`` its
+    id; ``special_ids`` are the tokens the tokenizer adds around a text
+    (``[CLS]``/``[SEP]``, ``<s>``/``</s>``), left out of a filled text.
+    """
+
+    name = "masked-lm"
+
+    def __init__(
+        self, tokenizer: Tokenizer, context: int, mask_token: str, mask_id: int, special_ids: set[int]
+    ) -> None:
+        super().__init__(tokenizer, context)
+        self.mask_token = mask_token
+        self.mask_id = mask_id
+        self.special_ids = special_ids - {mask_id}
+
+    @property
+    def eos_id(self) -> int | None:
+        return None  # nothing is continued
+
+    def validate_input(self, text: str) -> str | None:
+        """One line when ``text`` (with the tokens the tokenizer adds) does not fit the context."""
+        n = len(self.tokenizer.encode(text))
+        if n > self.context:
+            return f"the input is {n:,} tokens; this model reads at most {self.context:,}: shorten it"
+        return None
+
+    def examples_for_display(self, n: int = 5, seed: int = 0) -> list[str]:
+        return [p.format(mask=self.mask_token) for p in MASKED_PROMPTS[:n]]
+
+    def fill_text(self, ids: list[int]) -> str:
+        """The text of ``ids`` without the added tokens (an open mask shown as typed)."""
+        return self.tokenizer.decode([i for i in ids if i not in self.special_ids])

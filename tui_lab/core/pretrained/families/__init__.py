@@ -11,6 +11,8 @@ from typing import Any
 
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families import (
+    bert,
+    distilbert,
     gemma,
     gpt2,
     gpt_neo,
@@ -31,6 +33,7 @@ FAMILIES: dict[str, Family] = {
     for family in (
         gpt2.FAMILY, gpt_neox.FAMILY, llama.FAMILY, gpt_neo.FAMILY, marian.FAMILY, qwen.QWEN2, qwen.QWEN3,
         gemma.GEMMA, gemma.GEMMA2, gemma.GEMMA3, llama.MISTRAL, phi3.FAMILY, olmo2.FAMILY,
+        bert.BERT, distilbert.FAMILY, bert.ROBERTA,
     )
 }
 
