@@ -19,6 +19,12 @@ target sets differ (``head_targets``):
   token right after its first occurrence (Olsson et al. 2022, "In-context
   Learning and Induction Heads").
 
+An encoder-only model's heads (``score_atlas_encoder``) read both ways and
+are scored on text: ``self`` (diagonal), ``previous``, ``next``, ``first``
+(``[CLS]``), ``separator`` (``[SEP]``/``</s>``, where the tokenizer adds one)
+and ``broad`` (a row's entropy over the log of its keys, 1 for an even spread;
+its chance is a fixed 0.5, ``BROAD_CHANCE``).
+
 Each score says which probe it was taken on (``head_probes``: ``task``, a lab
 run's own task; ``repeat``, random tokens from the vocabulary repeated once;
 ``task-repeats``, the induction task's own repeats).
@@ -54,7 +60,14 @@ from tui_lab.core.analysis.head_targets import (
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.capture import capture_attention
 
-PATTERNS = ("diagonal", "previous", "first", "alignment", "duplicate", "induction", "sharp", "monotonic")
+PATTERNS = (
+    "diagonal", "previous", "first", "alignment", "duplicate", "induction", "sharp", "monotonic",
+    # an encoder's (bidirectional) heads: score_atlas_encoder
+    "self", "next", "separator", "broad",
+)
+# broad's score is a row's entropy over log(its keys); its "chance" is a fixed midpoint,
+# so a head needs a normalised entropy of 0.5 + 0.3 x 0.5 = 0.65 to be called broad.
+BROAD_CHANCE = 0.5
 NO_PATTERN = "no clear pattern"
 
 
@@ -293,6 +306,63 @@ def score_atlas_on_repeats(
     return Atlas(_ranked(heads), {repeats.kind: repeats.description})
 
 
+def encoder_probe(task: Any, n: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, int | None, str]:
+    """(tokens (B, T), real keys (B, T), the separator id or None, what the rows are) for an
+    encoder-only model: a lab run's masked validation windows, or a real model's example
+    sentences with the tokens its tokenizer adds ([CLS] ... [SEP]), right-padded."""
+    if hasattr(task, "val_batches"):
+        tokens = task.val_batches(n, 1)[0].tgt_in[:n]
+        return tokens, torch.ones_like(tokens, dtype=torch.bool), None, f"{len(tokens)} masked windows of its text"
+    rows = [task.vocab.encode(t) for t in task.examples_for_display(n, seed)]
+    width = max(map(len, rows))
+    pad = getattr(task.tokenizer, "pad_id", None)
+    pad = 0 if pad is None else int(pad)
+    tokens = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+    valid = torch.tensor([[True] * len(r) + [False] * (width - len(r)) for r in rows])
+    ends = task.vocab.encode("")  # [CLS] [SEP] or <s> </s>: the last is the separator
+    sep = int(ends[-1]) if len(ends) == 2 else None
+    return tokens, valid, sep, f"{len(rows)} example sentences with the tokens the tokenizer adds"
+
+
+def encoder_patterns(
+    weights: torch.Tensor, valid: torch.Tensor, sep_keys: torch.Tensor | None, probe: str
+) -> tuple[dict[str, Measured], torch.Tensor]:
+    """Bidirectional self-attention's patterns (``weights`` (B, H, T, T), ``valid`` (B, T) real
+    tokens, ``sep_keys`` (B, T) separator positions or None), and the scored queries."""
+    b, _, t_q, t_k = weights.shape
+    allowed = allowed_keys(False, t_q, t_k, valid)
+    keys = valid[:, None, :t_k]  # a target on padding does not count
+    queries = valid[:, :t_q]
+    found = {
+        "self": measure(weights, offset_targets(b, t_q, t_k, 0) & keys, queries, allowed, probe),
+        "previous": measure(weights, offset_targets(b, t_q, t_k, 1) & keys, queries, allowed, probe),
+        "next": measure(weights, offset_targets(b, t_q, t_k, -1) & keys, queries, allowed, probe),
+        "first": measure(weights, first_targets(b, t_q, t_k), queries, allowed, probe),
+    }
+    if sep_keys is not None:
+        found["separator"] = measure(weights, sep_keys[:, None, :t_k].expand(b, t_q, t_k), queries, allowed, probe)
+    n_keys = allowed.sum(-1).clamp_min(2).float()  # (B, Tq)
+    w = weights.float()
+    rows = -(w * torch.log(w.clamp_min(1e-12))).sum(-1) / torch.log(n_keys)[:, None]  # (B, H, Tq)
+    broad = (rows * queries[:, None].float()).sum((0, 2)) / queries.sum().clamp_min(1)
+    found["broad"] = Measured(broad.clamp(0.0, 1.0), BROAD_CHANCE, probe)
+    return found, queries
+
+
+def score_atlas_encoder(model: nn.Module, task: Any, n: int = 8, seed: int = 0) -> Atlas:
+    """Score every head of an encoder-only model: self, previous, next, first ([CLS]),
+    separator ([SEP], where the tokenizer adds one) and broad, with the label floor."""
+    tokens, valid, sep, about = encoder_probe(task, n, seed)
+    sep_keys = None if sep is None else (tokens == sep) & valid
+    kind = "text"
+    with evaluating(model):
+        heads: list[HeadScore] = []
+        for name, w in _attention(model, tokens).items():
+            found, queries = encoder_patterns(w, valid, sep_keys, kind)
+            heads.extend(head_scores(name, found, entropy(w, queries)))
+    return Atlas(_ranked(heads), {kind: about})
+
+
 def special_ids_of(task: Any) -> list[int]:
     """The ids a task's tokenizer reserves (EOS, BOS, pad), for the probe to leave out."""
     tokenizer = getattr(task, "tokenizer", None)
@@ -304,6 +374,8 @@ def atlas_for(model: nn.Module, task: Any, arch: str) -> Atlas:
     """A lab task's probes (``score_atlas``); a task with no examples of its own (a real
     model's text) gets the standard probe over its vocabulary, its special ids left out; so
     does a run fine-tuned from one (token-lm), to be read beside its source's atlas."""
+    if getattr(getattr(model, "config", None), "arch", None) == "encoder-only":  # bidirectional heads
+        return score_atlas_encoder(model, task)
     if getattr(task, "name", None) == "translation":  # a translator: scored on its translations
         from tui_lab.core.analysis.alignment import alignment_atlas
 

@@ -1,0 +1,54 @@
+"""``tfx-lab decode`` on an encoder-only run: fill-mask's JSON (masks in text order, each
+with its position, top pieces and ids), the one-line refusals; train, eval and hooks on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import tfx
+
+TINY_MLM = """\
+model: {arch: encoder-only, n_encoder_layers: 1, d_model: 32, n_heads: 2, d_ff: 64,
+        positional: learned, embed_norm: true, max_len: 32}
+task: {name: masked-lm, block_size: 32}
+train: {steps: 4, batch_size: 4, eval_every: 2, eval_examples: 8, warmup_steps: 1, device: cpu, threads: 1,
+        history: false}
+"""
+
+
+@pytest.fixture(scope="module")
+def mlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("mlm")
+    (root / "tiny-mlm.yaml").write_text(TINY_MLM)
+    out = root / "run"
+    done = tfx("train", "--preset", str(root / "tiny-mlm.yaml"), "--out", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["exact_match"] is not None  # masked-character accuracy
+    return out
+
+
+def test_decode_fill_mask_json(mlm_run: Path) -> None:
+    done = tfx("decode", "--run", str(mlm_run), "--input", "th_ cat s_t", "--top-k", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert [m["position"] for m in out["masks"]] == [2, 9]  # token index, in text order
+    for m in out["masks"]:
+        assert len(m["top"]) == len(m["ids"]) == 3
+        probs = [p for _, p in m["top"]]
+        assert probs == sorted(probs, reverse=True) and probs == [p for _, p in m["ids"]]
+        assert all(isinstance(piece, str) and isinstance(i, int) for (piece, _), (i, _) in zip(m["top"], m["ids"]))
+    assert len(out["steps"]) == 2 and "_" not in out["output"] and len(out["output"]) == len("th_ cat s_t")
+    assert out["steps"][0]["prob"] >= max(m["ids"][0][1] for m in out["masks"]) - 1e-6  # most confident first
+
+
+def test_no_mask_and_eval_and_hooks(mlm_run: Path) -> None:
+    done = tfx("decode", "--run", str(mlm_run), "--input", "no masks here")
+    assert done.returncode != 0 and "write _ where" in done.stderr and done.stderr.count("\n") == 1
+    evaluated = json.loads(tfx("eval", "--run", str(mlm_run), "--json").stdout)
+    assert evaluated["task"] == "masked-lm" and 0.0 <= evaluated["exact_match"] <= 1.0
+    hooks = json.loads(tfx("hooks", "--run", str(mlm_run), "--json").stdout)
+    names = [h["name"] for h in hooks["hooks"]]
+    assert "blocks.0.attn.hook_pattern" in names and "hook_full_embed" in names
