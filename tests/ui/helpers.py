@@ -74,6 +74,18 @@ async def ready(pilot: Pilot) -> LabApp:
     return app
 
 
+async def build_ready(pilot: Pilot) -> LabApp:
+    """Wait for the Build pane of a lab started without torch (``tiny_app(load_core=False)``):
+    what a test of the form or the presets needs, without the second or more torch takes."""
+    from tui_lab.ui.panes.build.config_form import ConfigForm
+
+    app = pilot.app
+    assert isinstance(app, LabApp)
+    await wait_until(pilot, lambda: bool(app.query(ConfigForm)), 10, "the Build pane")
+    await pilot.pause()
+    return app
+
+
 async def settle(pilot: Pilot) -> None:
     """For snapshots: finish workers, drop toasts, stop cursors blinking."""
     app = pilot.app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.ui.helpers import SIZE, ready, tiny_app
+from tests.ui.helpers import SIZE, build_ready, tiny_app
 from tui_lab.ui.panes.build.config_form import ConfigForm
 from tui_lab.ui.widgets.preset_list import PresetList
 
@@ -15,9 +15,9 @@ def highlight_background(presets: PresetList) -> object:
 
 
 async def test_keys_move_the_highlight_and_enter_loads() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         presets = app.query_one(PresetList)
         presets.focus()
         await pilot.press("home")
@@ -33,9 +33,9 @@ async def test_keys_move_the_highlight_and_enter_loads() -> None:
 
 
 async def test_clicking_a_preset_loads_it() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         presets = app.query_one(PresetList)
         names = [p.name for p in presets.presets]
         # A preset near the top, in view without scrolling (the list outgrew the pane).
@@ -46,9 +46,9 @@ async def test_clicking_a_preset_loads_it() -> None:
 
 
 async def test_the_highlight_shows_focus() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         presets = app.query_one(PresetList)
         presets.focus()
         await pilot.pause()

@@ -9,6 +9,7 @@ from textual.widgets import Input, Static
 
 from tests.ui.helpers import (
     SIZE,
+    build_ready,
     edit_field,
     form_settled,
     plain,
@@ -47,9 +48,9 @@ async def test_config_errors_are_placed_by_their_field_not_their_text(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The form reads ConfigError's ``field`` and ``reason``; the message text is not parsed."""
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
 
         def refuse(field: str | None, reason: str):  # type: ignore[no-untyped-def]
             def with_values(self: LabConfig, values: dict[str, object]) -> LabConfig:
@@ -70,9 +71,9 @@ async def test_config_errors_are_placed_by_their_field_not_their_text(
 
 
 async def test_invalid_value_is_flagged_and_nothing_changes() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         build = app.query_one(BuildPane)
         before = app.config
         await set_field(pilot, "model.d_model", "15")
@@ -95,9 +96,9 @@ async def test_invalid_value_is_flagged_and_nothing_changes() -> None:
 
 
 async def test_relation_errors_go_to_the_right_field() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         await edit_field(pilot, "task.name")
         await pilot.press("enter")  # opens the list of tasks
         while "▸ char-lm" not in [t.strip() for kind, _, t in form_lines(app) if kind == "option"]:
@@ -109,9 +110,9 @@ async def test_relation_errors_go_to_the_right_field() -> None:
 
 
 async def test_a_time_limit_and_a_decay_over_it_from_the_form() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         assert app.config.train.max_seconds is None and app.config.train.decay_over == "steps"
         await edit_field(pilot, "train.decay_over")
         await pilot.press("right")  # steps -> time
@@ -154,9 +155,9 @@ async def test_params_follow_edits_live() -> None:
 
 
 async def test_pick_another_preset() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         presets = app.query_one(PresetList)
         names = [p.name for p in presets.presets]
         assert "copy" in names and "reverse" in names
@@ -169,9 +170,9 @@ async def test_pick_another_preset() -> None:
 
 
 async def test_save_as_writes_a_preset(lab_folders: Path) -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         await set_field(pilot, "model.d_ff", "48")
         await pilot.press("escape")
         await pilot.press("ctrl+s")
@@ -192,9 +193,9 @@ async def test_save_as_writes_a_preset(lab_folders: Path) -> None:
 
 
 async def test_save_as_refuses_bad_names(lab_folders: Path) -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         await pilot.press("ctrl+s")
         await pilot.pause()
         screen = app.screen
@@ -214,9 +215,9 @@ async def test_bad_preset_is_explained_in_the_pane(lab_folders: Path) -> None:
     folder = lab_folders / "my-presets"
     folder.mkdir()
     (folder / "zz-broken.yaml").write_text("model:\n  d_modle: 32\n")
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         before = app.config
         presets = app.query_one(PresetList)
         presets.focus()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual import events
 
-from tests.ui.helpers import SIZE, edit_field, form_settled, ready, tiny_app
+from tests.ui.helpers import SIZE, build_ready, edit_field, form_settled, tiny_app
 from tests.ui.panes.build_pane.test_build import error_text
 from tui_lab.ui.panes.build.config_form import ConfigForm
 from tui_lab.ui.panes.build.form_fields import MIN_TEXT_CHARS
@@ -31,9 +31,9 @@ async def test_text_file_is_checked_inline_and_the_previous_text_stays(
     Path("empty.txt").write_text("")
     Path("small.txt").write_text("a tiny text\n")
     Path("good.txt").write_text("the quick brown fox jumps over the lazy dog\n" * (MIN_TEXT_CHARS // 40 + 1))
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         before = app.config
         assert before.task.text is None
         for name, fragment in [("nope.txt", "no such file"), ("bin.txt", "not a text file"),

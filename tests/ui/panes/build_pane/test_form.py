@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tests.ui.helpers import (
     SIZE,
+    build_ready,
     edit_field,
     form_settled,
-    ready,
     set_field,
     tiny_app,
     type_text,
@@ -47,9 +47,9 @@ def test_line_edit_keys() -> None:
 
 
 async def test_typing_edits_a_number_and_escape_gives_the_keys_back() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # the form needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         form = app.query_one(ConfigForm)
         await edit_field(pilot, "model.d_ff")
         assert app.in_text_field
@@ -73,9 +73,9 @@ async def test_typing_edits_a_number_and_escape_gives_the_keys_back() -> None:
 
 
 async def test_enter_moves_on_and_resumes_editing() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # the form needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         form = app.query_one(ConfigForm)
         await set_field(pilot, "train.steps", "40")
         await pilot.press("enter")
@@ -87,9 +87,9 @@ async def test_enter_moves_on_and_resumes_editing() -> None:
 
 
 async def test_choices_cycle_open_and_pick() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # the form needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         form = app.query_one(ConfigForm)
         await edit_field(pilot, "train.schedule")
         assert not app.in_text_field  # 1-5 still switch panes on a choice
@@ -114,9 +114,9 @@ async def test_choices_cycle_open_and_pick() -> None:
 
 
 async def test_a_switch_toggles_with_space() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # the form needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         form = app.query_one(ConfigForm)
         before = app.config.model.tie_embeddings
         await edit_field(pilot, "model.tie_embeddings")
@@ -127,9 +127,9 @@ async def test_a_switch_toggles_with_space() -> None:
 
 
 async def test_tab_walks_the_fields_then_leaves_the_form() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # the form needs no torch
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         form = app.query_one(ConfigForm)
         await edit_field(pilot, "train.seed")
         await pilot.press("tab")
@@ -141,9 +141,9 @@ async def test_tab_walks_the_fields_then_leaves_the_form() -> None:
 
 
 async def test_clicking_a_field_edits_it_and_the_cursor_stays_in_view() -> None:
-    app = tiny_app()
+    app = tiny_app(load_core=False)  # the form needs no torch
     async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
+        await build_ready(pilot)
         form = app.query_one(ConfigForm)
         await pilot.click(ConfigForm, offset=(3, 3))
         assert form.has_focus and app.in_text_field
