@@ -62,7 +62,7 @@ class DivergingHeatmap(Heatmap):
         text = f"{value:+.2f}" if width >= 5 else f"{value:.1f}"
         return text[:width].center(width)
 
-    def legend(self, out: Text, margin: str) -> None:
+    def draw_legend(self, out: Text, margin: str) -> None:
         """-limit (red) ... 0 ... +limit (blue), after ``margin``."""
         out.append(f"{margin}{-self.limit:.2f} ", style="dim")
         for v in (-1.0, -0.6, -0.3, -0.1):

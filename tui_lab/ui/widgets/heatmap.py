@@ -226,7 +226,7 @@ class Heatmap(Widget, can_focus=True):
                 style="bold",
             )
             margin = ""
-        self.legend(out, margin)
+        self.draw_legend(out, margin)
         return out
 
     # ---- what a subclass may change: the axes' names, a cell's colour and text, the legend
@@ -245,7 +245,7 @@ class Heatmap(Widget, can_focus=True):
         """The cursor cell's value, ``width`` characters."""
         return f"{value:.2f}".lstrip("0")[:width].center(width)
 
-    def legend(self, out: Text, margin: str) -> None:
+    def draw_legend(self, out: Text, margin: str) -> None:
         """The scale under the cells, after ``margin``."""
         out.append(margin + "weight 0 ", style="dim")
         for v in (0.1, 0.3, 0.6, 1.0):
