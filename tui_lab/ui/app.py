@@ -69,6 +69,7 @@ class LabApp(PaneRouting):
         "styles/params.tcss",
         "styles/runs.tcss",
         "panes/features/features.tcss",
+        "panes/patch/patch.tcss",
     ]
     # Screen classes the .tcss files use to fit 80x24 as well as large terminals.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
-PANES = ("build", "train", "decode", "attention", "params", "runs", "features")
+PANES = ("build", "train", "decode", "attention", "params", "runs", "features", "patch")
 PANE_TITLES = {
     "build": "Build",
     "train": "Train",
@@ -23,6 +23,7 @@ PANE_TITLES = {
     "params": "Params",
     "runs": "Runs",
     "features": "Features",
+    "patch": "Patch",
 }
 PANES_GROUP = Binding.Group("Panes", compact=True)
 
@@ -280,6 +281,7 @@ SCOPES: dict[str, tuple[list[BindingType], ...]] = {
     "Params": (APP, PARAMS),
     "Runs": (APP, RUNS, RUN_TABLE),
     "Features": (APP, FEATURES, FEATURE_LIST),
+    "Patch": (APP, PATCH, HEATMAP, PICK_LIST),
     "the basics screen": (BASICS,),
     "the Fourier view": (APP, FOURIER),
     "help": (HELP,),

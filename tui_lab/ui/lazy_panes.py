@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tui_lab.ui.panes.decode.decode_pane import DecodePane
     from tui_lab.ui.panes.features.features_pane import FeaturesPane
     from tui_lab.ui.panes.params.params_pane import ParamsPane
+    from tui_lab.ui.panes.patch.patch_pane import PatchPane
     from tui_lab.ui.panes.runs.runs_pane import RunsPane
     from tui_lab.ui.panes.train.train_pane import TrainPane
 
@@ -65,6 +66,11 @@ def lazy_panes(
 
         return FeaturesPane(id=pane_widget_id("features"))
 
+    def patch() -> PatchPane:
+        from tui_lab.ui.panes.patch.patch_pane import PatchPane
+
+        return PatchPane(id=pane_widget_id("patch"))
+
     return [
         LazyPane(factory, id=pane_widget_id(name), held=held)
         for name, factory in (
@@ -74,5 +80,6 @@ def lazy_panes(
             ("params", params),
             ("runs", runs),
             ("features", features),
+            ("patch", patch),
         )
     ]
