@@ -39,7 +39,7 @@ def test_decode_fill_mask_json(mlm_run: Path) -> None:
         assert len(m["top"]) == len(m["ids"]) == 3
         probs = [p for _, p in m["top"]]
         assert probs == sorted(probs, reverse=True) and probs == [p for _, p in m["ids"]]
-        assert all(isinstance(piece, str) and isinstance(i, int) for (piece, _), (i, _) in zip(m["top"], m["ids"]))
+        assert all(isinstance(piece, str) and isinstance(i, int) for (piece, _), (i, _) in zip(m["top"], m["ids"], strict=True))
     assert len(out["steps"]) == 2 and "_" not in out["output"] and len(out["output"]) == len("th_ cat s_t")
     assert out["steps"][0]["prob"] >= max(m["ids"][0][1] for m in out["masks"]) - 1e-6  # most confident first
 

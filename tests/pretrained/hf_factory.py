@@ -298,7 +298,15 @@ def hf_masked_lm(family: str, seed: int = 0, bare: bool = False, **overrides: An
 
 def train_wordpiece(vocab_size: int = MLM_VOCAB) -> Any:
     """A lower-casing WordPiece (BERT's kind) trained on ``TEXT``: a ``tokenizers.Tokenizer``."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)

@@ -55,7 +55,7 @@ def test_batches_vocab_and_validation() -> None:
     batch = task.batch(random.Random(1), 4, "encoder-only")
     assert batch.src is None and batch.tgt_in.shape == (4, 16) and int(batch.tgt_in.max()) <= task.mask_id
     first, again = task.val_batches(4, 2), task.val_batches(4, 2)
-    assert all(torch.equal(a.tgt_in, b.tgt_in) and torch.equal(a.tgt_out, b.tgt_out) for a, b in zip(first, again))
+    assert all(torch.equal(a.tgt_in, b.tgt_in) and torch.equal(a.tgt_out, b.tgt_out) for a, b in zip(first, again, strict=True))
     with pytest.raises(ValueError, match="encoder-only"):
         task.batch(random.Random(0), 2, "decoder-only")
     assert task.validate_input("a_c") is None and "empty" in (task.validate_input("") or "")

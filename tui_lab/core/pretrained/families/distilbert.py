@@ -70,7 +70,7 @@ def lab_state_dict(tensors: Tensors, config: ModelConfig) -> dict[str, torch.Ten
         out.update(_linear(w, f"{src}ffn.lin1", f"{lab}ff.lin1", (f, d)))
         out.update(_linear(w, f"{src}ffn.lin2", f"{lab}ff.lin2", (d, f)))
         out.update(_norm(w, f"{src}output_layer_norm", f"{lab}norm2", d))
-    names = {
+    names: dict[str, tuple[str, ...]] = {
         "dense.weight": ("vocab_transform.weight",),
         "dense.bias": ("vocab_transform.bias",),
         "norm.weight": ("vocab_layer_norm.weight",),
