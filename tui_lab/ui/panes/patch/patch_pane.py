@@ -404,7 +404,10 @@ class PatchPane(Pane, Vertical, can_focus=False):
                 dla = jobs.logit_attribution(handle, pair)
             except Exception as exc:  # noqa: BLE001 - shown in the DLA view
                 dla_error = one_line(exc)
-            atlas = atlas_of(jobs.atlas_heads(handle)) if score_atlas and not worker.is_cancelled else None
+            atlas = None
+            if score_atlas and not worker.is_cancelled:
+                self.post_message(self.Progress(0, 1, "the atlas's labels"))
+                atlas = atlas_of(jobs.atlas_heads(handle))
         except PatchingCancelled:
             return
         except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
