@@ -24,8 +24,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
     root = tmp_path_factory.mktemp("sae-cli")
     (root / "tiny.yaml").write_text(PRESET)
     assert tfx("train", "--preset", str(root / "tiny.yaml"), "--out", str(root / "run"), "--json").returncode == 0
-    proc = tfx("sae", "train", "--run", str(root / "run"), "--hook", HOOK, "--d-sae", "64", "--k", "4",
-               "--tokens", "6000", "--batch", "256", "--out", str(root / "sae"), "--json")
+    with pytest.MonkeyPatch.context() as env:  # where training would keep activations for the table
+        env.setenv("TFX_LAB_CACHE", str(root / "cache"))
+        proc = tfx("sae", "train", "--run", str(root / "run"), "--hook", HOOK, "--d-sae", "64", "--k", "4",
+                   "--tokens", "6000", "--batch", "256", "--out", str(root / "sae"), "--json")
     assert proc.returncode == 0, proc.stderr
     return root / "run", root / "sae", last_json_line(proc.stdout)
 

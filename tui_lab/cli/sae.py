@@ -124,6 +124,7 @@ def _ce(handle: Any, sae: Any, hook: str, held_out: Any) -> Any:
 def train(args: argparse.Namespace) -> int:
     """Train (or resume) an SAE at ``--hook``; the folder opens with open_sae and SAELens."""
     from tui_lab.core.sae.activations import check_width, hook_activations, site_width
+    from tui_lab.core.sae.feature_cache import recorder
     from tui_lab.core.sae.trainer import SAETrainer
 
     handle = _open(args)
@@ -140,7 +141,10 @@ def train(args: argparse.Namespace) -> int:
     trainer.evaluate = lambda sae: {"ce_loss_recovered": _ce(handle, sae, args.hook, held_out).recovered}
     per_pass = max(1, 4096 // windows.shape[1])
     try:
-        end = trainer.train(hook_activations(handle, windows, args.hook, per_pass, epochs=None, seed=args.seed))
+        # the first windows' activations are kept for the feature table (sae features, the lab)
+        kept = recorder(handle, windows, args.hook)
+        end = trainer.train(kept.wrap(hook_activations(handle, windows, args.hook, per_pass, epochs=None,
+                                                       seed=args.seed)))
     finally:
         progress.close()
     summary = {"out": str(args.out), "hook": args.hook, "step": end.step, "tokens": end.tokens,

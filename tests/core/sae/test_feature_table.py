@@ -153,3 +153,40 @@ def test_unembedding_folds_the_final_norm_scale() -> None:
 def test_shade_levels() -> None:
     assert shade_levels([0.0, 0.1, 2.0, 4.0, -1.0], 4.0) == [0, 1, 2, 4, 0]
     assert shade_levels([0.0, 0.0], 0.0) == [0, 0]
+
+
+def test_training_keeps_the_first_windows_and_the_table_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Recorder on the first (unshuffled) pass keeps the first windows' activations; the table
+    of those windows (or a prefix of them) then runs no forward pass and equals the model's."""
+    from tui_lab.core.sae.activation_store import MAX_BYTES, Recorder
+    from tui_lab.core.sae.activations import hook_activations
+    from tui_lab.core.sae.feature_cache import recorder
+
+    monkeypatch.setenv("TFX_LAB_CACHE", str(tmp_path))
+    model, sae = FakeModel(), _sae("topk")
+    windows = torch.randint(0, 50, (N, T), generator=torch.Generator().manual_seed(4))
+    kept = recorder(model, windows, "h", tokens=8 * T)
+    for _ in zip(range(5), kept.wrap(hook_activations(model, windows, "h", 3, epochs=None)), strict=False):
+        pass  # 15 windows read (the pass goes round): the first 8 are kept once complete
+    (stored,) = (tmp_path / "sae-activations").glob("*.safetensors")
+    model.forwards = 0
+    table, cached = cached_feature_table(model, sae, windows[:6], "h", top=4, batch=5, use_cache=False)
+    assert table is not None and model.forwards == 0
+    plain, _ = cached_feature_table(model, sae, windows[:6], "h", top=4, batch=5, use_cache=False,
+                                    use_store=False)
+    assert plain is not None and model.forwards == 2
+    for name, tensor in table.tensors().items():
+        assert torch.equal(tensor, plain.tensors()[name]), name
+    model.forwards = 0
+    cached_feature_table(model, sae, windows, "h", top=4, batch=5, use_cache=False)  # 12 > 8 kept
+    assert model.forwards == 3
+    model.forwards = 0
+    cached_feature_table(model, sae, windows.flip(0)[:4], "h", top=4, batch=5, use_cache=False)
+    assert model.forwards == 1  # not a prefix of what was kept
+    stored.write_bytes(b"torn")
+    model.forwards = 0
+    cached_feature_table(model, sae, windows[:6], "h", top=4, batch=5, use_cache=False)
+    assert model.forwards == 2
+    big = Recorder(windows, N, lambda w, a: pytest.fail("too large to keep"))
+    list(big.wrap([torch.zeros(N * T, MAX_BYTES // (N * T * 4) + 1)]))

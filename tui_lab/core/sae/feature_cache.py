@@ -8,7 +8,8 @@ SAE trained in the lab and never saved has a key too. Reopening the same SAE on
 the same text reads one safetensors file instead of running the model again.
 
 The folder is ``$TFX_LAB_CACHE`` if set, else the user's cache folder
-(``platformdirs``) under ``sae-features/``. Files are written to a temporary
+(``platformdirs``) under ``sae-features/`` (training's kept activations under
+``sae-activations/``: ``activation_store.py``). Files are written to a temporary
 name and moved into place; a file that does not read back is ignored and
 rebuilt.
 """
@@ -25,22 +26,35 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from tui_lab.core.sae.activation_store import (
+    Recorder,
+    batches,
+    load_activations,
+    save_activations,
+    store_path,
+)
 from tui_lab.core.sae.activations import HookedLike, hook_activations
 from tui_lab.core.sae.feature_table import FeatureTable, Progress, build_feature_table
 from tui_lab.core.sae.sae import SparseAutoencoder
 
 CACHE_ENV = "TFX_LAB_CACHE"
 VERSION = "1"  # bump when FeatureTable's contents change
+TABLE_TOKENS = 200_000  # the browser's text: the tokens whose activations training keeps
+
+
+def cache_root() -> Path:
+    """The lab's cache folder: ``$TFX_LAB_CACHE``, else the user's (``platformdirs``)."""
+    root = os.environ.get(CACHE_ENV)
+    if root:
+        return Path(root)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("tfx-lab"))
 
 
 def cache_dir() -> Path:
     """Where feature tables are kept."""
-    root = os.environ.get(CACHE_ENV)
-    if root:
-        return Path(root) / "sae-features"
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("tfx-lab")) / "sae-features"
+    return cache_root() / "sae-features"
 
 
 def _hash_tensors(h: Any, tensors: Mapping[str, torch.Tensor]) -> None:
@@ -93,26 +107,48 @@ def save_table(key: str, table: FeatureTable) -> Path:
     return path
 
 
+def model_digest(model: HookedLike) -> str:
+    """The digest of a handle's model weights (empty when it has none in this process)."""
+    weights = getattr(model, "model", None)
+    return weights_digest(dict(weights.state_dict())) if isinstance(weights, torch.nn.Module) else ""
+
+
 def cached_feature_table(model: HookedLike, sae: SparseAutoencoder, windows: torch.Tensor, hook: str,
                          top: int = 10, batch: int = 64, progress: Progress | None = None,
                          should_stop: Callable[[], bool] | None = None, use_cache: bool = True,
-                         ) -> tuple[FeatureTable | None, bool]:
+                         use_store: bool = True) -> tuple[FeatureTable | None, bool]:
     """(the table of ``sae`` over ``windows`` at ``hook`` of ``model``, whether it came from the cache).
 
-    Built in one pass over the windows' activations when not cached, then saved;
-    (None, False) when ``should_stop()`` ends the pass.
+    Built in one pass over the windows' activations when not cached, then saved:
+    from the activations an SAE's training kept (``activation_store``) when they
+    cover these windows, else from the model. (None, False) when ``should_stop()``
+    ends the pass.
     """
-    weights = getattr(model, "model", None)
-    state = weights.state_dict() if isinstance(weights, torch.nn.Module) else {}
-    key = table_key(sae, weights_digest(state), windows, hook, top)
+    digest = model_digest(model)
+    key = table_key(sae, digest, windows, hook, top)
     if use_cache:
         found = load_table(key)
         if found is not None:
             if progress is not None:
                 progress(found.tokens, found.tokens)
             return found, True
-    acts = hook_activations(model, windows, hook, batch, flat=False)
+    kept = load_activations(store_path(cache_root(), digest, hook, windows.shape[1]), windows) if use_store else None
+    acts = batches(kept, batch) if kept is not None else hook_activations(model, windows, hook, batch, flat=False)
     table = build_feature_table(sae, windows, acts, top, progress, should_stop)
     if table is not None and use_cache:
         save_table(key, table)
     return table, False
+
+
+def recorder(model: HookedLike, windows: torch.Tensor, hook: str, tokens: int = TABLE_TOKENS) -> Recorder:
+    """A ``Recorder`` for training's activations of the first ``tokens`` of ``windows`` at ``hook``,
+    saved where ``cached_feature_table`` looks for them."""
+    n = max(1, tokens // windows.shape[1])
+
+    def save(kept_windows: torch.Tensor, acts: torch.Tensor) -> None:
+        try:
+            save_activations(store_path(cache_root(), model_digest(model), hook, windows.shape[1]), kept_windows, acts)
+        except OSError:
+            pass  # a read-only cache folder: the table runs the model instead
+
+    return Recorder(windows, n, save)

@@ -306,6 +306,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     def _train_worker(self, run: Any, out: Path, training: bool) -> None:
         """Train an SAE at the last residual stream (thread), posting merged progress."""
         from tui_lab.core.sae.activations import hook_activations, site_width
+        from tui_lab.core.sae.feature_cache import recorder
         from tui_lab.core.sae.recipe import new_sae, train_settings
         from tui_lab.core.sae.trainer import SAETrainer
 
@@ -329,7 +330,8 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
 
             trainer = SAETrainer(sae, settings, out, on_event)
             per_pass = max(1, 4096 // windows.shape[1])
-            end = trainer.train(hook_activations(handle, windows, hook, per_pass, epochs=None),
+            kept = recorder(handle, windows, hook, self.table_tokens)  # the table reads them after
+            end = trainer.train(kept.wrap(hook_activations(handle, windows, hook, per_pass, epochs=None)),
                                 should_stop=lambda: worker.is_cancelled)
         except Exception as exc:
             self.post_message(self.Failed(one_line(exc)))
