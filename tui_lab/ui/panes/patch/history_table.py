@@ -30,8 +30,8 @@ def column_of(index: int | None, n: int, width: int) -> int | None:
 
 
 def history_text(history: Any, curves: Any, step_index: int | None, width: int = SPARK) -> Text:
-    """One line per cell that is a head: its effect over steps (0..1 scale, the patched
-    grid's values) and the atlas's best-pattern score over the same steps."""
+    """One line per cell that is a head: its effect over steps (the patched grid's values on
+    a scale from 0, or down to -1, to 1; beyond it clipped) and the atlas's best-pattern score over the same steps."""
     steps = list(history.steps)
     out = Text(no_wrap=True, overflow="crop")
     out.append(f"{history.method} patching of {history.site} over {len(steps)} snapshots "
@@ -44,8 +44,9 @@ def history_text(history: Any, curves: Any, step_index: int | None, width: int =
         out.append("this site's cells are positions, not heads: s cycles to z, pattern, q, k or v",
                    style="yellow")
         return out
-    lo = min(0.0, *(v for _, vals in rows for v in vals))
-    hi = max(1.0, *(v for _, vals in rows for v in vals))
+    # 0 (the corrupted run) to 1 (the clean run), down to -1 at most: early snapshots, where the
+    # clean and corrupted runs barely differ, normalise to huge values that would flatten the rest
+    lo, hi = max(-1.0, min(0.0, *(v for _, vals in rows for v in vals))), 1.0
     for head, values in rows:
         at = step_index if step_index is not None else len(values) - 1
         out.append(f"{head:<7}", style="bold")
