@@ -91,7 +91,7 @@ async def test_every_pane_shows_the_opened_model(gpt2_folder: tuple[Path, Any]) 
         assert [p for _, p in result.steps[0].top] == pytest.approx(top_p.tolist(), abs=1e-5)
 
         await pilot.press("4")
-        heatmap = app.query_one(Heatmap)
+        heatmap = app.query_one("#heatmap", Heatmap)
         assert app.focused is heatmap
         fed = ids + expected[:-1]
         with torch.no_grad():
@@ -184,7 +184,7 @@ async def test_long_text_pages_and_a_text_over_the_context_is_one_line(
         pane = await decode_text(pilot, long_text, typed=False)
         n_rows = len(pane.result.attention["decoder.0.self"][0])
         await pilot.press("4")
-        heatmap = app.query_one(Heatmap)
+        heatmap = app.query_one("#heatmap", Heatmap)
         legend = plain(heatmap).splitlines()[-1]
         assert f"of {n_rows}" in legend and "queries 1-" in legend  # a window, from the top
         for _ in range(4):

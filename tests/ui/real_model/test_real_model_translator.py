@@ -54,7 +54,7 @@ async def test_decode_translates_and_attention_shows_cross_attention(marian_fold
         assert {"encoder.0.self", "decoder.0.self", "decoder.0.cross"} <= set(result.attention)
 
         await pilot.press("4")
-        heatmap = app.query_one(Heatmap)
+        heatmap = app.query_one("#heatmap", Heatmap)
         header = plain(app.query_one("#attn-header"))
         for _ in range(3):  # k: encoder self, decoder self, cross
             if "decoder.0.cross" in header:

@@ -91,7 +91,7 @@ async def test_attention_cycles_kind_layer_head_and_walkthrough(trained_run: Pat
         await decode(pilot, "31415")
         await pilot.press("4")
         pane = app.query_one(AttentionPane)
-        heatmap = app.query_one(Heatmap)
+        heatmap = app.query_one("#heatmap", Heatmap)
         assert app.focused is heatmap
         assert [k for k, _ in pane.kinds] == ["encoder self", "decoder self", "cross"]
         assert pane.capture_name == "encoder.0.self"
@@ -142,7 +142,7 @@ async def test_attention_keys_before_any_decode_do_not_crash() -> None:
         await pilot.press("4")
         for key in ("k", "l", "h", "a", "w", "up", "down", "left", "right", "K", "L", "H"):
             await pilot.press(key)
-        heatmap = app.query_one(Heatmap)
+        heatmap = app.query_one("#heatmap", Heatmap)
         assert heatmap.display and "No decode yet" in plain(heatmap)  # still the empty state
         pane = app.query_one(AttentionPane)
         assert pane.kinds == [] and pane.result is None and not pane.overview
