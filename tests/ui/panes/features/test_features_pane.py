@@ -100,9 +100,10 @@ async def test_train_browse_sort_prompt_and_reopen_by_keyboard(
         assert "sorted by largest activation" in str(host.query_one("#features-title").render())
 
         # type text: each token's features; enter on one jumps to it
-        await pilot.press("slash", *"def f", "enter")
+        await pilot.press("slash", *"def st(o)", "enter")  # s, t, o are the pane's keys: typed here
         await wait_until(pilot, lambda: bool(b.prompt), 30, "the typed text's features")
-        assert [row.token for row in b.prompt][:3] == ["d", "e", "f"]
+        assert "".join(row.token for row in b.prompt).replace("␣", " ") == "def st(o)"
+        assert not pane.training and b.sort == "max"
         tokens = host.query_one("#features-tokens", CursorList)
         assert tokens.has_focus and tokens.lines
         await pilot.press("down", "enter")
