@@ -36,7 +36,7 @@ def test_masking_proportions_over_100k_positions() -> None:
 
 def test_no_loss_on_unchosen_positions() -> None:
     task = MaskedLMTask(TaskConfig(name="masked-lm", block_size=32))
-    batch = task.batch(random.Random(0), 8, "encoder-only")
+    batch = task.batch(random.Random(0), 64, "encoder-only")
     logits = torch.randn(*batch.tgt_in.shape, len(task.vocab), requires_grad=True)
     F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=IGNORE).backward()
     assert logits.grad is not None
@@ -45,6 +45,9 @@ def test_no_loss_on_unchosen_positions() -> None:
     assert logits.grad[unchosen].abs().max() == 0
     assert logits.grad[~unchosen].abs().sum(-1).min() > 0
     assert batch.n_tokens == int((~unchosen).sum())
+    # Scored are the chosen positions: about 15% of 2,048, every masked one among them.
+    assert abs(batch.n_tokens / unchosen.numel() - 0.15) < 0.03
+    assert (batch.tgt_out[batch.tgt_in == task.mask_id] != IGNORE).all()
 
 
 def test_batches_vocab_and_validation() -> None:
