@@ -178,6 +178,10 @@ FEATURES: list[BindingType] = [
     Binding("s", "cycle_sort", "Sort by", id="features.sort"),
     Binding("slash", "focus_prompt", "Type text", id="features.prompt"),
     Binding("l", "focus_list", "Feature list", show=False, id="features.list"),
+    Binding("x", "intervene('ablate')", "Decode without it", id="features.ablate",
+            tooltip="Decode the typed text plainly and with the feature ablated (error term kept)"),
+    Binding("v", "intervene('steer')", "Decode steered", id="features.steer",
+            tooltip="Decode the typed text plainly and with its decoder row added (its largest activation)"),
 ]
 
 FEATURE_LIST: list[BindingType] = [

@@ -114,6 +114,14 @@ async def test_train_browse_sort_prompt_and_reopen_by_keyboard(
         assert b.sort == "prompt"
         assert float(b.prompt_max[b.order[0]]) == pytest.approx(float(b.prompt_max.max()))
 
+        # use the feature: decode the typed text without it, then steered along it
+        status = host.query_one("#features-status")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: "ablated" in str(status.render()), 60, "the ablated decode")
+        assert str(status.render()).startswith("plain")
+        await pilot.press("v")
+        await wait_until(pilot, lambda: "steered (+" in str(status.render()), 60, "the steered decode")
+
         # open the saved folder: its table comes from the cache this time
         pane.browser = None
         await pilot.press("o", *str(saved), "enter")

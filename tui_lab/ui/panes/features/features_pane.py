@@ -11,7 +11,9 @@
   typed text) shows one feature at a time: its contexts shaded by activation with
   the strongest marked, histogram, logit effects and density. Moving is a lookup.
 - ``/`` types text: each token shows the features firing on it; enter on one jumps
-  to that feature.
+  to that feature. ``x`` decodes that text plainly and with the feature on show
+  ablated (its reconstruction error kept: ``core/sae/interventions.py``), ``v``
+  with its decoder row added at its largest activation (steering).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from tui_lab.ui.state.host import Pane
 POST_EVERY_S = 0.25  # progress messages at most this often (a fast loop must not flood the UI)
 TABLE_TOKENS = 200_000  # tokens of the text the browser reads
 CURVES = ("mse", "l0", "explained_variance", "dead_fraction")
+DECODE_TOKENS = 40  # characters (tokens) decoded by x and v
 
 
 def one_line(exc: BaseException) -> str:
@@ -89,6 +92,16 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     class PromptReady(Message):
         labels: list[str]
         features: Any  # (T, d_sae)
+
+    @dataclass
+    class Intervened(Message):
+        """The typed text decoded plainly and with the feature ablated or steered."""
+
+        feature: int
+        mode: str
+        coef: float
+        plain: str
+        changed: str
 
     @dataclass
     class Failed(Message):
@@ -142,7 +155,8 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             "   stream after its last block, from its own text (live curves below)\n"
             "o  open an SAE folder in SAELens's format\n\n"
             "Then: up/down move between features, s sorts (density, largest activation,\n"
-            "activation on the typed text), / types text to see which features fire on each token.\n",
+            "activation on the typed text), / types text to see which features fire on each token;\n"
+            "x decodes it without the feature on show, v steered along it.\n",
             style="dim",
         )
         return text
@@ -221,6 +235,20 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         out = Path(self.host.state.runs_root) / "saes" / f"sae-{stamp}"
         self._status(Text("collecting activations…", style="dim"))
         self._train_worker(run, out, self.host.training_active)
+
+    def action_intervene(self, mode: str) -> None:
+        """x / v: decode the typed text without the feature on show, or steered along it."""
+        if self.browser is None or self.handle is None:
+            self._status(Text("no SAE yet: t trains one, o opens one", style="yellow"))
+            return
+        text = self.query_one("#features-prompt", Input).value.strip()
+        if not text:
+            self._status(Text("type a prompt first (/): x and v decode it", style="yellow"))
+            return
+        i = self.browser.feature
+        coef = float(self.browser.table.max[i]) if mode == "steer" else 0.0
+        self._status(Text("decoding…", style="dim"))
+        self._intervene_worker(self.handle, self.browser.sae, self.hook, i, text, mode, coef)
 
     def _run(self) -> Any:
         state = self.host.state
@@ -403,6 +431,25 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             return
         self.post_message(self.PromptReady(handle.to_str_tokens(ids), features))
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="features-decode")
+    def _intervene_worker(self, handle: Any, sae: Any, hook: str | None, feature: int, text: str, mode: str,
+                          coef: float) -> None:
+        """Greedy decodes of ``text``: plain, then with the feature ablated or steered (thread)."""
+        from tui_lab.core.decoding.decode import generate
+        from tui_lab.core.model.hook_points import using_hooks
+        from tui_lab.core.sae.interventions import ablation_hooks, steering_hooks
+
+        try:
+            hooks = (ablation_hooks(sae, feature, hook) if mode == "ablate"
+                     else steering_hooks(sae, feature, coef, hook))
+            plain = generate(handle.model, handle.task, text, max_new_tokens=DECODE_TOKENS, capture=False)
+            with using_hooks(hooks):
+                changed = generate(handle.model, handle.task, text, max_new_tokens=DECODE_TOKENS, capture=False)
+        except Exception as exc:
+            self.post_message(self.Failed(one_line(exc)))
+            return
+        self.post_message(self.Intervened(feature, mode, coef, plain.output, changed.output))
+
     # ---- worker messages -------------------------------------------------------------
     def on_features_pane_train_progress(self, message: FeaturesPane.TrainProgress) -> None:
         """Live curves and the bar."""
@@ -459,6 +506,20 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         tokens.show(lines, 0)
         self._fill_list()
         tokens.focus()
+
+    def on_features_pane_intervened(self, message: FeaturesPane.Intervened) -> None:
+        """The two continuations, one above the other."""
+        message.stop()
+        what = ("ablated" if message.mode == "ablate"
+                else f"steered (+{message.coef:.3g} × its decoder row)")
+        out = Text()
+        out.append(f"{'plain':<10}", style="dim")
+        out.append(shown(message.plain) + "\n")
+        out.append(f"{'ablated' if message.mode == 'ablate' else 'steered':<10}", style="dim")
+        out.append(shown(message.changed), style="bold" if message.changed != message.plain else "")
+        out.append(f"\nfeature {message.feature} {what}"
+                   + ("" if message.changed != message.plain else ": the same continuation"), style="dim")
+        self._status(out)
 
     def on_features_pane_failed(self, message: FeaturesPane.Failed) -> None:
         """One line, in the status line."""
