@@ -38,7 +38,7 @@ async def test_monkey_short(in_tmp: Path) -> None:
     assert not summary.hangs, report
     assert summary.responsive, report
     assert summary.training_starts >= 1, report  # the keys landed while a model trained
-    assert len(summary.pane_visits) == 5, report  # every pane got keys
+    assert len(summary.pane_visits) >= 5, report  # every pane it presses the key of (1-5) got keys
     assert summary.resizes >= 1, report
 
 
