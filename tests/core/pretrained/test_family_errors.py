@@ -30,16 +30,16 @@ def refusal(excinfo: pytest.ExceptionInfo[PretrainedError]) -> str:
 
 def test_the_families() -> None:
     assert sorted(FAMILIES) == [
-        "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neo", "gpt_neox", "llama", "marian", "mistral", "olmo2",
-        "phi3", "qwen2", "qwen3",
+        "bert", "distilbert", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neo", "gpt_neox", "llama", "marian",
+        "mistral", "olmo2", "phi3", "qwen2", "qwen3", "roberta",
     ]
 
 
 def test_unknown_model_type_names_it_and_the_four() -> None:
     with pytest.raises(PretrainedError) as info:
-        family_for({"model_type": "bert"})
+        family_for({"model_type": "t5"})
     text = refusal(info)
-    assert "config.json" in text and "'bert'" in text
+    assert "config.json" in text and "'t5'" in text
     assert all(name in text for name in ("gpt2", "gpt_neox", "llama", "gpt_neo", "marian"))
     with pytest.raises(PretrainedError, match="model_type is missing"):
         build_pretrained({}, {})
