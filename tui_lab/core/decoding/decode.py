@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -192,19 +193,48 @@ def generate(
     except LabError as exc:
         raise DecodeInputError(str(exc)) from None
     text, notes = clean_input(text, task)
-    vocab = task.vocab
-    device = next(model.parameters()).device
+    plan = _plan(model, task, text, max_new_tokens, notes)
+    choice = _Choice(
+        (temperature, top_k, top_p),
+        torch.Generator(device="cpu").manual_seed(seed) if temperature > 0 else None,
+        report_k,
+    )
+    store = AttentionStore() if capture else None
+    with evaluating(model):
+        out_ids, steps, stopped = _decode(model, task, plan, choice, use_cache, store)
+    result = DecodeResult(text, task.vocab.decode(out_ids), out_ids, steps, notes=plan.notes, stopped=stopped)
+    if store is not None:
+        _attach_attention(result, store, task.vocab, plan.ids, plan.prompt, out_ids)
+    return result
+
+
+@dataclass
+class _Plan:
+    """What one decode reads: the input's ids, the prompt the decoder starts from, how
+    many tokens it may add, what stops it and which ids it never emits."""
+
+    ids: list[int]
+    prompt: list[int]
+    budget: int
+    stop_id: int | None
+    banned: list[int]
+    notes: list[str]
+
+
+@dataclass
+class _Choice:
+    """How each next token is picked (temperature, top-k, top-p) and how many are reported."""
+
+    sampling: tuple[float, int, float]
+    gen: torch.Generator | None
+    report_k: int
+
+
+def _plan(model: nn.Module, task: Task, text: str, max_new_tokens: int | None, notes: list[str]) -> _Plan:
+    """The prompt for ``text`` and the room left after it; DecodeInputError when too long."""
+    ids = task.vocab.encode(text)
     limit = max_positions(model)
-    gen = torch.Generator(device="cpu").manual_seed(seed) if temperature > 0 else None
-    ids = vocab.encode(text)
-    decoder_only = is_decoder_only(model)
-    # What ends a continuation: the lab's EOS for its tasks; a real model's own
-    # end-of-text id (a translator's too); nothing for the lab's language models
-    # (they run to length).
-    stop_id = task.eos_id
-    # Ids a real translator never emits (its pad, bad_words_ids): -inf before every pick.
-    banned = list(task.banned_ids)
-    if decoder_only:
+    if is_decoder_only(model):
         prompt = ids if task.is_lm else [*ids, SEP]
         if task.is_lm and task.truncates_prompt and len(prompt) >= limit:
             prompt = prompt[-(limit // 2) :]
@@ -218,69 +248,91 @@ def generate(
         prompt = [task.decoder_start_id]  # a translator's own start id
         room = limit - 1
     budget = room if max_new_tokens is None else min(max_new_tokens, room)
+    # What ends a continuation: the lab's EOS for its tasks; a real model's own
+    # end-of-text id (a translator's too); nothing for the lab's language models
+    # (they run to length). Ids a real translator never emits (its pad,
+    # bad_words_ids) are set to -inf before every pick.
+    return _Plan(ids, prompt, budget, task.eos_id, list(task.banned_ids), notes)
 
+
+def _runner(model: nn.Module, src_ids: list[int], store: AttentionStore | None) -> Callable[[list[int], Any], Tensor]:
+    """``run(tokens, cache)``: logits (1, T, V) for ``tokens`` (only the new ones when
+    cached); the lab's decoder-only model gives the last position's alone. An
+    encoder-decoder's encoder runs here, once, its self-attention captured as it does."""
+    device = next(model.parameters()).device
+    lab = face(model)
+    src = torch.tensor([src_ids], device=device)  # (1, S)
+    memory: Tensor | None = None
+    if not is_decoder_only(model):
+        with capture_attention(model, store) if store is not None else nullcontext():
+            memory = lab.encode(src)
+
+    def run(tokens: list[int], cache: Any) -> Tensor:
+        x = torch.tensor([tokens], device=device)  # (1, T)
+        if isinstance(model, DecoderOnly):
+            return model(x, cache=cache, last_only=True)  # (1, 1, V)
+        if memory is None:  # another decoder-only module (bench's torch reference)
+            return model(x, cache=cache)
+        return lab.decode(x, memory, src, cache=cache)
+
+    return run
+
+
+def _decode(
+    model: nn.Module, task: Task, plan: _Plan, choice: _Choice, use_cache: bool, store: AttentionStore | None
+) -> tuple[list[int], list[StepTopK], str]:
+    """The decoding loop: (emitted ids, the steps' top-k, why it stopped).
+
+    The steps run under inference_mode, not no_grad: no autograd bookkeeping
+    (views, version counters) on any of the ~800 ops of a decoded token. Nothing
+    made there outlives the call except the position tables, which are built
+    outside it. Weights captured while decoding are cloned on the way out (an
+    inference tensor cannot be changed in place or saved for backward anywhere
+    else); the encoder's and an uncached decode's passes run under no_grad.
+    """
+    with torch.no_grad():
+        run = _runner(model, plan.ids, store)
+        with torch.inference_mode():
+            cache = face(model).new_cache() if use_cache else None
+            # A cached decoder-only model captures the prompt's rows as it reads
+            # them: the pass at the end then covers only the generated tokens
+            # (over a cache cut back to the prompt), not the prompt again.
+            incremental = store is not None and cache is not None and is_decoder_only(model)
+            with capture_attention(model, store) if incremental else nullcontext():
+                logits = run(plan.prompt, cache)[:, -1]
+            out_ids, steps, stopped = _pick_tokens(run, logits, cache, plan, choice, task.vocab, use_cache)
+            if incremental and cache is not None and len(out_ids) > 1:
+                cache.crop(len(plan.prompt))
+                with capture_attention(model, store):
+                    run(out_ids[:-1], cache)  # the last token is never fed back
+        if store is not None and not incremental:
+            with capture_attention(model, store):
+                run([*plan.prompt, *out_ids[:-1]], None)  # the last token is never fed back
+    return out_ids, steps, stopped
+
+
+def _pick_tokens(
+    run: Callable[[list[int], Any], Tensor],
+    logits: Tensor,
+    cache: Any,
+    plan: _Plan,
+    choice: _Choice,
+    vocab: Vocabulary,
+    use_cache: bool,
+) -> tuple[list[int], list[StepTopK], str]:
+    """Pick a token from ``logits``, feed it back, until the budget or the stop id."""
     steps: list[StepTopK] = []
     out_ids: list[int] = []
-    stopped = "max_len"
-    store = AttentionStore() if capture else None
-    # The decoding steps run under inference_mode, not no_grad: no autograd
-    # bookkeeping (views, version counters) on any of the ~800 ops of a decoded
-    # token. Nothing made there outlives the call except the position tables,
-    # which are built outside it. The weights handed out are ordinary tensors
-    # (an inference tensor cannot be changed in place, or saved for backward,
-    # anywhere else): those captured while decoding are cloned on the way out,
-    # and the encoder's and an uncached decode's passes run under no_grad.
-    lab = face(model)
-    with evaluating(model):
-        with torch.no_grad():
-            src = torch.tensor([ids], device=device)  # (1, S)
-            memory: Tensor | None = None
-            if not decoder_only:
-                # The encoder runs once either way: capture its self-attention as it does.
-                with capture_attention(model, store) if store is not None else nullcontext():
-                    memory = lab.encode(src)
-
-            def run(tokens: list[int], cache: Any) -> Tensor:
-                """Logits (1, T, V) for ``tokens`` (only the new ones when cached);
-                the lab's decoder-only model gives the last position's alone."""
-                x = torch.tensor([tokens], device=device)  # (1, T)
-                if isinstance(model, DecoderOnly):
-                    return model(x, cache=cache, last_only=True)  # (1, 1, V)
-                if memory is None:  # another decoder-only module (bench's torch reference)
-                    return model(x, cache=cache)
-                return lab.decode(x, memory, src, cache=cache)
-
-            with torch.inference_mode():
-                cache = lab.new_cache() if use_cache else None
-                # A cached decoder-only model captures the prompt's rows as it reads
-                # them: the pass at the end then covers only the generated tokens
-                # (over a cache cut back to the prompt), not the prompt again.
-                incremental = store is not None and cache is not None and decoder_only
-                with capture_attention(model, store) if incremental else nullcontext():
-                    logits = run(prompt, cache)[:, -1]
-                while len(out_ids) < budget:
-                    if banned:
-                        logits[:, banned] = float("-inf")
-                    nxt = _record(logits, (temperature, top_k, top_p), gen, vocab, report_k, steps)
-                    out_ids.append(nxt)
-                    if nxt == stop_id:
-                        stopped = "eos"
-                        break
-                    if len(out_ids) < budget:
-                        logits = run([nxt] if use_cache else [*prompt, *out_ids], cache)[:, -1]
-                if incremental and cache is not None and len(out_ids) > 1:
-                    cache.crop(len(prompt))
-                    with capture_attention(model, store):
-                        run(out_ids[:-1], cache)  # the last token is never fed back
-            if store is not None and not incremental:
-                with capture_attention(model, store):
-                    run([*prompt, *out_ids[:-1]], None)  # the last token is never fed back
-
-    output = vocab.decode(out_ids)
-    result = DecodeResult(text, output, out_ids, steps, notes=notes, stopped=stopped)
-    if store is not None:
-        _attach_attention(result, store, vocab, ids, prompt, out_ids)
-    return result
+    while len(out_ids) < plan.budget:
+        if plan.banned:
+            logits[:, plan.banned] = float("-inf")
+        nxt = _record(logits, choice.sampling, choice.gen, vocab, choice.report_k, steps)
+        out_ids.append(nxt)
+        if nxt == plan.stop_id:
+            return out_ids, steps, "eos"
+        if len(out_ids) < plan.budget:
+            logits = run([nxt] if use_cache else [*plan.prompt, *out_ids], cache)[:, -1]
+    return out_ids, steps, "max_len"
 
 
 def _record(
