@@ -70,3 +70,11 @@ def test_masked_lm_pairs_only_with_encoder_only() -> None:
         from_dict({"model": {"arch": "decoder-only"}, "task": {"name": "masked-lm"}})
     with pytest.raises(ConfigError, match="masked-lm"):
         from_dict({"model": {"arch": "encoder-only"}, "task": {"name": "copy"}})
+
+
+def test_collate_typed_masks() -> None:
+    task = MaskedLMTask(TaskConfig(name="masked-lm", block_size=16))
+    batch = task.collate([("a_c", "b"), ("_x_yz", "wq")])
+    assert batch.tgt_in.tolist()[0][:4] == [*task.vocab.encode("a"), task.mask_id, *task.vocab.encode("c"), 0]
+    assert batch.tgt_out[1].tolist()[:3] == [task.vocab.encode("w")[0], IGNORE, task.vocab.encode("q")[0]]
+    assert batch.n_tokens == 3

@@ -32,7 +32,7 @@ from tui_lab.core.config.lab_config import TaskConfig
 from tui_lab.core.tasks.base import IGNORE, Batch, check_sequence_input
 from tui_lab.core.tasks.char_lm import CharLMTask
 from tui_lab.core.tasks.tokenized import TokenizedText, Tokenizer
-from tui_lab.core.tasks.vocab import N_SPECIALS, TEXT_VOCAB, Vocab
+from tui_lab.core.tasks.vocab import N_SPECIALS, PAD, TEXT_VOCAB, Vocab
 
 # BERT's rule: the share of positions chosen, and of those the share masked and made random.
 CHOOSE_P = 0.15
@@ -129,8 +129,22 @@ class MaskedLMTask(CharLMTask):
         return [self._masked(self._val_in.index_select(0, chunk), g) for chunk in starts.split(batch_size)]
 
     def collate(self, pairs: list[tuple[str, str]], arch: str = "encoder-only") -> Batch:
-        """Not used: masked-lm has no (input, answer) pairs."""
-        raise ValueError("masked-lm has no (input, answer) pairs: it is evaluated on masked windows")
+        """A PAD-padded batch of typed texts (``_`` for each mask) and the characters behind
+        their masks, in order (``held_out``'s pairs): the loss only at the masks."""
+        if arch != "encoder-only":
+            raise ValueError("masked-lm trains encoder-only models")
+        if not pairs:
+            raise ValueError("collate: no examples")
+        width = max(len(text) for text, _ in pairs)
+        tgt_in = torch.full((len(pairs), width), PAD, dtype=torch.long)
+        tgt_out = torch.full((len(pairs), width), IGNORE, dtype=torch.long)
+        for row, (text, answer) in enumerate(pairs):
+            ids = [self.mask_id if c == MASK_CHAR else i for c, i in zip(text, self.vocab.encode(text), strict=True)]
+            tgt_in[row, : len(ids)] = torch.tensor(ids)
+            at = [j for j, c in enumerate(text) if c == MASK_CHAR]
+            for j, char in zip(at, self.vocab.encode(answer), strict=False):
+                tgt_out[row, j] = char
+        return Batch(None, tgt_in, tgt_out, int((tgt_out != IGNORE).sum()), examples=list(pairs))
 
     def solve(self, input_text: str) -> str:
         """No single reference: the text's own characters are the answers of its windows."""
