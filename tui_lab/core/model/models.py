@@ -1,5 +1,7 @@
 """The two model kinds: an encoder-decoder (the paper's translation model) and a
-decoder-only language model (GPT-style), both built from ``layers.py``.
+decoder-only language model (GPT-style), both built from ``layers.py``. The third
+shape, encoder-only (BERT), is ``encoder_only.py``, built from the pieces here;
+``build_model`` builds all three.
 
 Shared pieces, in the seed tutorials' order:
 
