@@ -2,7 +2,7 @@
 
 Thin on purpose: the panes own their widgets and actions; ``routing.py``'s
 mixin hands the messages that cross panes on; the app owns the global keys
-(1-6, ?, q, escape, f12), holds the lab's config (a preset's, or an opened
+(1-8, ?, q, escape, f12), holds the lab's config (a preset's, or an opened
 run's) and loads torch in a thread after the first frame is on screen.
 """
 
@@ -215,7 +215,7 @@ class LabApp(PaneRouting):
 
     @property
     def in_text_field(self) -> bool:
-        """True while typed characters go into a field (so 1-6 and q type, not switch)."""
+        """True while typed characters go into a field (so 1-8 and q type, not switch)."""
         focused = self.focused
         return focused is not None and focused.check_consume_key("1", "1")
 
@@ -288,7 +288,7 @@ class LabApp(PaneRouting):
     # ---- actions ------------------------------------------------------------------
 
     def action_show_pane(self, pane: str) -> None:
-        """Switch to a pane (1-6)."""
+        """Switch to a pane (1-8)."""
         self.query_one(PaneSwitcher).show(pane)
         self.query_one(PaneTabs).active = pane
         self._focus_pane(pane)  # focus lands where the pane's keys work

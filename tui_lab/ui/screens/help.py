@@ -18,7 +18,7 @@ from tui_lab.ui import keys
 from tui_lab.ui.keymap import UserKeymap, shown
 
 FIELD_KEYS = [
-    ("escape", "leave the text field (then 1-6, q and ? work again)"),
+    ("escape", f"leave the text field (then 1-{len(keys.PANES)}, q and ? work again)"),
     ("enter", "submit (decode the input, save, open)"),
     ("tab / shift+tab", "next / previous control"),
 ]

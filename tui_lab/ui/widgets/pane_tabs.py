@@ -56,7 +56,7 @@ class PaneTabs(Widget):
         return Content.assemble(*parts)
 
     async def on_click(self, event: events.Click) -> None:
-        """A click on a tab shows its pane (through the app, as the 1-6 keys do)."""
+        """A click on a tab shows its pane (through the app, as the 1-8 keys do)."""
         x = 0
         for name, label in self._labels():
             if x <= event.x < x + len(label):

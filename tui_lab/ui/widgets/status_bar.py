@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from tui_lab.ui.keys import PANES
+
 
 class StatusBar(Static):
     """Shows what the lab is working on; says when torch is still loading."""
@@ -26,5 +28,5 @@ class StatusBar(Static):
         if training:
             text.append("  ·  ", style="dim")
             text.append(training, style="bold")
-        text.append("   1-6 panes · ? help · ctrl+p commands", style="dim")
+        text.append(f"   1-{len(PANES)} panes · ? help · ctrl+p commands", style="dim")
         self.update(text, layout=False)  # one line, always: no re-layout of the screen
