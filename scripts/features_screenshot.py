@@ -52,8 +52,7 @@ async def make(run: Path, sae: Path, out: Path, prompt: str, feature: int | None
         if feature is None:
             await pilot.press("enter")  # the first token's strongest feature
         else:
-            browser.jump_to(feature)
-            pane.show_feature()
+            pane.jump_to(feature)
             pane.focus_default()
         await app.workers.wait_for_complete()
         for field in app.query(Input):

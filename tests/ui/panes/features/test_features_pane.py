@@ -109,7 +109,8 @@ async def test_train_browse_sort_prompt_and_reopen_by_keyboard(
         await pilot.press("down", "enter")
         wanted = b.prompt_pairs()[1][2]
         assert b.feature == wanted and _card(host).startswith(f"feature {wanted}")
-        assert host.query_one("#features-list", CursorList).has_focus
+        listing = host.query_one("#features-list", CursorList)
+        assert listing.has_focus and listing.cursor == b.cursor == b.order.index(wanted)
         await pilot.press("s")
         assert b.sort == "prompt"
         assert float(b.prompt_max[b.order[0]]) == pytest.approx(float(b.prompt_max.max()))

@@ -197,6 +197,15 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         card = self.browser.card()
         self.query_one("#features-card", Static).update(card_text(card))
 
+    def jump_to(self, feature: int) -> None:
+        """Show ``feature``: the list's cursor moves to it (its order kept), the card follows."""
+        if self.browser is None:
+            return
+        self.browser.jump_to(feature)
+        listing = self.query_one("#features-list", CursorList)
+        listing.show(listing.lines, self.browser.cursor)
+        self.show_feature()
+
     # ---- keys ----------------------------------------------------------------------
     def action_cycle_sort(self) -> None:
         """s: sort the list by density, largest activation, or activation on the typed text."""
@@ -273,10 +282,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         pairs = self.browser.prompt_pairs()
         if not pairs:
             return
-        self.browser.jump_to(pairs[message.index][2])
-        self.query_one("#features-list", CursorList).show(self.query_one("#features-list", CursorList).lines,
-                                                          self.browser.cursor)
-        self.show_feature()
+        self.jump_to(pairs[message.index][2])
         self.focus_default()
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
