@@ -70,7 +70,8 @@ async def test_pause_resume_stop() -> None:
         await pilot.press("s")
         await wait_until(pilot, lambda: pane.state == "done", 30, "the stop")
         assert pane.reason == "stopped"
-        assert pane.loop_finished.is_set()
+        # The loop's worker sets its event as it returns, just after the run posted Done.
+        await wait_until(pilot, pane.loop_finished.is_set, 10, "the training loop's return")
 
 
 async def test_quit_during_training_stops_the_run_and_saves_it() -> None:
