@@ -136,7 +136,31 @@ def _feed_forward(config: ModelConfig) -> FeedForward | None:
     return FeedForward(c.d_model, c.d_ff, c.dropout, c.activation, c.gated_ff, c.ff_bias)
 
 
-class TransformerBlock(nn.Module):
+class Block(nn.Module):
+    """What both blocks share: their hook names. ``hook_prefix`` (``blocks.0.``) names
+    the block's own hook points, and its sub-layers' follow it (``attn.``,
+    ``cross_attn.``, ``mlp.``)."""
+
+    self_attn: MultiHeadAttention
+    ff: FeedForward | None
+    _prefix: str = ""
+
+    @property
+    def hook_prefix(self) -> str:
+        return self._prefix
+
+    @hook_prefix.setter
+    def hook_prefix(self, prefix: str) -> None:
+        self._prefix = prefix
+        self.self_attn.hook_prefix = prefix + "attn."
+        cross = getattr(self, "cross_attn", None)
+        if isinstance(cross, MultiHeadAttention):
+            cross.hook_prefix = prefix + "cross_attn."
+        if self.ff is not None:
+            self.ff.hook_prefix = prefix + "mlp."
+
+
+class TransformerBlock(Block):
     """Self-attention, then feed-forward (``norm1``, ``norm2``).
 
     An encoder's layer (bidirectional, with the source's padding mask) and a
@@ -161,17 +185,6 @@ class TransformerBlock(nn.Module):
         self.norm2_post = make_norm(config) if config.d_ff and config.output_norms else None
         self.dropout = nn.Dropout(config.dropout)
         self.hook_prefix = ""
-
-    @property
-    def hook_prefix(self) -> str:
-        return self._prefix
-
-    @hook_prefix.setter
-    def hook_prefix(self, prefix: str) -> None:
-        self._prefix = prefix
-        self.self_attn.hook_prefix = prefix + "attn."
-        if self.ff is not None:
-            self.ff.hook_prefix = prefix + "mlp."
 
     def forward(
         self,
@@ -217,7 +230,7 @@ class TransformerBlock(nn.Module):
         return hooked("hook_resid_post", x)
 
 
-class CrossAttentionBlock(nn.Module):
+class CrossAttentionBlock(Block):
     """An encoder-decoder's decoder layer: causal self-attention, cross-attention to
     the encoder memory, feed-forward.
 
@@ -240,18 +253,6 @@ class CrossAttentionBlock(nn.Module):
         self.norm3 = make_norm(config) if config.d_ff else None
         self.dropout = nn.Dropout(config.dropout)
         self.hook_prefix = ""
-
-    @property
-    def hook_prefix(self) -> str:
-        return self._prefix
-
-    @hook_prefix.setter
-    def hook_prefix(self, prefix: str) -> None:
-        self._prefix = prefix
-        self.self_attn.hook_prefix = prefix + "attn."
-        self.cross_attn.hook_prefix = prefix + "cross_attn."
-        if self.ff is not None:
-            self.ff.hook_prefix = prefix + "mlp."
 
     def forward(
         self,
