@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
-PANES = ("build", "train", "decode", "attention", "params", "runs", "features", "patch")
+PANES = ("build", "train", "decode", "attention", "params", "runs", "patch", "features")
 PANE_TITLES = {
     "build": "Build",
     "train": "Train",
@@ -22,8 +22,8 @@ PANE_TITLES = {
     "attention": "Attention",
     "params": "Params",
     "runs": "Runs",
-    "features": "Features",
     "patch": "Patch",
+    "features": "Features",
 }
 PANES_GROUP = Binding.Group("Panes", compact=True)
 

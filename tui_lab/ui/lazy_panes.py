@@ -79,7 +79,7 @@ def lazy_panes(
             ("attention", attention),
             ("params", params),
             ("runs", runs),
-            ("features", features),
             ("patch", patch),
+            ("features", features),
         )
     ]
