@@ -24,7 +24,7 @@ from tui_lab.core.runs.layout import RunDir
 from tui_lab.core.runs.snapshots import load_snapshot
 
 if TYPE_CHECKING:
-    from tui_lab.core.decoding.opened import ModelCard
+    from tui_lab.core.decoding.model_card import ModelCard
 
 
 @dataclass(frozen=True)

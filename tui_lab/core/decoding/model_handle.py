@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the lab imports this before torch is loaded: no torch at ru
     from torch import nn
 
     from tui_lab.core.config.lab_config import LabConfig
-    from tui_lab.core.decoding.opened import ModelCard
+    from tui_lab.core.decoding.model_card import ModelCard
     from tui_lab.core.tasks.protocol import Task
 
 

@@ -11,12 +11,17 @@ change during it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from tui_lab.core.model.attention import MultiHeadAttention
+PackedWeights = tuple[torch.Tensor, torch.Tensor | None]
+
+
+class Packable(Protocol):
+    """What the cache asks of its attention module (``MultiHeadAttention``)."""
+
+    def packed_weights(self) -> PackedWeights: ...
 
 
 def stacked(parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -58,7 +63,7 @@ class KVCache:
         # Decoding: buffers (B, H_kv, room, d_head) whose first T positions are k and v.
         self._room: tuple[torch.Tensor, ...] | None = None
         # The stacked (D + 2 D_kv, D) q/k/v projection and its bias (``packed_weights``).
-        self.packed: tuple[torch.Tensor, torch.Tensor | None] | None = None
+        self.packed: PackedWeights | None = None
 
     @property
     def length(self) -> int:
@@ -114,7 +119,7 @@ class KVCache:
         self._room = None
         self.packed = None
 
-    def packed_weights(self, attn: MultiHeadAttention) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def packed_weights(self, attn: Packable) -> PackedWeights:
         """``attn.packed_weights()``, made on the first step and kept for the decode's length."""
         if self.packed is None:
             self.packed = attn.packed_weights()

@@ -36,7 +36,7 @@ from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
 from tui_lab.core.training.fork_server import ForkedProcess, ForkServer, fresh_interpreter
 
 if TYPE_CHECKING:
-    from tui_lab.core.decoding.opened import ModelCard
+    from tui_lab.core.decoding.model_card import ModelCard
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
 

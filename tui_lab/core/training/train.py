@@ -55,7 +55,7 @@ from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
 if TYPE_CHECKING:
     from torch.nn.parallel import DistributedDataParallel
 
-    from tui_lab.core.decoding.opened import ModelCard
+    from tui_lab.core.decoding.model_card import ModelCard
 from tui_lab.core.training.schedule import make_optimizer, set_lr
 
 __all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "CheckpointEvent",
