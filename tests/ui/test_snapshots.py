@@ -41,7 +41,7 @@ def no_machine_in_the_status_bar(monkeypatch: pytest.MonkeyPatch) -> None:
 def fixed_head_scores(model, task, arch, *args, **kwargs):  # type: ignore[no-untyped-def]
     """Hand-chosen atlas scores for every head of ``model`` (no float from its weights), best first."""
     from tui_lab.core.analysis.ablation import all_heads
-    from tui_lab.core.analysis.head_scores import HeadScore
+    from tui_lab.core.analysis.atlas import HeadScore
 
     patterns = ("diagonal", "first", "alignment")
     heads = [str(ref).rsplit(":", 1) for ref in all_heads(model)]

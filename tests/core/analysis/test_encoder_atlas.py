@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from tui_lab.core.analysis.head_scores import NO_PATTERN, encoder_patterns, head_scores
+from tui_lab.core.analysis.atlas import NO_PATTERN
+from tui_lab.core.analysis.head_scores import encoder_patterns, head_scores
 from tui_lab.core.analysis.head_targets import offset_targets
 
 

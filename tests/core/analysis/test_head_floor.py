@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tui_lab.core.analysis.atlas import NO_PATTERN
 from tui_lab.core.analysis.head_floor import LABEL_FLOOR, clears_floor, lift
 from tui_lab.core.analysis.head_scores import (
-    NO_PATTERN,
     atlas_for,
     score_atlas,
     score_atlas_on_repeats,

@@ -13,9 +13,9 @@ import math
 import pytest
 import torch
 
+from tui_lab.core.analysis.atlas import NO_PATTERN
 from tui_lab.core.analysis.head_probes import REPEAT, RepeatProbe, alignment_sets, make_probe
 from tui_lab.core.analysis.head_scores import (
-    NO_PATTERN,
     entropy,
     head_scores,
     mass_on,

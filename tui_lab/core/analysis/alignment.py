@@ -34,8 +34,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from tui_lab.core.analysis.atlas import Atlas, HeadScore
 from tui_lab.core.analysis.head_floor import clears_floor
-from tui_lab.core.analysis.head_scores import Atlas, HeadScore
 from tui_lab.core.decoding.decode import generate
 
 PROBE = "translation"

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui_lab.core.analysis.head_scores import HeadScore, score_heads
+from tui_lab.core.analysis.atlas import HeadScore
+from tui_lab.core.analysis.head_scores import score_heads
 from tui_lab.core.decoding.inference import load_for_inference
 from tui_lab.core.runs.snapshots import list_snapshots, load_snapshot
 

@@ -165,7 +165,7 @@ class HeadAtlas(Static):
     @staticmethod
     def _probe_lines(message: HeadAtlas.Scored) -> list[str]:
         """Which probe each score was taken on, and the label floor."""
-        from tui_lab.core.analysis.head_scores import probe_lines
+        from tui_lab.core.analysis.atlas import probe_lines
 
         return probe_lines(message.heads or [], message.probes)
 
