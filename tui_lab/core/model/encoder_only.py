@@ -40,6 +40,7 @@ from tui_lab.core.model.attention import padding_mask
 from tui_lab.core.model.hook_points import active_hooks, fire
 from tui_lab.core.model.layers import _ACTIVATIONS, TransformerBlock, maybe_dropout
 from tui_lab.core.model.models import (
+    SHAPES,
     EmbeddingsAndHead,
     TokenEmbedding,
     _angles,
@@ -176,3 +177,6 @@ def mlm_head_note(model: nn.Module) -> str | None:
         )
     return None
 
+
+
+SHAPES["encoder-only"] = EncoderOnly  # build_model's dispatch (models.py cannot import this module)

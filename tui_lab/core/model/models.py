@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -49,8 +48,9 @@ from tui_lab.core.model.positions import (
 )
 from tui_lab.core.tasks.vocab import PAD
 
-if TYPE_CHECKING:
-    from tui_lab.core.model.encoder_only import EncoderOnly
+# arch -> the class of a shape built on this module's pieces in a module of its own
+# (``encoder_only.py`` registers ``encoder-only`` when imported: the package does).
+SHAPES: dict[str, Callable[[ModelConfig, int, int], nn.Module]] = {}
 
 
 @dataclass
@@ -388,9 +388,7 @@ class DecoderOnly(EmbeddingsAndHead):
         return DecoderCache(self_attn=[KVCache() for _ in self.decoder.layers])
 
 
-def build_model(
-    config: ModelConfig, vocab_size: int | None = None, pad_id: int = 0
-) -> EncoderDecoder | DecoderOnly | EncoderOnly:
+def build_model(config: ModelConfig, vocab_size: int | None = None, pad_id: int = 0) -> nn.Module:
     """The model ``config`` describes; ``config.vocab_size``, when set, wins.
 
     Works under ``with torch.device("meta"):`` (parameters get shapes but no
@@ -401,10 +399,8 @@ def build_model(
         raise ValueError("build_model needs a vocabulary size (config.vocab_size or vocab_size)")
     if config.arch == "encoder-decoder":
         return EncoderDecoder(config, vocab, pad_id)
-    if config.arch == "encoder-only":
-        from tui_lab.core.model.encoder_only import EncoderOnly  # it builds on this module's pieces
-
-        return EncoderOnly(config, vocab, pad_id)
+    if config.arch in SHAPES:
+        return SHAPES[config.arch](config, vocab, pad_id)
     return DecoderOnly(config, vocab, pad_id)
 
 
