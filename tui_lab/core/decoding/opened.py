@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig
+from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.decoding.inference import LoadedModel
 from tui_lab.core.decoding.model_card import ModelCard
 from tui_lab.core.model.device import choose_device, set_threads
@@ -67,43 +68,16 @@ def open_model(
     tensors = open_tensors(found.folder)
     stored = _stored_dtype(tensors)
     model_config, model = build_pretrained(raw, tensors, lay_out_now=not lay_out_later)
-    translator = model_config.arch == "encoder-decoder"
-    encoder_only = model_config.arch == "encoder-only"
-    tokenizer: Any
-    if translator:
-        tokenizer = load_marian_tokenizer(found.folder)
-    else:
-        tokenizer = load_encoder_tokenizer(found.folder) if encoder_only else load_tokenizer(found.folder)
-    vocab = model_config.vocab_size or 0
-    if len(tokenizer) > vocab:
-        raise PretrainedError(
-            f"{found.folder}: the tokenizer has {len(tokenizer):,} tokens but the weights "
-            f"hold {vocab:,} embeddings: the tokenizer files belong to another model"
-        )
+    tokenizer = _tokenizer(found.folder, model_config)
     notes: list[str] = []
-    want = DTYPES[dtype]
-    if any(p.dtype != want for p in model.parameters()):
-        # float32 (the default) widens half-precision weights: the lab compares with
-        # the reference in fp32. bfloat16 keeps a bfloat16 file's tensors as they are.
-        model = model.to(want)
-        notes.append(f"weights stored as {stored}, {'widened' if dtype == 'float32' else 'narrowed'} to {dtype}")
-        if not lay_out_later:  # float32 copies made just now: lay them out for decoding too
-            lay_out(model)
+    model = _in_dtype(model, dtype, stored, lay_out_later, notes)
     if "auto_map" in raw:
         notes.append("config.json names custom code (auto_map): it was not run")
     model = model.to(where).eval()
     n_params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
     if where.type == "cpu":
         set_threads(0, n_params)
-    task: TokenizedText | Translation
-    if encoder_only:
-        task = _masked_task(tokenizer, model_config.max_len, notes)
-    elif translator:
-        start, banned, more = translation_settings(found.folder, raw, tokenizer.pad_id)
-        notes.extend(more)
-        task = Translation(tokenizer, model_config.max_len, start, banned)
-    else:
-        task = TokenizedText(tokenizer, model_config.max_len)
+    task = _task(found.folder, raw, model_config, tokenizer, notes)
     config = LabConfig(
         name=found.name,
         description=f"{raw.get('model_type')} model opened from {found.folder}",
@@ -116,6 +90,52 @@ def open_model(
     card = replace(card, dtype=dtype, held_bytes=weight_bytes(model))
     settle = PendingLayout(model, tensors.release) if lay_out_later else (lambda: None)
     return LoadedModel(config, task, model, 0, where, notes, card=card, settle=settle)
+
+
+def _tokenizer(folder: Path, model_config: ModelConfig) -> Any:
+    """The model's tokenizer by its shape; PretrainedError when it has more tokens than
+    the weights have embeddings (another model's files)."""
+    if model_config.arch == "encoder-decoder":
+        tokenizer: Any = load_marian_tokenizer(folder)
+    elif model_config.arch == "encoder-only":
+        tokenizer = load_encoder_tokenizer(folder)
+    else:
+        tokenizer = load_tokenizer(folder)
+    vocab = model_config.vocab_size or 0
+    if len(tokenizer) > vocab:
+        raise PretrainedError(
+            f"{folder}: the tokenizer has {len(tokenizer):,} tokens but the weights "
+            f"hold {vocab:,} embeddings: the tokenizer files belong to another model"
+        )
+    return tokenizer
+
+
+def _in_dtype(
+    model: torch.nn.Module, dtype: str, stored: str, lay_out_later: bool, notes: list[str]
+) -> torch.nn.Module:
+    """``model`` in ``dtype``: float32 (the default) widens half-precision weights, as the
+    lab compares with the reference in fp32; bfloat16 keeps a bfloat16 file's tensors."""
+    want = DTYPES[dtype]
+    if all(p.dtype == want for p in model.parameters()):
+        return model
+    model = model.to(want)
+    notes.append(f"weights stored as {stored}, {'widened' if dtype == 'float32' else 'narrowed'} to {dtype}")
+    if not lay_out_later:  # float32 copies made just now: lay them out for decoding too
+        lay_out(model)
+    return model
+
+
+def _task(
+    folder: Path, raw: dict[str, Any], model_config: ModelConfig, tokenizer: Any, notes: list[str]
+) -> TokenizedText | Translation | MaskedText:
+    """What decoding reads the model through: fill-mask, translation or continued text."""
+    if model_config.arch == "encoder-only":
+        return _masked_task(tokenizer, model_config.max_len, notes)
+    if model_config.arch == "encoder-decoder":
+        start, banned, more = translation_settings(folder, raw, tokenizer.pad_id)
+        notes.extend(more)
+        return Translation(tokenizer, model_config.max_len, start, banned)
+    return TokenizedText(tokenizer, model_config.max_len)
 
 
 def _masked_task(tokenizer: Any, context: int, notes: list[str]) -> MaskedText:
