@@ -5,7 +5,7 @@
 
 Without ``--run`` it trains the shipped ``induction`` preset first (a few minutes on a laptop
 CPU; history snapshots on, as the preset has them) in a temporary folder. It opens the lab on
-the run, shows the Patch pane (8), cycles the site to ``z`` (``s`` three times), patches the
+the run, shows the Patch pane (7), cycles the site to ``z`` (``s`` three times), patches the
 task's ready-made pair (``r``), puts the cursor on layer 1's strongest head, saves
 ``patch-z.svg``; then ``t`` works the grid out at every snapshot and saves
 ``patch-history.svg``. A PNG is written beside each when ``rsvg-convert`` exists.
