@@ -37,8 +37,9 @@ def test_each_snapshot_is_patched_with_its_own_weights(tmp_path: Path) -> None:
     assert result.steps == [5, 2000] and seen == [(1, 2), (2, 2)]
     early, last = result.results
     torch.testing.assert_close(torch.tensor(last.raw), torch.tensor(want.raw), atol=1e-5, rtol=0)
-    assert all(v == early.corrupt for v in early.raw[1])  # layer 1 wrote nothing: patching it changes nothing
+    # layer 1 wrote nothing: patching it changes nothing (to float rounding, which differs between CPUs)
+    assert all(abs(v - early.corrupt) < 1e-5 for v in early.raw[1])
     assert len(result.cell_curves()["L1:H2"]) == 2
 
     out = json.loads(tfx("patch", "--run", str(run), "--site", "z", "--at-step", "5", "--json").stdout)
-    assert out["raw"] == early.raw
+    torch.testing.assert_close(torch.tensor(out["raw"]), torch.tensor(early.raw), atol=1e-5, rtol=0)
