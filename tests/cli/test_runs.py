@@ -98,3 +98,21 @@ def test_compare_names_two_runs_of_one_name_by_their_folder(tmp_path: Path) -> N
     rows = json.loads(tfx("compare", str(tmp_path / "one" / "s0"), str(tmp_path / "two" / "s0"),
                           "--json").stdout)
     assert [r["name"] for r in rows] == ["one/s0", "two/s0"]
+
+
+def test_an_sae_training_folder_is_listed_and_exports_to_tensorboard(runs_dir: Path) -> None:
+    """``tfx-lab sae train --out`` writes a run like any other: ``runs`` lists it with its
+    figures and ``export --tensorboard`` writes its curves."""
+    from tests.core.runs.test_sae_runs import _train
+
+    _train(runs_dir / "saes" / "topk", tokens=1024)
+    proc = tfx("runs", str(runs_dir), "--json")
+    assert proc.returncode == 0, proc.stderr
+    sae = {r["name"]: r for r in json.loads(proc.stdout)}["saes/topk"]
+    assert (sae["kind"], sae["status"], sae["step"], sae["total_steps"]) == ("sae", "finished", 8, 8)
+    assert 0.0 < sae["explained_variance"] <= 1.0 and sae["l0"] == 4.0
+    pytest.importorskip("tensorboard")
+    out = runs_dir / "tb"
+    proc = tfx("export", "--tensorboard", str(runs_dir / "saes" / "topk"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "topk:" in proc.stdout and list((out / "topk").glob("events.out.tfevents.*"))

@@ -138,7 +138,10 @@ def emit(rows: list[RunSummary], args: argparse.Namespace, title: str) -> None:
 
 
 def best_text(r: RunSummary) -> str:
-    """Exact match for the digit tasks; validation loss and bits per character for char-lm."""
+    """Exact match for the digit tasks; validation loss and bits per character for char-lm;
+    an SAE's last figures."""
+    if r.kind == "sae":
+        return r.sae_text or "-"
     if r.is_lm:
         if r.best_val_loss is None:
             return "-"

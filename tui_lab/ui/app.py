@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,6 +111,7 @@ class LabApp(PaneRouting):
         self.follow_run = follow
         self.start_pane = "train" if follow else "build"  # watching a run is about its curves
         self.panes: dict[str, Pane] = {}  # pane id -> pane widget, once mounted
+        self.pane_waiters: dict[str, list[Callable[[Any], None]]] = {}
         self._load_core = load_core
         self._report_generation = 0
         self.counter = ParamCounter()
@@ -143,6 +144,8 @@ class LabApp(PaneRouting):
         self.panes[pane_id] = widget
         if self.active_pane == pane_id:
             self._focus_pane(pane_id)
+        for call in self.pane_waiters.pop(pane_id, []):
+            call(widget)
 
     def on_mount(self) -> None:
         """Show the first frame now; load torch once it is painted."""

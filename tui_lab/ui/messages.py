@@ -54,6 +54,13 @@ class OpenRunRequested(Message):
 
 
 @dataclass
+class OpenSaeRequested(Message):
+    """The Runs pane asks for an SAE's folder to be opened in the Features pane (and shown)."""
+
+    path: Path
+
+
+@dataclass
 class ModelChanged(Message):
     """The model the Decode pane uses changed (``run`` holds ``.model`` and ``.task``; None: no model)."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from time import perf_counter
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from textual import work
 from textual.app import App
@@ -28,6 +28,7 @@ from tui_lab.ui.messages import (
     ModelChanged,
     ModelOpened,
     OpenRunRequested,
+    OpenSaeRequested,
     ReportReady,
     RunConfigOpened,
     SnapshotDecoded,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # the panes are imported when first built (lazy_panes.py), no
     from tui_lab.ui.panes.attention.attention_pane import AttentionPane
     from tui_lab.ui.panes.build.build_pane import BuildPane
     from tui_lab.ui.panes.decode.decode_pane import DecodePane
+    from tui_lab.ui.panes.features.features_pane import FeaturesPane
     from tui_lab.ui.panes.params.param_count import ParamCounter
     from tui_lab.ui.panes.params.params_pane import ParamsPane
     from tui_lab.ui.panes.runs.runs_pane import RunsPane
@@ -94,6 +96,7 @@ class PaneRouting(App[None]):
     runs_root: StateField[Path] = StateField()
     user_dir: StateField[Path | None] = StateField()
     panes: dict[str, Pane]
+    pane_waiters: dict[str, list[Callable[[Any], None]]]  # pane id -> calls for when it mounts
     counter: ParamCounter
     _report_generation: int
     # LabApp's: the status bar's text, and switching panes.
@@ -113,6 +116,8 @@ class PaneRouting(App[None]):
     def pane(self, pane_id: Literal["params"]) -> ParamsPane | None: ...
     @overload
     def pane(self, pane_id: Literal["runs"]) -> RunsPane | None: ...
+    @overload
+    def pane(self, pane_id: Literal["features"]) -> FeaturesPane | None: ...
     @overload
     def pane(self, pane_id: str) -> Pane | None: ...
     def pane(self, pane_id: str) -> Pane | None:
@@ -314,6 +319,20 @@ class PaneRouting(App[None]):
             return
         train.open_run_dir(message.path)
         self.action_show_pane("train")
+
+    def on_open_sae_requested(self, message: OpenSaeRequested) -> None:
+        """The Runs pane's enter on an SAE: the Features pane comes on show and opens it
+        (once built: shown, a pane not yet built is built now)."""
+        self.action_show_pane("features")
+        self.when_pane("features", lambda features: features.open_folder(str(message.path)))
+
+    def when_pane(self, pane_id: str, call: Callable[[Any], None]) -> None:
+        """``call(pane)`` now if the pane is mounted, else as soon as it mounts."""
+        pane = self.pane(pane_id)
+        if pane is not None:
+            call(pane)
+        else:
+            self.pane_waiters.setdefault(pane_id, []).append(call)
 
     def on_train_pane_phase_changed(self, message: Message) -> None:
         """Training started, paused, stopped...: the status bar says so."""

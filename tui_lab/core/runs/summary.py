@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,11 +37,28 @@ from tui_lab.core.runs.layout import (
     RunDir,
     RunError,
 )
+from tui_lab.core.runs.sae_summary import (
+    SAE_CONFIG_FILE,
+    SAE_FIGURES,
+    SAE_STATE_FILE,
+    SAE_TASK,
+    SAE_WEIGHTS_FILE,
+    figures_text,
+    is_sae_folder,
+    read_json,
+    sae_description,
+    sae_figures,
+    sae_records,
+    sae_speed,
+    sae_status,
+    sae_totals,
+)
 from tui_lab.core.runs.safetensors_check import read_safetensors_header
 from tui_lab.core.runs.status import parse_stamp, read_log_ends, status_of
 
-# Files whose presence makes a folder a run folder (a damaged one if config.yaml is missing).
-_MARKERS = (CONFIG_FILE, STATE_FILE, METRICS_FILE, WEIGHTS_FILE)
+# Files whose presence makes a folder a run folder (a damaged one if config.yaml is missing);
+# an SAE's training folder is one by its cfg.json.
+_MARKERS = (CONFIG_FILE, STATE_FILE, METRICS_FILE, WEIGHTS_FILE, SAE_CONFIG_FILE)
 
 
 @dataclass
@@ -51,6 +69,7 @@ class RunSummary:
     name: str
     status: str
     detail: str = ""  # the closing message, or why the folder is damaged
+    kind: str = "run"  # "run" (a model's training) or "sae" (an SAE's, ``tfx-lab sae train``)
     preset: str | None = None
     task: str | None = None
     diff: dict[str, Any] = field(default_factory=dict)
@@ -67,11 +86,21 @@ class RunSummary:
     params: int | None = None
     started: float | None = None  # epoch seconds
     updated: float | None = None
+    # An SAE's figures at its last logged step (None for a model's run).
+    explained_variance: float | None = None
+    ce_loss_recovered: float | None = None
+    l0: float | None = None
+    dead_fraction: float | None = None
 
     @property
     def label(self) -> str:
         """How the run differs from its preset, for legends; its name when nothing does."""
         return difference_label(self.diff) or self.name
+
+    @property
+    def sae_text(self) -> str:
+        """An SAE's last figures on one line ("" for a model's run)."""
+        return figures_text({name: getattr(self, name) for name in SAE_FIGURES})
 
     @property
     def is_lm(self) -> bool:
@@ -86,9 +115,10 @@ class RunSummary:
 
 
 CSV_COLUMNS = (
-    "name", "preset", "label", "status", "step", "total_steps", "best_exact_match",
+    "name", "kind", "preset", "label", "status", "step", "total_steps", "best_exact_match",
     "best_val_loss", "bits_per_char", "steps_to_target", "seconds_to_target", "elapsed",
-    "tokens_per_s", "params", "date", "path", "detail",
+    "tokens_per_s", "params", "explained_variance", "ce_loss_recovered", "l0", "dead_fraction",
+    "date", "path", "detail",
 )
 
 
@@ -169,6 +199,9 @@ def summarize_run(
 def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, Any]]) -> None:
     if not run.is_dir():
         raise RunError(f"{run}: not a run folder")
+    if is_sae_folder(run):
+        _fill_sae(row, run)
+        return
     folder = RunFolder.read(run, need_state=False)  # one read of config.yaml and state.json
     config, state = folder.config, folder.state
     settings = flat_settings(config)
@@ -196,6 +229,27 @@ def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, Any]]) -
     if row.best_val_loss is not None and row.is_lm:
         row.bits_per_char = row.best_val_loss / math.log(2)
     row.params = _params(run)
+
+
+def _fill_sae(row: RunSummary, run: Path, now: float | None = None) -> None:
+    """An SAE's training folder: what it is, how far it went, its last figures."""
+    cfg = read_json(run / SAE_CONFIG_FILE) or {}
+    row.kind = row.task = SAE_TASK
+    row.preset = f"sae {cfg.get('architecture', '?')}"
+    row.diff = sae_description(cfg)
+    row.step, row.total_steps = sae_totals(read_json(run / SAE_STATE_FILE))
+    last_step, end = sae_records(run)
+    if last_step is not None:
+        row.step = max(row.step, int(last_step.get("step") or 0))
+    writes = [t for t in (_mtime(run / METRICS_FILE), _mtime(run / SAE_STATE_FILE)) if t is not None]
+    row.updated = max(writes) if writes else None
+    row.status, row.detail = sae_status(end, row.step, row.updated, time.time() if now is None else now)
+    row.elapsed, row.tokens_per_s = sae_speed(last_step)
+    for name, value in sae_figures(last_step).items():
+        setattr(row, name, value)
+    # no log with a start stamp: the last write less the training seconds
+    row.started = row.updated - (row.elapsed or 0.0) if row.updated is not None else None
+    row.params = _params(run, SAE_WEIGHTS_FILE)
 
 
 def read_run_config(run: Path) -> tuple[LabConfig, dict[str, Any]]:
@@ -305,13 +359,13 @@ def _int(value: Any) -> int | None:
     return int(number) if number is not None else None
 
 
-def _params(run: Path) -> int | None:
+def _params(run: Path, weights: str = WEIGHTS_FILE) -> int | None:
     """Parameters stored in ``model.safetensors`` (tied weights stored, and counted, once).
 
     The header is read directly; only when it looks wrong does the strict reader
     run, to word why the weights are damaged.
     """
-    path = run / WEIGHTS_FILE
+    path = run / weights
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size

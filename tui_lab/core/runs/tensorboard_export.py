@@ -22,6 +22,12 @@ after its last checkpoint: the later record of a step wins, as in
 ``run_curves``. Points are written in step order across tags, because
 TensorBoard's reader drops points that follow a smaller step as orphans.
 
+An SAE's training folder (``tfx-lab sae train``: cfg.json, no config.yaml) is
+exported too: ``sae/loss``, ``sae/mse``, ``sae/l0``, ``sae/explained_variance``,
+``sae/fvu``, ``sae/dead_fraction``, ``sae/ce_loss_recovered``, ``sae/lr`` and
+``sae/tokens_per_s`` from its step records, and its ``cfg.json`` as the
+``config`` text.
+
 Exporting a run again first deletes the ``events.out.tfevents.*`` files in its
 folder under ``out_root`` (nothing else there), so points never repeat.
 """
@@ -38,6 +44,7 @@ from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.layout import CONFIG_FILE, LOG_FILE, METRICS_FILE, RunDir, RunError, reason
 from tui_lab.core.runs.log import read_metrics
+from tui_lab.core.runs.sae_summary import SAE_CONFIG_FILE, is_sae_folder
 from tui_lab.core.runs.status import parse_stamp, read_log_ends
 
 EXTRA_HINT = "pip install 'tfx-lab[tensorboard]'"
@@ -79,16 +86,15 @@ def export_run(run_dir: RunDir, out_root: RunDir, name: str | None = None) -> Ex
     """
     writer_class = summary_writer_class()
     run = Path(run_dir)
+    target = Path(out_root) / (name or run.name)
+    if is_sae_folder(run):
+        return _export_sae(writer_class, run, target)
     folder = RunFolder.read(run, need_state=False)  # config.yaml validated; state.json if any
     steps, evals = _records(run)
-    target = Path(out_root) / (name or run.name)
     replaced = _clear_old_events(target)
     base = _start_time(run)
     preset = folder.state.get("preset") if isinstance(folder.state.get("preset"), str) else None
-    try:
-        writer = writer_class(log_dir=str(target), max_queue=1000, flush_secs=3600)
-    except OSError as exc:
-        raise RunError(f"cannot write TensorBoard events to {target}: {reason(exc)}") from exc
+    writer = _open_writer(writer_class, target)
     points, tags = 0, set()
     try:
         writer.add_text("config", config_markdown(folder, preset), global_step=0, walltime=base)
@@ -112,6 +118,66 @@ def export_run(run_dir: RunDir, out_root: RunDir, name: str | None = None) -> Ex
     finally:
         writer.close()
     return ExportResult(run, target, points, len(steps), len(evals), replaced, tuple(sorted(tags)))
+
+
+def _open_writer(writer_class: Any, target: Path) -> Any:
+    try:
+        return writer_class(log_dir=str(target), max_queue=1000, flush_secs=3600)
+    except OSError as exc:
+        raise RunError(f"cannot write TensorBoard events to {target}: {reason(exc)}") from exc
+
+
+_SAE_TAGS = ("loss", "mse", "l0", "explained_variance", "fvu", "dead_fraction", "ce_loss_recovered", "lr")
+
+
+def _export_sae(writer_class: Any, run: Path, target: Path) -> ExportResult:
+    """An SAE's training folder: its step records as ``sae/*`` scalars, cfg.json as the config."""
+    steps = _sae_steps(run)
+    replaced = _clear_old_events(target)
+    try:
+        cfg_text = (run / SAE_CONFIG_FILE).read_text(encoding="utf-8").rstrip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunError(f"{run / SAE_CONFIG_FILE}: cannot read it ({reason(exc)})") from None
+    base = (run / SAE_CONFIG_FILE).stat().st_mtime - max(
+        (_float(rec.get("elapsed")) or 0.0 for rec in steps.values()), default=0.0)
+    writer = _open_writer(writer_class, target)
+    points, tags = 0, set()
+    try:
+        writer.add_text("config", f"an SAE\n\n```json\n{cfg_text}\n```\n", global_step=0, walltime=base)
+        for step in sorted(steps):
+            rec = steps[step]
+            walltime = base + (_float(rec.get("elapsed")) or 0.0)
+            for tag, value in _sae_scalars(rec):
+                writer.add_scalar(tag, value, global_step=step, walltime=walltime)
+                points += 1
+                tags.add(tag)
+    except OSError as exc:
+        raise RunError(f"cannot write TensorBoard events to {target}: {reason(exc)}") from exc
+    finally:
+        writer.close()
+    return ExportResult(run, target, points, len(steps), 0, replaced, tuple(sorted(tags)))
+
+
+def _sae_steps(run: Path) -> dict[int, dict[str, Any]]:
+    """An SAE's step records by step (a resumed run's later record of a step wins)."""
+    if not (run / METRICS_FILE).is_file():
+        raise RunError(f"{run}: no {METRICS_FILE}; nothing to export (train it first)")
+    steps = {rec["step"]: rec for rec in read_metrics(run)
+             if rec.get("kind") == "step" and isinstance(rec.get("step"), int)}
+    if not steps:
+        raise RunError(f"{run}: {METRICS_FILE} holds no step records; nothing to export")
+    return steps
+
+
+def _sae_scalars(rec: dict[str, Any]) -> list[tuple[str, float]]:
+    pairs = [(f"sae/{name}", _float(rec.get(name))) for name in _SAE_TAGS]
+    elapsed, tokens = _float(rec.get("elapsed")), _float(rec.get("tokens"))
+    pairs.append(("sae/tokens_per_s", tokens / elapsed if elapsed and tokens is not None else None))
+    return [(tag, value) for tag, value in pairs if _finite(value)]
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def config_markdown(folder: RunFolder, preset: str | None) -> str:

@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tui_lab.core.runs.sae_summary import is_sae_folder
 from tui_lab.core.runs.summary import list_run_folders
 from tui_lab.ui import keys
 
@@ -24,7 +25,9 @@ class OpenRunScreen(ModalScreen[Path | None]):
     def __init__(self, root: Path) -> None:
         super().__init__()
         self.root = root
-        self.runs = newest_first(list_run_folders(root, depth=1)) if root.is_dir() else []
+        # an SAE's folder opens in Features, not here
+        found = list_run_folders(root, depth=1) if root.is_dir() else []
+        self.runs = newest_first([p for p in found if not is_sae_folder(p)])
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):

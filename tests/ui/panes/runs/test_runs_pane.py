@@ -129,6 +129,26 @@ async def test_enter_opens_the_run_in_the_lab() -> None:
         assert app.config.model.d_model == 16 and app.config.name == "tiny"
 
 
+async def test_an_sae_is_a_row_and_enter_opens_it_in_features() -> None:
+    """An SAE trained with ``tfx-lab sae train`` is listed with its figures; enter takes it to
+    Features (8), which opens it on the model in hand (here none yet, and it says so)."""
+    from tests.core.runs.test_sae_runs import _train
+
+    write_run(ROOT / "copy-pre")
+    _train(ROOT / "saes" / "sae-1", tokens=1024)
+    app = tiny_app(load_core=False)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await runs_pane(pilot)
+        rows = {r.summary.name: r for r in pane.rows}
+        assert rows["saes/sae-1"].summary.kind == "sae" and rows["saes/sae-1"].summary.status == "finished"
+        await _highlight(pilot, pane, "saes/sae-1")
+        assert "EV " in plain(pane.query_one("#runs-detail"))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.active_pane == "features", 10, "the Features pane")
+        features = app.pane("features")
+        await wait_until(pilot, lambda: "no model yet" in plain(features.query_one("#features-status")), 10)
+
+
 async def test_sweep_runs_are_grouped_by_arm_with_a_mean_curve() -> None:
     sweep = ROOT / "demo"
     arms = []

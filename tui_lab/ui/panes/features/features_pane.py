@@ -229,6 +229,13 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         path.display = True
         path.focus()
 
+    def open_folder(self, folder: str) -> None:
+        """Open an SAE's folder on the model in hand and browse its features."""
+        run = self._run()
+        if run is not None:
+            self._status(Text(f"opening {folder}…", style="dim"))
+            self._open_worker(run, folder, self.host.training_active)
+
     def action_train(self) -> None:
         """t: train an SAE on the model in hand, or stop the one training."""
         if self.training:
@@ -292,10 +299,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         if message.input.id == "features-path":
             message.input.display = False
             if value:
-                run = self._run()
-                if run is not None:
-                    self._status(Text(f"opening {value}…", style="dim"))
-                    self._open_worker(run, value, self.host.training_active)
+                self.open_folder(value)
             self.focus_default()
         elif message.input.id == "features-prompt":
             if self.browser is None or self.handle is None:

@@ -195,6 +195,8 @@ def detail_text(row: RunRow, styles: dict[str, str]) -> Text:
     text.append(s.status, style=styles.get(s.status, ""))
     if s.detail:
         text.append(f" · {s.detail}", style="dim")
+    if s.sae_text:
+        text.append(f" · {s.sae_text}")
     if row.arm:
         text.append(f" · arm {row.arm}", style="cyan")
     return text
@@ -202,7 +204,8 @@ def detail_text(row: RunRow, styles: dict[str, str]) -> Text:
 
 # ---- reading the folders (the pane's thread worker calls this) --------------------
 
-_WATCHED = ("metrics.jsonl", "state.json", "log.txt", "config.yaml", "model.safetensors")
+_WATCHED = ("metrics.jsonl", "state.json", "log.txt", "config.yaml", "model.safetensors",
+            "trainer_state.json", "cfg.json")
 
 
 def folder_stamp(path: Path) -> tuple[float, ...]:

@@ -23,7 +23,7 @@ from textual.widgets import Input, Static
 from tui_lab.core.runs.curves import METRICS, Curve
 from tui_lab.ui import keys
 from tui_lab.ui.export import write_runs_table
-from tui_lab.ui.messages import OpenRunRequested
+from tui_lab.ui.messages import OpenRunRequested, OpenSaeRequested
 from tui_lab.ui.panes.runs.run_rows import (
     COLUMNS,
     CurveReader,
@@ -291,6 +291,9 @@ class RunsPane(Pane, Vertical, can_focus=False):
             return
         if row.summary.status == "damaged":
             self.notify(row.summary.detail, title="Cannot open run", severity="error")
+            return
+        if row.summary.kind == "sae":  # an SAE opens in Features, on the model in hand
+            self.post_message(OpenSaeRequested(Path(row.key)))
             return
         self.post_message(OpenRunRequested(Path(row.key)))  # the app opens it in the Train pane
 
