@@ -131,7 +131,7 @@ ATTENTION: list[BindingType] = [
         tooltip="Ablate the head on show / restore it",
     ),
     Binding("m", "cycle_ablation_mode", "Ablation mode", show=False, id="attention.ablation_mode"),
-    Binding("X", "restore_heads", "Restore all heads", show=False, id="attention.restore_heads"),
+    Binding("X", "restore_heads", "Restore all heads and features", show=False, id="attention.restore_heads"),
     Binding("i", "toggle_importance", "Importance", id="attention.importance"),
     *TIME_TRAVEL,
 ]
@@ -182,6 +182,8 @@ FEATURES: list[BindingType] = [
             tooltip="Decode the typed text plainly and with the feature ablated (error term kept)"),
     Binding("v", "intervene('steer')", "Decode steered", id="features.steer",
             tooltip="Decode the typed text plainly and with its decoder row added (its largest activation)"),
+    Binding("a", "ablate_in_decode", "Off in Decode", id="features.ablate_in_decode",
+            tooltip="Switch the feature off (or on again) in every decode of the Decode pane"),
 ]
 
 FEATURE_LIST: list[BindingType] = [

@@ -1,7 +1,9 @@
-"""Which attention heads the lab's decodes run with switched off (Textual-free).
+"""Which attention heads and SAE features the lab's decodes run with switched off (Textual-free).
 
 The Attention pane toggles heads (``x``) and cycles the mode (``m``); the
-Decode pane applies the set to every decode until the heads are restored.
+Features pane toggles SAE features (``a``: the hook's activation becomes the
+SAE's reconstruction without the feature plus its reconstruction error). The
+Decode pane applies both to every decode until they are restored.
 The heads are never switched off on the Train pane's model: ``apply`` works on
 a private copy and leaves ``core.ablation``'s hook on that copy only, so the
 copy's later replays (the walkthrough, the logit lens) see the same ablation,
@@ -12,11 +14,30 @@ from __future__ import annotations
 
 import threading
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from tui_lab.core.decoding.model_handle import opened_from_files
 
 MODES = ("zero", "mean")
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureSwitch:
+    """One SAE feature switched off in the lab's decodes."""
+
+    sae: Any
+    hook: str
+    index: int
+    source: str  # the SAE's folder name, for labels
+
+    def hooks(self) -> list[Any]:
+        from tui_lab.core.sae.interventions import ablation_hooks
+
+        return ablation_hooks(self.sae, self.index, self.hook)
+
+    def __str__(self) -> str:
+        return f"feature {self.index} of {self.source}"
 PROBE_PAIRS = 200  # held-out examples the mean mode averages each head's output over
 
 
@@ -25,6 +46,7 @@ class AblationState:
 
     def __init__(self) -> None:
         self.heads: list[str] = []
+        self.features: list[FeatureSwitch] = []
         self.mode = "zero"
         self._lock = threading.Lock()
         self._means: tuple[Any, Any] | None = None  # ((model id, step, text), means)
@@ -33,8 +55,20 @@ class AblationState:
 
     @property
     def active(self) -> bool:
-        """Whether any head is switched off."""
-        return bool(self.heads)
+        """Whether any head or feature is switched off."""
+        return bool(self.heads or self.features)
+
+    def toggle_feature(self, sae: Any, hook: str, index: int, source: str) -> bool:
+        """Switch feature ``index`` of ``sae`` (at ``hook``) off, or back on; True if off now."""
+        for switch in self.features:
+            if switch.sae is sae and switch.index == index:
+                self.features.remove(switch)
+                return False
+        self.features.append(FeatureSwitch(sae, hook, index, source))
+        return True
+
+    def feature_off(self, sae: Any, index: int) -> bool:
+        return any(s.sae is sae and s.index == index for s in self.features)
 
     def toggle(self, head: str) -> bool:
         """Switch ``head`` off, or back on if it was off; True if it is off now."""
@@ -45,8 +79,9 @@ class AblationState:
         return True
 
     def clear(self) -> None:
-        """Restore every head."""
+        """Restore every head and feature."""
         self.heads = []
+        self.features = []
 
     def cycle_mode(self) -> str:
         """zero -> mean -> zero; returns the new mode."""
@@ -54,8 +89,10 @@ class AblationState:
         return self.mode
 
     def label(self) -> str:
-        """``decoder.0.cross:2, encoder.0.self:1 (zero)``; empty when nothing is ablated."""
-        return f"{', '.join(self.heads)} ({self.mode})" if self.heads else ""
+        """``decoder.0.cross:2, encoder.0.self:1 (zero), feature 12 of sae-x``; empty when
+        nothing is ablated."""
+        parts = [f"{', '.join(self.heads)} ({self.mode})"] if self.heads else []
+        return ", ".join(parts + [str(f) for f in self.features])
 
     # ---- applying it (worker threads) ------------------------------------------------
 
@@ -68,8 +105,8 @@ class AblationState:
         Heads the model does not have (another architecture) are dropped. ``text``:
         what is decoded (a real model's mean mode averages each head over it).
         """
-        heads, mode = list(self.heads), self.mode
-        if not heads:
+        heads, mode, features = list(self.heads), self.mode, list(self.features)
+        if not heads and not features:
             return model, ""
         from tui_lab.core.analysis.ablation import AblationError, ablation_hooks, parse_head
         from tui_lab.core.model.hook_points import bind_hooks
@@ -80,13 +117,17 @@ class AblationState:
                 refs.append(parse_head(name, model))
             except AblationError:
                 continue
-        if not refs:
+        hooks = []
+        if refs:
+            means = self.means(model, run, text) if mode == "mean" else None
+            hooks += ablation_hooks(model, refs, mode, means)
+        hooks += [spec for f in features for spec in f.hooks()]
+        if not hooks:
             return model, ""
-        means = self.means(model, run, text) if mode == "mean" else None
-        # A view of the model whose every call runs with these heads switched off: the
-        # model itself (shared with Train, time travel, the other panes) is untouched.
-        private = bind_hooks(model, ablation_hooks(model, refs, mode, means))
-        return private, f"{', '.join(str(r) for r in refs)} ({mode})"
+        # A view of the model whose every call runs with these switched off: the model
+        # itself (shared with Train, time travel, the other panes) is untouched.
+        labels = [f"{', '.join(str(r) for r in refs)} ({mode})"] if refs else []
+        return bind_hooks(model, hooks), ", ".join(labels + [str(f) for f in features])
 
     def means(self, model: Any, run: Any, text: str | None = None) -> Any:
         """Each head's mean output over the task's held-out probe pairs (once per model and step);

@@ -123,6 +123,16 @@ async def test_train_browse_sort_prompt_and_reopen_by_keyboard(
         await pilot.press("v")
         await wait_until(pilot, lambda: "steered (+" in str(status.render()), 60, "the steered decode")
 
+        # switch it off in the lab's Decode pane, and on again
+        shown = b.feature
+        await pilot.press("a")
+        assert [(f.sae, f.index) for f in host.state.ablation.features] == [(b.sae, shown)]
+        assert f"off in Decode: {shown}" in str(host.query_one("#features-title").render())
+        assert host.state.ablation.label() == f"feature {shown} of {pane.source}"
+        await pilot.press("a")
+        assert not host.state.ablation.features and "off in Decode" not in str(
+            host.query_one("#features-title").render())
+
         # open the saved folder: its table comes from the cache this time
         pane.browser = None
         await pilot.press("o", *str(saved), "enter")

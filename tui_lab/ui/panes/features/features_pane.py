@@ -168,6 +168,9 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             b = self.browser
             title.append(f"  ·  {self.source}  ·  {b.sae.cfg.architecture} {b.sae.cfg.d_sae:,} at {self.hook}"
                          f"  ·  sorted by {SORT_TITLES[b.sort]}", style="dim")
+            off = [str(f.index) for f in self.host.state.ablation.features if f.sae is b.sae]
+            if off:
+                title.append(f"  ·  off in Decode: {', '.join(off)}", style="bold magenta")
         elif self.training:
             title.append(f"  ·  training at {self.hook}", style="dim")
         self.query_one("#features-title", Static).update(title)
@@ -265,6 +268,19 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         coef = float(self.browser.table.max[i]) if mode == "steer" else 0.0
         self._status(Text("decoding…", style="dim"))
         self._intervene_worker(self.handle, self.browser.sae, self.hook, i, text, mode, coef)
+
+    def action_ablate_in_decode(self) -> None:
+        """a: switch the feature on show off in Decode's decodes, or back on."""
+        if self.browser is None:
+            self._status(Text("no SAE yet: t trains one, o opens one", style="yellow"))
+            return
+        i = self.browser.feature
+        ablation = self.host.state.ablation
+        off = ablation.toggle_feature(self.browser.sae, self.hook or "", i, self.source or "the SAE")
+        said = (f"feature {i} is off in Decode's decodes (a again: on)" if off
+                else f"feature {i} is on again in Decode")
+        self._status(Text(said, style="bold magenta" if off else "dim"))
+        self._title()
 
     def _run(self) -> Any:
         state = self.host.state
