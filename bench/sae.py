@@ -125,14 +125,16 @@ def _browse(run: Path, sae_dir: Path, hook: str
             ) -> tuple[float, float, float, tuple[float, float, float, float], int]:
     """(seconds to build the table from nothing (the model run over the text), seconds to build it
     after training (from the activations it kept), seconds to reopen it, (p50, p95) ms a feature,
-    torch's threads: as ``open_model`` sets them, as in the command and the lab)."""
+    torch's threads: as the command and the lab set them for passes over many tokens)."""
     from tui_lab.core.hooked.handle import open_model
+    from tui_lab.core.model.device import set_threads
     from tui_lab.core.sae.activations import token_windows
     from tui_lab.core.sae.feature_cache import cached_feature_table
     from tui_lab.core.sae.feature_table import logit_effects, unembedding
     from tui_lab.core.sae.source import open_sae
 
     handle = open_model(str(run))
+    set_threads(0)  # as the command (and the lab when no training runs): device.bulk_threads
     sae = open_sae(str(sae_dir))
     block = int(handle.config.task.block_size or 64)
     windows = token_windows(handle.to_tokens(handle.task.train_text)[0], block)[: TABLE_TOKENS // block]

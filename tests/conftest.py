@@ -15,7 +15,7 @@ import pytest
 # Tests of the thread settings themselves set counts explicitly.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from tests.pretrained.no_network import no_network  # noqa: F401  (any test may forbid sockets)
+from tests.hf_fixtures.no_network import no_network  # noqa: F401  (any test may forbid sockets)
 from tui_lab.core.config.lab_config import LabConfig, from_dict
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.cli.helpers import TINY_RUN
-from tests.pretrained.hf_factory import save_family
+from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.cli import main
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.cli.helpers import assert_one_line_error, tfx
-from tests.pretrained.hf_factory import save_family
+from tests.hf_fixtures.hf_factory import save_family
 
 PROMPT = "The cat sat on the mat. The dog"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import assert_one_line_error, tfx
-from tests.pretrained.hf_factory import TEXT, save_family
+from tests.hf_fixtures.hf_factory import TEXT, save_family
 
 
 @pytest.fixture(scope="module")

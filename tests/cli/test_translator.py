@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.cli.helpers import assert_one_line_error, tfx
-from tests.pretrained.hf_factory import save_marian
+from tests.hf_fixtures.hf_factory import save_marian
 
 SOURCE = "The cat sat on the mat."
 

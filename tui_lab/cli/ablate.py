@@ -62,7 +62,6 @@ def ablate(args: argparse.Namespace) -> int:
         return ablate_text(args, run)
     from tui_lab.core.analysis.ablation import check_mode, parse_head
     from tui_lab.core.analysis.head_importance import (
-        ablated_accuracy,
         cached_importance,
         importance,
         probe_means,
@@ -80,17 +79,7 @@ def ablate(args: argparse.Namespace) -> int:
     arch = run.config.model.arch
     means = probe_means(run.model, run.task, arch, pairs, run.device) if mode == "mean" else None
     if heads:
-        baseline = ablated_accuracy(run.model, run.task, pairs, max_new)
-        acc = ablated_accuracy(run.model, run.task, pairs, max_new, heads, mode, means)
-        names = [str(h) for h in heads]
-        if args.json:
-            emit_json({"heads": names, "mode": mode, "n": len(pairs), "baseline": baseline,
-                       "exact_match": acc, "drop": baseline - acc, "step": run.step})
-        else:
-            print(f"{args.run}: step {run.step}, {len(pairs)} held-out, mode {mode}")
-            print(f"baseline exact match {_pct(baseline)}; with {', '.join(names)} "
-                  f"ablated {_pct(acc)} (drop {baseline - acc:+.1%})")
-        return 0
+        return _ablate_heads(args, run, heads, pairs, mode, means)
 
     # On a terminal, one line counts the heads in place; piped or --json, nothing.
     progress = CountLine("ablating head", enabled=not args.json)
@@ -110,6 +99,25 @@ def ablate(args: argparse.Namespace) -> int:
     print(f"{'head':<{width}}  {'exact':>7}  {'drop':>7}")
     for r in table.rows:
         print(f"{r.head:<{width}}  {_pct(r.exact_match):>7}  {r.drop:>+7.1%}")
+    return 0
+
+
+def _ablate_heads(args: argparse.Namespace, run: Any, heads: list[Any], pairs: list[Any], mode: str,
+                  means: Any) -> int:
+    """Exact match with the named heads switched off together, against none off."""
+    from tui_lab.core.analysis.head_importance import ablated_accuracy
+
+    max_new = run.config.sequence_length_needed()
+    baseline = ablated_accuracy(run.model, run.task, pairs, max_new)
+    acc = ablated_accuracy(run.model, run.task, pairs, max_new, heads, mode, means)
+    names = [str(h) for h in heads]
+    if args.json:
+        emit_json({"heads": names, "mode": mode, "n": len(pairs), "baseline": baseline,
+                   "exact_match": acc, "drop": baseline - acc, "step": run.step})
+    else:
+        print(f"{args.run}: step {run.step}, {len(pairs)} held-out, mode {mode}")
+        print(f"baseline exact match {_pct(baseline)}; with {', '.join(names)} "
+              f"ablated {_pct(acc)} (drop {baseline - acc:+.1%})")
     return 0
 
 

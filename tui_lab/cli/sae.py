@@ -83,8 +83,11 @@ def _add_sae_and_model(s: argparse.ArgumentParser) -> None:
 def _open(args: argparse.Namespace) -> Any:
     """The model handle of ``--run`` or ``--model`` (offline)."""
     from tui_lab.core.hooked.handle import open_model
+    from tui_lab.core.model.device import set_threads
 
-    return open_model(args.model if args.model is not None else args.run, args.device, revision=args.revision)
+    handle = open_model(args.model if args.model is not None else args.run, args.device, revision=args.revision)
+    set_threads(0)  # passes over many tokens split well across cores (device.bulk_threads)
+    return handle
 
 
 def _texts(args: argparse.Namespace, handle: Any) -> tuple[str, str]:

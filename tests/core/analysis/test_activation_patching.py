@@ -25,7 +25,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from tests.pretrained.hf_factory import save_family
+from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.core.analysis.activation_patching import activation_patch
 from tui_lab.core.analysis.patch_pair import PatchPair
 from tui_lab.core.hooked.handle import open_model

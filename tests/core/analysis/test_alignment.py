@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.pretrained.hf_factory import save_marian
+from tests.hf_fixtures.hf_factory import save_marian
 from tui_lab.core.analysis.alignment import monotonicity, self_patterns, sharpness
 from tui_lab.core.analysis.head_scores import atlas_for
 from tui_lab.core.decoding.opened import open_model

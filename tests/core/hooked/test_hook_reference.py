@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from tests.core.model.test_models import PAD, VOCAB, _batch, _map_weights, _randomise
-from tests.pretrained.hf_factory import save_family
+from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.core.config.lab_config import ModelConfig
 from tui_lab.core.hooked.handle import open_model
 from tui_lab.core.model.models import build_model

@@ -3,7 +3,7 @@ and every matrix re-laid for decoding whatever its size (``relay_every_matrix``)
 
 import pytest
 
-from tests.pretrained.no_network import no_network  # noqa: F401  (a fixture, found by name)
+from tests.hf_fixtures.no_network import no_network  # noqa: F401  (a fixture, found by name)
 from tui_lab.core.pretrained import layout
 
 

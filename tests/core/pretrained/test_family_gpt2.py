@@ -23,7 +23,7 @@ from tests.core.pretrained.family_reference import (
     rewrite,
     without_prefix,
 )
-from tests.pretrained.hf_factory import hf_config, save_family
+from tests.hf_fixtures.hf_factory import hf_config, save_family
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.files import open_tensors, read_config
 

@@ -22,7 +22,7 @@ from tests.core.pretrained.family_reference import (
     prompt,
     rewrite,
 )
-from tests.pretrained.hf_factory import save_family
+from tests.hf_fixtures.hf_factory import save_family
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Marian (opus-mt) loaded into the lab's own EncoderDecoder, against ``transformers``' MarianMTModel.
 
 On a random-weight ``save_pretrained`` folder with its own SentencePiece
-tokenizer (``tests/pretrained/hf_factory.py``): logits within 1e-4, every
+tokenizer (``tests/hf_fixtures/hf_factory.py``): logits within 1e-4, every
 encoder self, decoder self and cross attention map within 1e-5 of
 ``output_attentions``, the sinusoid table equal to Marian's own, and a greedy
 translation through ``open_model`` + ``generate`` identical to
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from tests.core.pretrained.family_reference import rewrite
-from tests.pretrained.hf_factory import MARIAN_VOCAB, save_marian
+from tests.hf_fixtures.hf_factory import MARIAN_VOCAB, save_marian
 from tui_lab.core.decoding.decode import generate
 from tui_lab.core.decoding.opened import open_model
 from tui_lab.core.model.capture import capture_attention

@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.pretrained.hf_factory import save_family
+from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.core.decoding.opened import open_model
 from tui_lab.core.pretrained import layout
 from tui_lab.core.pretrained.layout import PendingLayout, preferred

@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from tests.pretrained.hf_cache import write_cache
+from tests.hf_fixtures.hf_cache import write_cache
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.source import hub_cache_dir, resolve_source
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.core.sae.test_sae import _sae
-from tests.pretrained.hf_cache import write_cache
+from tests.hf_fixtures.hf_cache import write_cache
 from tui_lab.core.errors import LabError
 from tui_lab.core.sae.folder import save_sae
 from tui_lab.core.sae.source import open_sae

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.pretrained.hf_factory import TEXT, save_family
+from tests.hf_fixtures.hf_factory import TEXT, save_family
 from tui_lab.core.config.error import ConfigError
 from tui_lab.core.decoding.inference import load_for_inference
 from tui_lab.core.decoding.opened import open_model

@@ -69,6 +69,29 @@ def frozen_norm(norm: nn.Module | None, final: Tensor) -> tuple[Any, Tensor]:
     raise PatchError(f"direct logit attribution cannot freeze a {type(norm).__name__} final norm")
 
 
+def _residual_parts(lab: Any, cache: dict[str, Tensor], final: Tensor) -> list[tuple[str, Tensor]]:
+    """The last position's residual stream split into what wrote it: the embeddings, each
+    head (its ``z`` through its slice of ``w_o``), each MLP, and the output biases."""
+    parts: list[tuple[str, Tensor]] = []
+    if "hook_embed" in cache:
+        parts.append(("embed", cache["hook_embed"][0, -1].float()))
+    if "hook_pos_embed" in cache:
+        parts.append(("pos_embed", cache["hook_pos_embed"][0, -1].float()))
+    biases = torch.zeros_like(final)
+    for i, block in enumerate(lab.decoder.layers):
+        attn = block.self_attn
+        z = cache[f"blocks.{i}.attn.hook_z"][0, -1].float()  # (H, d_head)
+        w_o = attn.w_o.weight.float().view(attn.d_model, attn.n_heads, attn.d_head)  # (d, H, d_head)
+        per_head = torch.einsum("hk,dhk->hd", z, w_o)  # (H, d)
+        parts += [(f"L{i}H{h}", per_head[h]) for h in range(attn.n_heads)]
+        if attn.w_o.bias is not None:
+            biases = biases + attn.w_o.bias.float()
+        if f"blocks.{i}.hook_mlp_out" in cache:
+            parts.append((f"L{i}.mlp", cache[f"blocks.{i}.hook_mlp_out"][0, -1].float()))
+    parts.append(("biases", biases))
+    return parts
+
+
 def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | None = None) -> DlaResult:
     """Each head's, each MLP's, the embeddings' and the biases' direct contribution to
     ``logit[answer] - logit[wrong]`` at the last position of ``ids`` (1, T)."""
@@ -94,23 +117,7 @@ def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | 
         linear, shift = frozen_norm(lab.decoder.norm, final)
         direction = direction.float()
 
-        parts: list[tuple[str, Tensor]] = []
-        if "hook_embed" in cache:
-            parts.append(("embed", cache["hook_embed"][0, -1].float()))
-        if "hook_pos_embed" in cache:
-            parts.append(("pos_embed", cache["hook_pos_embed"][0, -1].float()))
-        biases = torch.zeros_like(final)
-        for i, block in enumerate(lab.decoder.layers):
-            attn = block.self_attn
-            z = cache[f"blocks.{i}.attn.hook_z"][0, -1].float()  # (H, d_head)
-            w_o = attn.w_o.weight.float().view(attn.d_model, attn.n_heads, attn.d_head)  # (d, H, d_head)
-            per_head = torch.einsum("hk,dhk->hd", z, w_o)  # (H, d)
-            parts += [(f"L{i}H{h}", per_head[h]) for h in range(attn.n_heads)]
-            if attn.w_o.bias is not None:
-                biases = biases + attn.w_o.bias.float()
-            if f"blocks.{i}.hook_mlp_out" in cache:
-                parts.append((f"L{i}.mlp", cache[f"blocks.{i}.hook_mlp_out"][0, -1].float()))
-        parts.append(("biases", biases))
+        parts = _residual_parts(lab, cache, final)
         summed = torch.stack([v for _, v in parts]).sum(0)
         if not torch.allclose(summed, final, atol=1e-3 * (1 + float(final.abs().max())), rtol=1e-4):
             raise PatchError("this model's residual stream is not the sum of its heads, MLPs and embeddings: "

@@ -90,14 +90,7 @@ def save_checkpoint(
     save_id = uuid.uuid4().hex
     staged: list[tuple[Path, Path]] = []
     try:
-        config_text = config.to_yaml(full=True)
-        config_path = run / CONFIG_FILE
-        try:
-            current = config_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            current = None
-        if current != config_text:
-            staged.append((stage(config_path, write_bytes_to(config_text.encode("utf-8"))), config_path))
+        staged += _staged_config(run, config)
 
         weights_path = run / WEIGHTS_FILE
         fingerprint = json.dumps(safetensors_check.fingerprint(config))
@@ -119,18 +112,7 @@ def save_checkpoint(
         optimizer_tmp = stage(optimizer_path, write_bytes_to(buffer.getvalue()))
         staged.append((optimizer_tmp, optimizer_path))
 
-        record = dict(state)
-        record["checkpoint"] = {
-            "format": CHECKPOINT_FORMAT,
-            "save": save_id,
-            "saved_at": time.time(),
-            "torch": torch.__version__,
-            "safetensors": safetensors.__version__,
-            "files": {
-                WEIGHTS_FILE: _file_record(weights_tmp),
-                OPTIMIZER_FILE: _file_record(optimizer_tmp),
-            },
-        }
+        record = {**state, "checkpoint": _checkpoint_record(save_id, weights_tmp, optimizer_tmp)}
         state_path = run / STATE_FILE
         try:
             state_bytes = (json.dumps(record, indent=2) + "\n").encode("utf-8")
@@ -148,6 +130,34 @@ def save_checkpoint(
             unlink_quietly(tmp)
     fsync_dir(run)
     return record
+
+
+def _staged_config(run: Path, config: LabConfig) -> list[tuple[Path, Path]]:
+    """config.yaml staged when it changed (a resumed run usually rewrites the same text)."""
+    config_text = config.to_yaml(full=True)
+    config_path = run / CONFIG_FILE
+    try:
+        current = config_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        current = None
+    if current == config_text:
+        return []
+    return [(stage(config_path, write_bytes_to(config_text.encode("utf-8"))), config_path)]
+
+
+def _checkpoint_record(save_id: str, weights_tmp: Path, optimizer_tmp: Path) -> dict[str, Any]:
+    """state.json's ``checkpoint``: the save id, when, the library versions, each file's size and hash."""
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "save": save_id,
+        "saved_at": time.time(),
+        "torch": torch.__version__,
+        "safetensors": safetensors.__version__,
+        "files": {
+            WEIGHTS_FILE: _file_record(weights_tmp),
+            OPTIMIZER_FILE: _file_record(optimizer_tmp),
+        },
+    }
 
 
 def record_end(run_dir: RunDir, end: dict[str, Any] | None) -> None:

@@ -14,6 +14,7 @@ import os
 import queue
 import signal
 import threading
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -24,7 +25,7 @@ def child_main(fd: int) -> None:
     """Entry point of the training process: wait for a run, then obey commands."""
     conn = Connection(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the lab decides when to stop
-    from tui_lab.core.training import train  # the slow import (torch), done while the spare waits
+    from tui_lab.core.training import train  # noqa: F401 - the slow import (torch), done while the spare waits
 
     try:
         spec = conn.recv()
@@ -43,16 +44,7 @@ def child_main(fd: int) -> None:
         send(("event", event))
 
     try:
-        if spec["resume_dir"] is not None:
-            run = train.open_run(spec["resume_dir"], on_event=on_event)
-        elif spec.get("finetune") is not None:  # a real model on a text (finetune.open_finetune)
-            from tui_lab.core.training.finetune import open_finetune
-
-            ft = spec["finetune"]
-            run = open_finetune(ft["source"], ft["text"], spec["out_dir"], overrides=ft.get("overrides"),
-                                block=ft.get("block"), revision=ft.get("revision"), on_event=on_event)
-        else:
-            run = train.TrainingRun(spec["config"], spec["out_dir"], on_event=on_event)
+        run = _open(spec, on_event)
     except Exception as exc:  # noqa: BLE001 - told to the lab in one line
         send(("failed", one_line(exc)))
         return
@@ -86,6 +78,22 @@ def child_main(fd: int) -> None:
     # that quitting the lab would wait for, so leave at once.
     conn.close()
     os._exit(0)
+
+
+def _open(spec: dict[str, Any], on_event: Callable[[Any], None]) -> Any:
+    """The run ``spec`` asks for: resumed from its folder, a real model fine-tuned on a
+    text (``finetune.open_finetune``), or a new run of a config."""
+    from tui_lab.core.training import train
+
+    if spec["resume_dir"] is not None:
+        return train.open_run(spec["resume_dir"], on_event=on_event)
+    if spec.get("finetune") is not None:
+        from tui_lab.core.training.finetune import open_finetune
+
+        ft = spec["finetune"]
+        return open_finetune(ft["source"], ft["text"], spec["out_dir"], overrides=ft.get("overrides"),
+                             block=ft.get("block"), revision=ft.get("revision"), on_event=on_event)
+    return train.TrainingRun(spec["config"], spec["out_dir"], on_event=on_event)
 
 
 def _info(run: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,23 @@ from tui_lab.core.training.schedule import make_optimizer, set_lr
 
 __all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "CheckpointEvent",
            "LogEvent", "DoneEvent"]
+
+
+@dataclass
+class _SpeedWindow:
+    """Tokens per second over the last two seconds or so: a sliding estimate that
+    follows speed changes (a second process, a thermal limit) without jitter."""
+
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, tokens: int, seconds: float) -> float:
+        self.tokens += tokens
+        self.seconds += seconds
+        tps = self.tokens / self.seconds if self.seconds else 0.0
+        if self.seconds > 2.0:
+            self.tokens, self.seconds = int(tps * 1.0), 1.0
+        return tps
 
 
 class TrainingRun(RunKeeping):
@@ -110,19 +127,8 @@ class TrainingRun(RunKeeping):
             set_threads(config.train.threads, n_params)
         self.device_name = describe(self.device, config.train.precision)
         self.optimizer = make_optimizer(self.model, config.train)
-        # What the optimizer step runs through; self.model stays the plain module
-        # that checkpoints, evaluation and decoding use.
-        self.train_model: torch.nn.Module = self.model
         self._ddp: DistributedDataParallel | None = None  # the wrapper that syncs gradients
-        if self.dist.enabled:
-            from torch.nn.parallel import DistributedDataParallel
-
-            ids = [self.device.index] if self.device.type == "cuda" else None
-            self._ddp = self.train_model = DistributedDataParallel(self.model, device_ids=ids)
-        if config.train.compile:
-            # A module compiles to an OptimizedModule, an nn.Module; torch.compile's stubs
-            # type every result as a plain callable.
-            self.train_model = torch.compile(self.train_model)  # type: ignore[assignment]
+        self.train_model = self._wrapped_model()
         self.step = 0
         self._start_step = 0
         self.elapsed = 0.0
@@ -169,97 +175,117 @@ class TrainingRun(RunKeeping):
 
     # ---- the loop --------------------------------------------------------------
 
+    def _wrapped_model(self) -> torch.nn.Module:
+        """What the optimizer step runs through (the model under DDP across ranks, compiled
+        when asked); ``self.model`` stays the plain module that checkpoints, evaluation
+        and decoding use."""
+        model: torch.nn.Module = self.model
+        if self.dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self._ddp = model = DistributedDataParallel(self.model, device_ids=ids)
+        if self.config.train.compile:
+            # A module compiles to an OptimizedModule, an nn.Module; torch.compile's stubs
+            # type every result as a plain callable.
+            model = torch.compile(model)  # type: ignore[assignment]
+        return model
+
     def run(self) -> dict[str, Any]:
         """Train until done, stopped, out of time or at the target; returns a summary."""
-        cfg = self.config.train
         self._prepare_folder()
-        self._log(f"training on {self.device_name} from step {self.step} to {cfg.steps}")
-        reason, message = "finished", f"finished {cfg.steps} steps"
-        last_save = time.perf_counter()
-        window_tokens, window_time = 0, 0.0
+        self._log(f"training on {self.device_name} from step {self.step} to {self.config.train.steps}")
         together = False  # every rank left the loop at this step (see distributed.shutdown)
         try:
-            while self.step < cfg.steps:
-                if self._stop.is_set() and not self.dist.enabled:
-                    reason, message = "stopped", f"stopped at step {self.step}"
-                    break
-                if not self._running.is_set():
-                    self._running.wait(0.1)
-                    continue
-                t0 = time.perf_counter()
-                lr = set_lr(self.optimizer, self.step + 1, cfg, self.elapsed)  # this update's rate
-                loss, grad_norm, tokens, train_acc = self._train_step()
-                dt = time.perf_counter() - t0
-                # Gradients are averaged across ranks, so a non-finite norm is seen by all.
-                if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-                    what = "loss" if not math.isfinite(loss) else "gradient norm"
-                    reason = "nan"
-                    message = (
-                        f"{what} became {loss if what == 'loss' else grad_norm} at step "
-                        f"{self.step + 1}; stopped (lower train.lr or raise warmup); "
-                        f"the last good checkpoint is kept"
-                    )
-                    break
-                self.step += 1
-                self.elapsed += dt
-                window_tokens += tokens
-                window_time += dt
-                tps = window_tokens / window_time if window_time else 0.0
-                if window_time > 2.0:  # a sliding estimate that follows speed changes
-                    window_tokens, window_time = int(tps * 1.0), 1.0
-                eta = (cfg.steps - self.step) * (self.elapsed / max(1, self.step - self._start_step))
-                event = StepEvent(self.step, cfg.steps, loss, lr, grad_norm, tps, self.elapsed, eta,
-                                  train_acc, weight_norm(self.model))
-                self.last_step = event
-                self._emit(event)
-                self._metric({"kind": "step", **asdict(event)})
-                ended = self._check_end()
-                if self.history is not None:  # after the evaluation: evaluated steps are kept
-                    self.history.after_step(self.step)
-                self._note_solved(train_acc)
-                if self.dist.enabled and distributed.any_rank(
-                    ended is not None or self._stop.is_set(), self.dist, self.device
-                ):
-                    ended = ended or ("stopped", f"stopped at step {self.step}")
-                if ended:
-                    reason, message = ended
-                    together = True
-                    break
-                if time.perf_counter() - last_save >= cfg.checkpoint_seconds:
-                    self.save()
-                    last_save = time.perf_counter()
-            else:
-                together = True
+            reason, message, together = self._loop()
         except KeyboardInterrupt:
             reason, message = "stopped", f"interrupted at step {self.step}"
-        except NonFiniteWeights as exc:
-            reason, message = "nan", str(exc)
-        except RunError as exc:
-            reason, message = "error", str(exc)
-        except RuntimeError as exc:  # device faults (CUDA errors) end the run, not the app
-            reason, message = "error", _failed(self.step, exc)
+        except (NonFiniteWeights, RunError, RuntimeError) as exc:
+            reason, message = self._failure(exc)
         if reason not in ("nan", "error"):
-            # The closing evaluation and save can meet the same faults as the loop.
-            try:
-                # A stop asked for by the user saves at once: the closing evaluation
-                # would make quitting the lab wait for hundreds of greedy decodes.
-                if reason != "stopped" and (self.last_eval is None or self.last_eval.step != self.step):
-                    if self.step > self._start_step and self.dist.is_main:
-                        self.evaluate()
-                self.save()
-                if self.history is not None:
-                    self.history.finish(self.step)
-            except NonFiniteWeights as exc:
-                reason, message = "nan", str(exc)
-            except RunError as exc:
-                reason, message = "error", str(exc)
-            except RuntimeError as exc:
-                reason, message = "error", _failed(self.step, exc)
+            reason, message = self._close(reason, message)
         self._log(message, "error" if reason in ("nan", "error") else "info")
         self._record_end({"reason": reason, "message": message, "step": self.step})
         self._emit(DoneEvent(reason, message, self.step))
         distributed.shutdown(self.dist, agreed=together)
         return self.summary(reason, message)
+
+    def _loop(self) -> tuple[str, str, bool]:
+        """Steps until the run ends: (reason, message, whether every rank ended here together)."""
+        cfg = self.config.train
+        last_save = time.perf_counter()
+        window = _SpeedWindow()
+        while self.step < cfg.steps:
+            if self._stop.is_set() and not self.dist.enabled:
+                return "stopped", f"stopped at step {self.step}", False
+            if not self._running.is_set():
+                self._running.wait(0.1)
+                continue
+            t0 = time.perf_counter()
+            lr = set_lr(self.optimizer, self.step + 1, cfg, self.elapsed)  # this update's rate
+            loss, grad_norm, tokens, train_acc = self._train_step()
+            dt = time.perf_counter() - t0
+            # Gradients are averaged across ranks, so a non-finite norm is seen by all.
+            if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+                what = "loss" if not math.isfinite(loss) else "gradient norm"
+                return "nan", (
+                    f"{what} became {loss if what == 'loss' else grad_norm} at step "
+                    f"{self.step + 1}; stopped (lower train.lr or raise warmup); "
+                    f"the last good checkpoint is kept"
+                ), False
+            ended = self._after_step(StepEvent(
+                self.step + 1, cfg.steps, loss, lr, grad_norm, window.add(tokens, dt), self.elapsed + dt,
+                0.0, train_acc, 0.0))
+            if ended:
+                return (*ended, True)
+            if time.perf_counter() - last_save >= cfg.checkpoint_seconds:
+                self.save()
+                last_save = time.perf_counter()
+        return "finished", f"finished {cfg.steps} steps", True
+
+    def _after_step(self, event: StepEvent) -> tuple[str, str] | None:
+        """Count the step ``event`` took (its eta and weight norm filled here), report it,
+        evaluate when due; (reason, message) if the run ends after it."""
+        cfg = self.config.train
+        self.step, self.elapsed = event.step, event.elapsed
+        eta = (cfg.steps - self.step) * (self.elapsed / max(1, self.step - self._start_step))
+        event = replace(event, eta=eta, weight_norm=weight_norm(self.model))
+        self.last_step = event
+        self._emit(event)
+        self._metric({"kind": "step", **asdict(event)})
+        ended = self._check_end()
+        if self.history is not None:  # after the evaluation: evaluated steps are kept
+            self.history.after_step(self.step)
+        self._note_solved(event.train_accuracy)
+        if self.dist.enabled and distributed.any_rank(
+            ended is not None or self._stop.is_set(), self.dist, self.device
+        ):
+            ended = ended or ("stopped", f"stopped at step {self.step}")
+        return ended
+
+    def _close(self, reason: str, message: str) -> tuple[str, str]:
+        """The closing evaluation and save, which can meet the same faults as the loop."""
+        try:
+            # A stop asked for by the user saves at once: the closing evaluation
+            # would make quitting the lab wait for hundreds of greedy decodes.
+            if reason != "stopped" and (self.last_eval is None or self.last_eval.step != self.step):
+                if self.step > self._start_step and self.dist.is_main:
+                    self.evaluate()
+            self.save()
+            if self.history is not None:
+                self.history.finish(self.step)
+        except (NonFiniteWeights, RunError, RuntimeError) as exc:
+            return self._failure(exc)
+        return reason, message
+
+    def _failure(self, exc: Exception) -> tuple[str, str]:
+        """(reason, message) for what ended a run: weights gone non-finite, a run folder
+        fault, or a device fault (a CUDA error ends the run, not the app)."""
+        if isinstance(exc, NonFiniteWeights):
+            return "nan", str(exc)
+        if isinstance(exc, RunError):
+            return "error", str(exc)
+        return "error", _failed(self.step, exc)
 
     def _check_end(self) -> tuple[str, str] | None:
         """Evaluate when due; (reason, message) if the run should end after this step."""

@@ -359,6 +359,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     @work(thread=True, exclusive=True, exit_on_error=False, group="features-train")
     def _train_worker(self, run: Any, out: Path, training: bool) -> None:
         """Train an SAE at the last residual stream (thread), posting merged progress."""
+        from tui_lab.core.model.device import bulk_threads
         from tui_lab.core.sae.activations import hook_activations, site_width
         from tui_lab.core.sae.feature_cache import recorder
         from tui_lab.core.sae.recipe import new_sae, train_settings
@@ -385,8 +386,9 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             trainer = SAETrainer(sae, settings, out, on_event)
             per_pass = max(1, 4096 // windows.shape[1])
             kept = recorder(handle, windows, hook, self.table_tokens)  # the table reads them after
-            end = trainer.train(kept.wrap(hook_activations(handle, windows, hook, per_pass, epochs=None)),
-                                should_stop=lambda: worker.is_cancelled)
+            with bulk_threads(training):
+                end = trainer.train(kept.wrap(hook_activations(handle, windows, hook, per_pass, epochs=None)),
+                                    should_stop=lambda: worker.is_cancelled)
         except Exception as exc:
             self.post_message(self.Failed(one_line(exc)))
             return
@@ -415,6 +417,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         self._build_table(sae, handle, windows, hook, source)
 
     def _build_table(self, sae: Any, handle: Any, windows: Any, hook: str, source: str) -> None:
+        from tui_lab.core.model.device import bulk_threads
         from tui_lab.core.sae.feature_cache import cached_feature_table
         from tui_lab.core.sae.feature_table import unembedding
 
@@ -429,8 +432,9 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         try:
             t0 = time.perf_counter()
             windows = windows[: max(1, self.table_tokens // windows.shape[1])]
-            table, cached = cached_feature_table(handle, sae, windows, hook, progress=progress,
-                                                 should_stop=lambda: worker.is_cancelled)
+            with bulk_threads(self.host.training_active):
+                table, cached = cached_feature_table(handle, sae, windows, hook, progress=progress,
+                                                     should_stop=lambda: worker.is_cancelled)
             if table is None:
                 return
             browser = FeatureBrowser(sae, table, handle.task.vocab.label, unembedding(handle.model))
