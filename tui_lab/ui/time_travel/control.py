@@ -125,7 +125,7 @@ class TimeTravelControl(Hosted):
         """Load ``step``'s weights into the lab's copy and decode ``text`` again (thread)."""
         import copy
 
-        from tui_lab.core.decoding.decode import generate
+        from tui_lab.ui.state.decoding import decode_text
 
         travel, ablation = self.host.state.travel, self.host.state.ablation
         try:
@@ -137,7 +137,7 @@ class TimeTravelControl(Hosted):
                 model, private = travel.snapshot_model(run_dir, step, run.model), True
             # The heads switched off in Attention stay off in the past too.
             model, ablated = ablation.apply(model, run, copied=private, text=text)
-            result = generate(model, run.task, text, **options)
+            result = decode_text(model, run.task, text, options)  # fill-mask on an encoder
             if ablated:
                 ablation.mark(result, ablated)
             curves = travel.read_curves(run_dir)

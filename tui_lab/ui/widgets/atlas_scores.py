@@ -3,7 +3,7 @@
 Which probe a model gets is the core's choice (``head_scores.atlas_for``): a lab
 run's own task, the standard repeat probe for a real model's text (random tokens
 of its vocabulary repeated once, as TransformerLens's ``detect_head`` does), a
-translator's own translations. What this module decides is the copy: a lab run's
+translator's own translations, an encoder's masked windows or example sentences. What this module decides is the copy: a lab run's
 model may be training, so it is copied whole; a real model's weights are hundreds
 of megabytes and never change here, so its copy shares them.
 """
@@ -20,6 +20,9 @@ def atlas_heads(model: Any, task: Any, arch: str) -> list[Any]:
     """Every head's ``HeadScore``, best first, on the probe the core picks for ``task``."""
     from tui_lab.core.analysis import head_scores
 
-    if getattr(task, "tokenizer", None) is None:  # a lab run's task: its own probe
+    lab_run = getattr(task, "tokenizer", None) is None
+    if lab_run and arch != "encoder-only":  # a lab run's task: its own probe
         return head_scores.score_heads(copy.deepcopy(model), task, arch)
-    return head_scores.atlas_for(shared_clone(model), task, arch).heads
+    # A real model, or an encoder (the core scores its bidirectional patterns: atlas_for).
+    clone = copy.deepcopy(model) if lab_run else shared_clone(model)
+    return head_scores.atlas_for(clone, task, arch).heads

@@ -33,8 +33,15 @@ def colour(value: float) -> Color:
     return Color.from_rgb(*(lo + (hi - lo) * v for lo, hi in zip(LOW, HIGH, strict=True)))
 
 
+# A mask token's labels (the lab's, BERT's, RoBERTa's): cut short, "ma" or "[M" would read
+# as text, so a narrow column shows the mask as the lab types it.
+MASK_LABELS = frozenset({"⟨mask⟩", "[MASK]", "<mask>"})
+
+
 def short_label(label: str, width: int) -> str:
-    """A token label cut to a column's width (special tokens lose their brackets)."""
+    """A token label cut to a column's width (special tokens lose their brackets; a mask is _)."""
+    if len(label) > width and label in MASK_LABELS:
+        return "_"
     text = label.strip("⟨⟩<>") if len(label) > width else label
     return text[:width]
 

@@ -25,6 +25,7 @@ from tui_lab.core.errors import one_line
 from tui_lab.ui import keys
 from tui_lab.ui.messages import DecodeRequested
 from tui_lab.ui.panes.attention.importance_panel import ImportanceAsk, ImportancePanel
+from tui_lab.ui.state.decoding import axis_labels, is_fill_result
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.time_travel.control import TimeTravelControl, travel_run_dir
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
@@ -42,6 +43,23 @@ KINDS = (
     ("decoder self", re.compile(r"^decoder\.(\d+)\.self$")),
     ("cross", re.compile(r"^decoder\.(\d+)\.cross$")),
 )
+
+
+def layers_line(m: Any) -> str:
+    """``encoder-only, 3 encoder layers``: the stacks a model config has."""
+    if m.arch == "encoder-only":
+        return f"{m.arch}, {m.n_encoder_layers} encoder layers"
+    encoder = f"{m.n_encoder_layers} encoder + " if m.arch == "encoder-decoder" else ""
+    return f"{m.arch}, {encoder}{m.n_decoder_layers} decoder layers"
+
+
+def model_arch(model: Any, names: list[str]) -> str:
+    """The decode's model's shape: its config's, else read from its capture names (an
+    encoder-only model's self-attention is named ``encoder.{L}.self`` too)."""
+    arch = getattr(getattr(model, "config", None), "arch", None)
+    if arch is not None:
+        return str(arch)
+    return "encoder-decoder" if any(n.startswith("encoder.") for n in names) else "decoder-only"
 
 
 class AttentionPane(Pane, Vertical):
@@ -184,12 +202,10 @@ class AttentionPane(Pane, Vertical):
         if not self.kinds:
             if self.config is None:  # before the lab's config is shown
                 return
-            m = self.config.model
-            encoder = f"{m.n_encoder_layers} encoder + " if m.arch == "encoder-decoder" else ""
             header.update(
                 Text(
-                    f"Attention · {self.config.name}: {m.arch}, {encoder}"
-                    f"{m.n_decoder_layers} decoder layers, {m.n_heads} heads · nothing decoded yet",
+                    f"Attention · {self.config.name}: {layers_line(self.config.model)}, "
+                    f"{self.config.model.n_heads} heads · nothing decoded yet",
                     style="dim",
                 )
             )
@@ -221,7 +237,7 @@ class AttentionPane(Pane, Vertical):
             heatmap.clear("No attention captured in the last decode.")
             return
         weights = self.result.attention[name]  # (H, Tq, Tk)
-        rows, cols = self.result.labels.get(name, ([], []))
+        rows, cols = axis_labels(self.result, name)
         n_q, n_k = int(weights.shape[1]), int(weights.shape[2])
         rows = list(rows[:n_q]) + [str(i) for i in range(len(rows), n_q)]
         cols = list(cols[:n_k]) + [str(j) for j in range(len(cols), n_k)]
@@ -282,6 +298,9 @@ class AttentionPane(Pane, Vertical):
         view = self.query_one(WalkthroughView)
         if self.result is None or self.capture_name is None:
             view.show_message("Decode an input first.")
+            return
+        if is_fill_result(self.result):  # the core's replay (collect_projections) is generate's
+            view.show_message("The walkthrough replays a greedy decode; a fill-mask decode has none yet.")
             return
         if self.projections is None:
             view.show_message("computing q, k and v from the model…")
@@ -377,13 +396,14 @@ class AttentionPane(Pane, Vertical):
         atlas.display = bool(self.overview and self.result is not None)
         if not atlas.display:
             return
-        names = list(self.result.attention)
-        arch = "encoder-decoder" if any(n.startswith("encoder.") for n in names) else "decoder-only"
+        arch = model_arch(self.model, list(self.result.attention))
         travel = self.host.state.travel
         run_dir = travel_run_dir(self.host.state)
         from tui_lab.core.runs.snapshots import list_snapshots
 
         history = run_dir if run_dir is not None and list_snapshots(run_dir) else None
+        if arch == "encoder-only":  # the core's score curves use the decoder's patterns
+            history = None
         step = travel.state.step if self.result is travel.shown_result else None
         atlas.follow(self.model, self.lab_task, arch, history, step, travel.score_curves)
 

@@ -1,4 +1,8 @@
-"""Decode pane: type an input, Enter decodes it (greedy or sampled) with the current model."""
+"""Decode pane: type an input, Enter decodes it (greedy or sampled) with the current model.
+
+An encoder-only model's decode is fill-mask instead: the input holds masks (``_``,
+``[MASK]``, ``<mask>``), Enter fills them (``fill_view.py`` draws the result).
+"""
 
 from __future__ import annotations
 
@@ -18,8 +22,10 @@ from tui_lab.core.errors import one_line
 from tui_lab.core.visible_text import NEWLINE, VISIBLE_WHITESPACE
 from tui_lab.ui import keys
 from tui_lab.ui.messages import Decoded
+from tui_lab.ui.panes.decode import fill_view
 from tui_lab.ui.panes.decode.logit_lens import LogitLens
 from tui_lab.ui.state.ablation import AblationState
+from tui_lab.ui.state.decoding import decode_text, fills_masks, is_fill_result
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.time_travel.control import TimeTravelControl
 from tui_lab.ui.widgets.pick_list import Item, PickList
@@ -147,6 +153,7 @@ class DecodePane(Pane, Vertical):
                     *({"header": ORDINALS[j], "no_wrap": True} for j in range(TOP_K_SHOWN)),
                     id="decode-steps",
                 )
+                yield Static(id="decode-fills")  # fill-mask's steps (empty for a greedy decode)
                 yield LogitLens(id="decode-lens")
             examples = PickList(id="examples")
             examples.border_title = "Examples"
@@ -185,7 +192,9 @@ class DecodePane(Pane, Vertical):
         self.run = run
         self._use_task(run.task if run is not None else self.config_task)
         self._show_model()
-        if opened_now and self.result is None:
+        if self.result is None and fills_masks(run):
+            self.query_one("#decode-output", Static).update(Text(self._fill_hint(run), style="dim"))
+        elif opened_now and self.result is None:
             self.query_one("#decode-output", Static).update(
                 Text(
                     f"Type a text (or pick an example, ctrl+n) and press Enter: {run.config.name} "
@@ -193,6 +202,19 @@ class DecodePane(Pane, Vertical):
                     style="dim",
                 )
             )
+
+    @staticmethod
+    def _fill_hint(run: Any) -> str:
+        """How to decode with an encoder-only model: type masks, Enter fills them."""
+        from tui_lab.core.decoding.fill_mask import mask_token
+        from tui_lab.core.model.encoder_only import mlm_head_note
+
+        note = mlm_head_note(run.model)
+        if note is not None:  # a bare encoder: Attention, Params and the hooks still work
+            return note
+        token = mask_token(run.task)
+        return (f"{run.config.name} fills masks: type a text with {token} where a token should be "
+                f"filled (or pick an example, ctrl+n) and press Enter.")
 
     def _use_task(self, task: Any) -> None:
         if task is not self.lab_task:
@@ -273,7 +295,8 @@ class DecodePane(Pane, Vertical):
             else:
                 self._error("no model yet: train one in the Train pane (2, then space)")
             return False
-        options = self._options()
+        # Fill-mask has no sampling: the options row is for a greedy or sampled decode.
+        options = (0.0, 0, 1.0) if fills_masks(self.run) else self._options()
         if options is None:
             return False
         self._error("")
@@ -286,15 +309,16 @@ class DecodePane(Pane, Vertical):
     def _decode_worker(
         self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool, top_p: float = 1.0
     ) -> None:
-        """Run the core's decoder (thread); a copy of the model if it is training."""
-        from tui_lab.core.decoding.decode import generate
+        """Run the core's decoder (thread); a copy of the model if it is training.
+        An encoder-only model fills the masks in ``text`` instead (``decode_text``)."""
         from tui_lab.ui.state.model_copies import settled
 
-        options: dict[str, Any] = {
-            "temperature": temperature, "top_k": top_k, "top_p": top_p, "report_k": TOP_K_SHOWN
-        }
+        fill = fills_masks(run)
+        options: dict[str, Any] = {"report_k": TOP_K_SHOWN}
+        if not fill:
+            options.update(temperature=temperature, top_k=top_k, top_p=top_p)
         real = opened_from_files(run)
-        if real:
+        if real and not fill:
             options["max_new_tokens"] = REAL_MODEL_NEW_TOKENS
         try:
             # Fetching the weights can fail too (a training process that has ended
@@ -302,9 +326,9 @@ class DecodePane(Pane, Vertical):
             settled(run)  # an opened model re-laid in the background: done first
             model = copy.deepcopy(run.model) if snapshot else run.model
             model, ablated = self.ablation.apply(model, run, copied=snapshot, text=text)
-            result = generate(model, run.task, text, **options)
+            result = decode_text(model, run.task, text, options)
             self.ablation.mark(result, ablated)
-            note = input_loss_note(run, model, result, ablated) if real else None
+            note = input_loss_note(run, model, result, ablated) if real and not fill else None
             if note:  # no right answer to check: how well it predicts the text instead
                 result.notes.append(note)
         except Exception as exc:  # DecodeInputError and friends: one line, inline
@@ -335,6 +359,10 @@ class DecodePane(Pane, Vertical):
         widget.set_class(bool(text), "-shown")
 
     def _show_result(self, result: Any) -> None:
+        if is_fill_result(result):
+            self._show_fills(result)
+            return
+        self.query_one("#decode-fills", Static).update("")
         out = Text()
         out.append("input  ", style="dim")
         out.append(visible(result.input), style="bold")
@@ -368,6 +396,16 @@ class DecodePane(Pane, Vertical):
             top += [Text()] * (TOP_K_SHOWN - len(top))
             rows.append((str(i), top_cell(step.token, step.prob, True), *top))
         self.query_one("#decode-steps", TextTable).show(rows)
+
+    def _show_fills(self, result: Any) -> None:
+        """A fill-mask result: the summary, each mask's fillers, the fills in their order."""
+        out = fill_view.summary(result, visible)
+        if ablated := self.ablation.label_of(result):
+            out.append(f"\nablated: {ablated}", style="bold magenta")
+        self.query_one("#decode-output", Static).update(out)
+        rows = fill_view.filler_rows(result, TOP_K_SHOWN, top_cell)
+        self.query_one("#decode-steps", TextTable).show(rows)
+        self.query_one("#decode-fills", Static).update(fill_view.fill_steps(result, visible, percent))
 
     # ---- actions ----------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from textual import work
 from textual.message import Message
 
 from tui_lab.core.errors import one_line
+from tui_lab.ui.state.decoding import is_fill_result
 from tui_lab.ui.widgets.lens_table import LensView
 
 if TYPE_CHECKING:
@@ -58,6 +59,9 @@ class LogitLens(LensView):
     def _request(self) -> None:
         if self._lens_result is None or self._lens_model is None:
             self.show_message("logit lens: decode an input first")
+            return
+        if is_fill_result(self._lens_result):  # the core's lens reads a greedy decode's steps
+            self.show_message("logit lens: reads a greedy decode's steps; a fill-mask decode has none")
             return
         self.show_message("logit lens: computing…")
         self._lens_worker(self._lens_model, self._lens_task, self._lens_result)
