@@ -26,6 +26,7 @@ import torch
 from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig, check_fits_in_memory
 from tui_lab.core.decoding.opened import open_model
 from tui_lab.core.decoding.run_source import keep_source
+from tui_lab.core.errors import LabError
 from tui_lab.core.runs.atomic import atomic_write_text
 from tui_lab.core.runs.events import Event
 from tui_lab.core.runs.layout import CONFIG_FILE
@@ -66,6 +67,21 @@ def run_name(source: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", tail) + "-finetune"
 
 
+def finetune_refusal(config: LabConfig) -> str | None:
+    """One line when the opened model of ``config`` cannot be fine-tuned here, else None.
+
+    Fine-tuning trains next-token prediction (token-lm) on a text; an encoder-only
+    model (BERT, DistilBERT, RoBERTa) reads both ways and predicts masked tokens,
+    so it would learn nothing it could use (the lab's masked-lm runs train its own).
+    """
+    if config.model.arch == "encoder-only":
+        return (
+            f"cannot fine-tune {config.name}: an encoder-only (masked-LM) model; fine-tuning "
+            "trains next-token prediction (token-lm), which needs a decoder-only model"
+        )
+    return None
+
+
 def finetune_config(
     loaded: Any, text: str | None, block: int | None = None, overrides: dict[str, Any] | None = None
 ) -> LabConfig:
@@ -74,6 +90,9 @@ def finetune_config(
     ``overrides`` are dotted settings (``{"train.steps": 50}``); a time limit
     without a step count makes the schedule decay over the time instead.
     """
+    refusal = finetune_refusal(loaded.config)
+    if refusal is not None:
+        raise LabError(refusal)
     model = loaded.config.model
     context = model.max_len
     task = TaskConfig(

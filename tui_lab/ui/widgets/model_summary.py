@@ -21,6 +21,15 @@ def human(n: float, unit: str = "") -> str:
     )
 
 
+def stacks(m: Any) -> str:
+    """The layers a model config has, by stack: ``3 encoder layers``, ``2 encoder + 2 decoder
+    layers``, ``4 decoder layers`` (a config holds both counts; its arch says which apply)."""
+    if m.arch == "encoder-only":
+        return f"{m.n_encoder_layers} encoder layers"
+    encoder = f"{m.n_encoder_layers} encoder + " if m.arch == "encoder-decoder" else ""
+    return f"{encoder}{m.n_decoder_layers} decoder layers"
+
+
 def human_bytes(n: float) -> str:
     """Bytes with binary prefixes: 1536 -> '1.5 KiB'."""
     for factor, prefix in ((2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki")):

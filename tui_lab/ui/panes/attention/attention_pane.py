@@ -31,6 +31,7 @@ from tui_lab.ui.time_travel.control import TimeTravelControl, travel_run_dir
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
 from tui_lab.ui.widgets.head_grid import HeadGrid
 from tui_lab.ui.widgets.heatmap import Heatmap
+from tui_lab.ui.widgets.model_summary import stacks
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
 
@@ -43,14 +44,6 @@ KINDS = (
     ("decoder self", re.compile(r"^decoder\.(\d+)\.self$")),
     ("cross", re.compile(r"^decoder\.(\d+)\.cross$")),
 )
-
-
-def layers_line(m: Any) -> str:
-    """``encoder-only, 3 encoder layers``: the stacks a model config has."""
-    if m.arch == "encoder-only":
-        return f"{m.arch}, {m.n_encoder_layers} encoder layers"
-    encoder = f"{m.n_encoder_layers} encoder + " if m.arch == "encoder-decoder" else ""
-    return f"{m.arch}, {encoder}{m.n_decoder_layers} decoder layers"
 
 
 def model_arch(model: Any, names: list[str]) -> str:
@@ -204,7 +197,7 @@ class AttentionPane(Pane, Vertical):
                 return
             header.update(
                 Text(
-                    f"Attention · {self.config.name}: {layers_line(self.config.model)}, "
+                    f"Attention · {self.config.name}: {self.config.model.arch}, {stacks(self.config.model)}, "
                     f"{self.config.model.n_heads} heads · nothing decoded yet",
                     style="dim",
                 )

@@ -32,7 +32,8 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
                 "architecture",
                 "choice",
                 cfg.ARCHS,
-                hint="encoder-decoder (translation) or decoder-only (GPT)",
+                hint="encoder-decoder (translation), decoder-only (GPT) or encoder-only "
+                "(BERT: trains on masked-lm)",
             ),
             FieldSpec("model.d_model", "d_model", "int", hint="width of every token vector"),
             FieldSpec("model.n_heads", "n_heads", "int", hint="must divide d_model"),
@@ -64,7 +65,7 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
                 "task.text",
                 "text file",
                 "path",
-                hint="char-lm: your own text file (empty: Python's help text)",
+                hint="char-lm, masked-lm: your own text file (empty: Python's help text)",
             ),
         ),
     ),

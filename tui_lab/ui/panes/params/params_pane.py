@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from tui_lab.ui import keys
 from tui_lab.ui.state.host import Pane
-from tui_lab.ui.widgets.model_summary import human, human_bytes
+from tui_lab.ui.widgets.model_summary import human, human_bytes, stacks
 from tui_lab.ui.widgets.text_table import TextTable
 
 BAR_WIDTH = 20
@@ -82,7 +82,7 @@ class ParamsPane(Pane, Vertical, can_focus=False):
         title.append(config.name + (" (edited)" if edited else ""), style="bold")
         title.append(
             f"  ·  {m.arch}, d_model {m.d_model}, {m.n_heads} heads, "
-            f"{m.n_encoder_layers if m.arch == 'encoder-decoder' else 0}+{m.n_decoder_layers} layers, "
+            f"{stacks(m)}, "
             f"vocab {vocab_size}",
             style="dim",
         )

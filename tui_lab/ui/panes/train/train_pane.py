@@ -185,9 +185,14 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         if self.host.state.model_source is not None and self.run is None:  # --model: not trainable here
             from rich.markup import escape
 
+            opened = self.host.state.opened
+            what = (  # an encoder (BERT) is not fine-tuned here: action_start says why
+                "an encoder-only (masked-LM) model: fine-tuning here trains decoder-only models"
+                if opened is not None and opened.config.model.arch == "encoder-only"
+                else f"{self.key('train.toggle')} fine-tunes it on the text typed under its card in Build"
+            )
             self.query_one("#train-status", Static).update(
-                f"[b]{escape(self.host.state.model_source)}[/b] · opened from files · "
-                f"{self.key('train.toggle')} fine-tunes it on the text typed under its card in Build",
+                f"[b]{escape(self.host.state.model_source)}[/b] · opened from files · {what}",
                 layout=False,
             )
             return
@@ -323,9 +328,21 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
             return bool(config.task.name == "modular-addition")
         return self.train_state.offers(action)
 
+    def _finetune_refusal(self) -> str | None:
+        """Why the opened model cannot be fine-tuned (the core's one line), or None."""
+        opened = self.host.state.opened
+        if opened is None:
+            return None
+        from tui_lab.core.training.finetune import finetune_refusal
+
+        return finetune_refusal(opened.config)
+
     def action_start(self) -> None:
         """Start training: a new run, or continue a stopped/opened one."""
         if self.host.state.model_source is not None and self.run is None:  # --model: fine-tune it
+            if (refusal := self._finetune_refusal()) is not None:
+                self.notify(refusal, severity="warning", timeout=6)
+                return
             spec = self.host.state.finetune
             if spec is None or self.host.state.core is None:
                 self.notify(

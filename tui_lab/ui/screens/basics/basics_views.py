@@ -16,10 +16,20 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
 from tui_lab.ui.screens.basics.basics_charts import EntropyChart, RateChart
-from tui_lab.ui.screens.basics.basics_data import BasicsData, Grid, mask_grids, position_grids
+from tui_lab.ui.screens.basics.basics_data import (
+    BasicsData,
+    Grid,
+    is_encoder_picture,
+    mask_grids,
+    position_grids,
+)
 from tui_lab.ui.widgets.heatmap import Heatmap
 
 SHOWN_PADS = 3  # padded keys listed after a row's real ones in the weights table
+ENCODER_NOTE = (
+    "\nan encoder-only model reads every real token both ways: its one mask hides padding "
+    "(left); a decoder would also hide the future (the causal triangle, beside it)"
+)
 
 
 class ValueHeatmap(Heatmap):
@@ -124,6 +134,7 @@ class MasksView(VerticalScroll):
             (f"a padded batch: {typed}{len(m.batch.texts) - (1 if data.text else 0)} task examples, "
              f"lengths {m.batch.lengths}, padded to {len(m.labels)}; row {m.row} shown", "bold"),
             ("\nrows: queries, columns: keys; bright = may attend, · = masked", "dim"),
+            (ENCODER_NOTE if is_encoder_picture(m) else "", "dim"),
         ))
         for i, (name, grid) in enumerate(mask_grids(m)):
             self.query_one(f"#mask-title-{i}", Static).update(Text(name, style="bold"))
