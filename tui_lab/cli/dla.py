@@ -22,6 +22,8 @@ def add_parser(sub: Subparsers) -> None:
     s.add_argument("--input", required=True, metavar="TEXT", help="the text the model reads")
     s.add_argument("--answer", required=True, metavar="TOK", help="the next token to explain: one token")
     s.add_argument("--wrong", metavar="TOK", help="explain logit[answer] - logit[wrong] (one token)")
+    s.add_argument("--target", metavar="TEXT",
+                   help="an encoder-decoder's decoder input after its start token; the answer follows it")
     add_at_step(s)
     add_json(s)
     s.set_defaults(handler=dla)
@@ -30,16 +32,15 @@ def add_parser(sub: Subparsers) -> None:
 def dla(args: argparse.Namespace) -> int:
     """Each component's direct contribution at the last position, their total and the model's own."""
     from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
-    from tui_lab.core.analysis.patch_pair import encode_text, single_token
+    from tui_lab.core.analysis.patch_pair import single_input, single_token
     from tui_lab.core.hooked.handle import hooked
 
     lab = hooked(load_target(args, "cpu", args.at_step))
-    import torch
-
-    ids = torch.tensor([encode_text(lab, args.input)], device=lab.device)
+    read = single_input(lab, args.input, args.target)
+    ids, _ = read.ids(lab.device)
     answer = single_token(lab, args.answer)
     wrong = None if args.wrong is None else single_token(lab, args.wrong, "wrong answer")
-    result = direct_logit_attribution(lab, ids, answer, wrong)
+    result = direct_logit_attribution(lab, ids, answer, wrong, read.target_ids(1, lab.device))
     which = "model" if args.model is not None else "run"
     if args.json:
         emit_json({which: target_name(args), **result.to_dict()})

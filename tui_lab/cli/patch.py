@@ -27,11 +27,19 @@ def add_parser(sub: Subparsers) -> None:
     s.add_argument("--answer", metavar="TOK", help="the clean run's answer: one token")
     s.add_argument("--wrong", metavar="TOK", help="the answer the corruption leads to: one token")
     s.add_argument("--pair", metavar="NAME",
-                   help="a ready-made pair instead: ioi (opened models), the run's task (induction, ...)")
+                   help="a ready-made pair instead: ioi (opened models), translation (opened "
+                        "translators), the run's task (induction, copy, ...)")
+    s.add_argument("--target", metavar="TEXT",
+                   help="an encoder-decoder's decoder input after its start token, the same in both "
+                        "runs (default: none); the answer is its next token")
+    s.add_argument("--stack", choices=("encoder", "decoder"),
+                   help="an encoder-decoder's stack to patch by position (default: encoder)")
     s.add_argument("--site", default="resid_pre",
                    help="resid_pre, attn_out, mlp_out (layer x position), z (layer x head), z_pos "
                         "(head x position), pattern, q, k, v (layer x head), resid_final")
-    s.add_argument("--method", default="exact", help="exact (patched runs) or attribution (one backward pass)")
+    s.add_argument("--method", default="exact",
+                   help="exact (patched runs), attribution (one backward pass), or both side by side "
+                        "with their correlation")
     add_at_step(s)
     add_json(s)
     s.set_defaults(handler=patch)
@@ -48,31 +56,45 @@ def pair_from_args(lab: Any, args: argparse.Namespace) -> Any:
         missing = [f"--{name}" for name in PAIR_OPTIONS if name not in given]
         if missing:
             raise PatchError(f"a pair needs --clean, --corrupt, --answer and --wrong (missing {', '.join(missing)})")
-        return make_pair(lab, args.clean, args.corrupt, args.answer, args.wrong)
+        return make_pair(lab, args.clean, args.corrupt, args.answer, args.wrong, getattr(args, "target", None))
+    if getattr(args, "target", None) is not None:
+        raise PatchError("--target goes with --clean/--corrupt/--answer/--wrong (a ready-made pair has its own)")
     return ready_pair(lab, args.pair)
 
 
 def patch(args: argparse.Namespace) -> int:
     """Patch every cell of the site and print the grid (0: corrupted run, 1: clean run)."""
     from tui_lab.core.analysis.activation_patching import activation_patch, site_named
-    from tui_lab.core.analysis.attribution_patching import attribution_patch
+    from tui_lab.core.analysis.attribution_patching import attribution_patch, correlation
     from tui_lab.core.analysis.patch_pair import PatchError
     from tui_lab.core.hooked.handle import hooked
 
-    if args.method not in ("exact", "attribution"):
-        raise PatchError(f"unknown method {args.method!r}: exact or attribution")
+    if args.method not in ("exact", "attribution", "both"):
+        raise PatchError(f"unknown method {args.method!r}: exact, attribution or both")
     site_named(args.site)
     lab = hooked(load_target(args, "cpu", args.at_step))
     pair = pair_from_args(lab, args)
-    run = activation_patch if args.method == "exact" else attribution_patch
-    result = run(lab, pair, args.site)
+    results = []
+    if args.method in ("exact", "both"):
+        results.append(activation_patch(lab, pair, args.site, stack=args.stack))
+    if args.method in ("attribution", "both"):
+        results.append(attribution_patch(lab, pair, args.site, stack=args.stack))
     which = "model" if args.model is not None else "run"
     if args.json:
-        emit_json({which: target_name(args), "pair": pair.name, **result.to_dict()})
+        head = {which: target_name(args), "pair": pair.name}
+        if len(results) == 1:
+            emit_json({**head, **results[0].to_dict()})
+        else:
+            emit_json({**head, "exact": results[0].to_dict(), "attribution": results[1].to_dict(),
+                       "correlation": correlation(*results)})
         return 0
-    print(f"{target_name(args)}: {result.method} patching of {result.site} ({result.direction}); "
-          f"logit difference clean {result.clean:.3f}, corrupted {result.corrupt:.3f}")
-    print_grid(result.rows, result.cols, result.values)
+    for result in results:
+        print(f"{target_name(args)}: {result.method} patching of {result.site} ({result.direction}); "
+              f"logit difference clean {result.clean:.3f}, corrupted {result.corrupt:.3f}")
+        print_grid(result.rows, result.cols, result.values)
+    if len(results) == 2:
+        print(f"correlation of attribution with exact patching over {len(results[0].rows) * len(results[0].cols)} "
+              f"cells: {correlation(*results):.3f}")
     return 0
 
 

@@ -21,7 +21,10 @@ def add_parser(sub: Subparsers) -> None:
     add_run_or_model(s)
     s.add_argument("--input", required=True, metavar="TEXT", help="the text the model reads")
     s.add_argument("--subject", required=True, metavar="TEXT", help="the part of the input to corrupt")
-    s.add_argument("--answer", required=True, metavar="TOK", help="the next token: one token")
+    s.add_argument("--answer", required=True, metavar="TOK",
+                   help="the next token (an encoder-only model's: at the input's one mask): one token")
+    s.add_argument("--target", metavar="TEXT",
+                   help="an encoder-decoder's decoder input after its start token; the answer follows it")
     s.add_argument("--noise", type=float, default=3.0, help="noise scale, times the embeddings' std (default 3)")
     s.add_argument("--samples", type=int, default=10, help="noise samples (default 10)")
     s.add_argument("--seed", type=int, default=0, help="the noise's seed (default 0)")
@@ -34,15 +37,18 @@ def trace(args: argparse.Namespace) -> int:
     """Restore each state in turn; print tokens x layers as a fraction of the clean probability."""
     import torch
 
+    from tui_lab.core.analysis.activation_patching import Reading
     from tui_lab.core.analysis.causal_tracing import causal_trace, subject_span
-    from tui_lab.core.analysis.patch_pair import encode_text, single_token
+    from tui_lab.core.analysis.patch_pair import single_input, single_token
     from tui_lab.core.hooked.handle import hooked
 
     lab = hooked(load_target(args, "cpu", args.at_step))
-    ids = encode_text(lab, args.input)
+    read = single_input(lab, args.input, args.target)
+    ids = read.clean
     span = subject_span(lab, ids, args.subject)
     answer = single_token(lab, args.answer)
     result = causal_trace(lab, torch.tensor([ids], device=lab.device), span, answer,
+                          reading=Reading(read.position, read.target_ids(1, lab.device)),
                           noise=args.noise, samples=args.samples, seed=args.seed)
     which = "model" if args.model is not None else "run"
     if args.json:

@@ -66,3 +66,31 @@ def test_a_trained_run_sums_too() -> None:
     result = direct_logit_attribution(lab, ids, y, f)
     assert result.total == pytest.approx(result.model, abs=1e-4)
     assert len(result.components) == 2 + 8 + 1  # embed, pos_embed, 2 x 4 heads, biases: no MLP
+
+
+def test_an_encoder_decoder_run_sums_with_its_cross_attention_heads() -> None:
+    """The lab's copy model: the decoder's residual stream at its last position is its
+    embeddings, its self- and cross-attention heads and MLPs; the parts add up to the
+    logit difference of the model's own forward pass (run here apart from the hooks)."""
+    lab = open_model(DATA / "learned-copy")
+    src = lab.to_tokens("31415")
+    vocab = lab.task.vocab
+    target = torch.tensor([[lab.task.decoder_start_id, *vocab.encode("31")]])
+    four, nine = vocab.encode("49")
+    result = direct_logit_attribution(lab, src, four, nine, target)
+    with torch.no_grad():
+        logits = lab.model(src, target)[0, -1]
+    assert result.model == pytest.approx(float(logits[four] - logits[nine]), abs=1e-4)
+    assert result.total == pytest.approx(result.model, abs=1e-4)
+    names = [c["name"] for c in result.components]
+    assert {"L0xH0", "L0xH1", "L1xH0", "L1xH1", "L0H0", "L1.mlp"} <= set(names) and names[-1] == "biases"
+
+
+def test_an_encoder_only_model_is_refused_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.hf_fixtures.hf_factory import save_masked_lm
+    from tui_lab.core.analysis.patch_pair import PatchError
+
+    save_masked_lm(tmp_path, "bert")
+    lab = open_model(tmp_path)
+    with pytest.raises(PatchError, match="MLM head"):
+        direct_logit_attribution(lab, lab.to_tokens("the cat"), 5, 6)

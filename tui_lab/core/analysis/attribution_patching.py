@@ -24,43 +24,44 @@ from torch import Tensor
 
 from tui_lab.core.analysis.activation_patching import (
     PatchResult,
-    final_hook,
     grid_values,
-    require_decoder_only,
+    layer_rows,
+    row_tokens,
     site_grid,
-    site_hook,
-    site_layers,
     site_named,
 )
 from tui_lab.core.analysis.patch_pair import Metric, PatchPair, logit_diff
+from tui_lab.core.analysis.patch_rows import final_hook
 
 
 def run_with_grad_cache(
-    model: Any, ids: Tensor, names: list[str], metric_row: int, answer: int, wrong: int | None
+    model: Any, ids: Tensor, names: list[str], metric_row: int, pair: PatchPair
 ) -> tuple[Tensor, dict[str, Tensor], dict[str, Tensor]]:
     """One forward over ``ids`` (B, T) keeping ``names``' activations in the graph and
-    one backward from row ``metric_row``'s logit difference.
+    one backward from row ``metric_row``'s logit difference (read where ``pair`` says).
 
     Returns (each row's logit difference (B,), activations, their gradients), all
-    detached. The last hook before the unembedding keeps only the last position.
+    detached. The last hook before the unembedding keeps only the answer's position.
     """
     acts: dict[str, Tensor] = {}
     last = final_hook(model)
     wanted = set(names)
+    keep_at = slice(-1, None) if pair.position == -1 else slice(pair.position, pair.position + 1)
 
     def keep(x: Tensor, name: str) -> Tensor | None:
         if name in wanted:
             acts[name] = x
-        return x[:, -1:] if name == last else None
+        return x[:, keep_at] if name == last else None
 
     def leaf(x: Tensor, _name: str) -> Tensor | None:
         # Frozen weights leave the embeddings without a graph: start one here.
         return None if x.requires_grad else x.detach().requires_grad_()
 
+    embeds = [n for n in model.hook_names() if n.endswith("hook_embed")]
     with torch.enable_grad():
-        hooks = [("hook_embed", leaf), *((n, keep) for n in sorted(wanted | {last}))]
-        logits = model.run_with_hooks(ids, hooks)  # (B, 1, V)
-        diffs = logit_diff(logits, answer, wrong)  # (B,)
+        hooks = [*((n, leaf) for n in embeds), *((n, keep) for n in sorted(wanted | {last}))]
+        logits = model.run_with_hooks(ids, hooks, target=pair.target_ids(ids.size(0), model.device))
+        diffs = logit_diff(logits, pair.answer, pair.wrong)  # (B,): one position is left
         order = list(acts)
         grads = torch.autograd.grad(diffs[metric_row], [acts[n] for n in order], allow_unused=True)
     found = {n: (torch.zeros_like(acts[n]) if g is None else g).detach() for n, g in zip(order, grads, strict=True)}
@@ -79,28 +80,23 @@ def _reduce(layout: str, product: Tensor) -> Tensor:
     return product.sum((1, 2))  # (H, Tq, Tk) -> (H,)
 
 
-def attribution_patch(model: Any, pair: PatchPair, site: str = "resid_pre") -> PatchResult:
+def attribution_patch(model: Any, pair: PatchPair, site: str = "resid_pre", stack: str | None = None
+                      ) -> PatchResult:
     """Attribution patching of ``site`` (denoising: corrupted run, clean activations);
     ``raw``: the estimated patched logit differences, ``values`` normalised."""
-    require_decoder_only(model, "attribution patching")
     where = site_named(site)
-    layers = site_layers(model, where)
-    names = sorted({site_hook(model, where, layer) for layer in layers})
+    rows = layer_rows(model, where, stack)
+    names = sorted({r.hook for r in rows})
     clean_ids, corrupt_ids = pair.ids(model.device)
     ids = torch.cat([clean_ids, corrupt_ids])  # (2, T)
-    diffs, acts, grads = run_with_grad_cache(model, ids, names, 1, pair.answer, pair.wrong)
+    diffs, acts, grads = run_with_grad_cache(model, ids, names, 1, pair)
     metric = Metric(float(diffs[0]), float(diffs[1]))
-    tokens = [model.task.vocab.label(int(i)) for i in pair.clean]
-    clean_cache = {n: a[:1] for n, a in acts.items()}
-    grid = site_grid(model, where, clean_cache, tokens)
-    per_layer = {
-        layer: _reduce(where.layout, (acts[n][0] - acts[n][1]) * grads[n][1])
-        for layer in layers
-        for n in [site_hook(model, where, layer)]
-    }
+    tokens = row_tokens(model, pair, rows)
+    grid = site_grid(model, where, rows, {n: a[:1] for n, a in acts.items()}, tokens)
+    per_hook = {n: _reduce(where.layout, (acts[n][0] - acts[n][1]) * grads[n][1]) for n in names}
     estimate = []
-    for _r, _c, layer, index in grid.cells:
-        cell = per_layer[layer]
+    for r, _c, index in grid.cells:
+        cell = per_hook[grid.hooks[r]]
         estimate.append(cell[index[1], index[0]] if where.layout == "head_pos" else cell[index[0]])
     raw = metric.corrupt + torch.stack(estimate).float().cpu()
     return PatchResult(

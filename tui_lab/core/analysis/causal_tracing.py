@@ -10,7 +10,10 @@ probability, averaged over the samples, says how much of it that state alone
 brings back. ``values`` are those probabilities over the clean one (1: all of it).
 
 The restored runs go through ``activation_patching.run_cells``: ``samples`` noisy
-rows per cell, many cells per forward pass.
+rows per cell, many cells per forward pass. The answer is read where patching
+reads it (``Reading``: the last position, a mask's, or an encoder-decoder's
+decoder after its ``target``); an encoder-decoder's subject is in its source,
+so the noise and the restored states are its encoder's.
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ import torch
 from torch import Tensor
 
 from tui_lab.core.analysis.activation_patching import (
+    AT_THE_END,
     Cancelled,
     Cell,
     Progress,
-    n_layers,
-    require_decoder_only,
+    Reading,
     run_cells,
 )
 from tui_lab.core.analysis.patch_pair import PatchError
+from tui_lab.core.analysis.patch_rows import stack_layers, stacks
 
 KINDS = {"resid": "hook_resid_post", "attn": "hook_attn_out", "mlp": "hook_mlp_out"}
 
@@ -77,9 +81,12 @@ def subject_span(model: Any, ids: list[int], subject: str) -> tuple[int, int]:
 
 
 def embedding_std(model: Any) -> float:
-    """The standard deviation of the token embeddings as the blocks see them (scaled)."""
+    """The standard deviation of the input's token embeddings as the blocks see them
+    (scaled; an encoder-decoder's source embeddings)."""
     lab = model.model
-    return float(lab.tgt_embed.weight.detach().float().std()) * float(getattr(lab, "embed_scale", 1.0))
+    table = getattr(lab, "src_embed", None) if not model.decoder_only else None
+    table = table if table is not None else lab.tgt_embed
+    return float(table.weight.detach().float().std()) * float(getattr(lab, "embed_scale", 1.0))
 
 
 def causal_trace(
@@ -88,6 +95,7 @@ def causal_trace(
     subject: tuple[int, int],
     answer: int,
     *,
+    reading: Reading = AT_THE_END,
     noise: float = 3.0,
     samples: int = 10,
     seed: int = 0,
@@ -98,50 +106,57 @@ def causal_trace(
 ) -> TraceResult:
     """ROME's causal trace of ``ids`` (1, T): noise on the tokens ``subject`` [start,
     end), the clean state restored one (token, layer) at a time, for each kind."""
-    require_decoder_only(model, "causal tracing")
     start, end = subject
     if not 0 <= start < end <= ids.size(1):
         raise PatchError(f"subject tokens {start}..{end} lie outside the input's {ids.size(1)} tokens")
     if samples < 1:
         raise PatchError(f"samples must be at least 1, got {samples}")
-    names = set(model.hook_names())
-    n = n_layers(model)
-    kinds = tuple(k for k in kinds if f"blocks.0.{KINDS[k]}" in names)
-    hooks = [f"blocks.{i}.{KINDS[k]}" for k in kinds for i in range(n)]
+    stack = stacks(model)[0]  # the one that reads the input
+    embed = "hook_embed" if stack == "blocks" else f"{stack}.hook_embed"
+    names, n = set(model.hook_names()), stack_layers(model, stack)
+    kinds = tuple(k for k in kinds if f"{stack}.0.{KINDS[k]}" in names)
+    hooks = [f"{stack}.{i}.{KINDS[k]}" for k in kinds for i in range(n)]
     with torch.no_grad():
-        logits, clean = model.run_with_cache(ids, names=hooks)
-    p_clean = float(torch.softmax(logits[0, -1].float(), -1)[answer])
-
+        logits, clean = model.run_with_cache(ids, names=hooks, target=reading.target)
+    p_clean = float(torch.softmax(logits[0, reading.position].float(), -1)[answer])
     gen = torch.Generator().manual_seed(seed)
-    d = int(model.config.model.d_model)
-    scale = noise * embedding_std(model)
-    draws = (torch.randn(samples, end - start, d, generator=gen) * scale).to(model.device)
+    draws = torch.randn(samples, end - start, int(model.config.model.d_model), generator=gen)
+    draws = (draws * noise * embedding_std(model)).to(model.device)
 
     def add_noise(x: Tensor, _name: str) -> Tensor:
         x = x.clone()
-        x[:, start:end] += draws.to(x.dtype)  # (samples, subject, d)
+        # (samples, subject, d) per copy of the samples (an encoder-decoder's pass holds many)
+        x[:, start:end] += draws.to(x.dtype).repeat(x.size(0) // samples, 1, 1)
         return x
 
     t = ids.size(1)
-    cells: list[Cell] = []
-    for k in kinds:
-        for p in range(t):
-            for i in range(n):
-                act = clean[f"blocks.{i}.{KINDS[k]}"]
-
-                def write(rows: Tensor, act: Tensor = act, p: int = p) -> None:
-                    rows[:, p] = act[0, p]  # (samples, T, d)
-
-                cells.append(Cell(i, f"blocks.{i}.{KINDS[k]}", write))
+    cells = [Cell(i, f"{stack}.{i}.{KINDS[k]}", _restore(clean[f"{stack}.{i}.{KINDS[k]}"], p))
+             for k in kinds for p in range(t) for i in range(n)]
+    rows = Reading(reading.position, None if reading.target is None else reading.target.repeat(samples, 1))
     base, restored = run_cells(
         model, ids.repeat(samples, 1), cells, lambda last: torch.softmax(last.float(), -1)[:, answer],
-        base_hooks=[("hook_embed", add_noise)], max_rows=max_rows, progress=progress, cancelled=cancelled,
+        base_hooks=[(embed, add_noise)], reading=rows, max_rows=max_rows, progress=progress,
+        cancelled=cancelled,
     )
-    mean = restored.mean(1).view(len(kinds), t, n)  # (kinds, T, layers)
+    return _result(model, ids, subject, answer, (p_clean, float(base.mean())), (noise, samples),
+                   kinds, restored.mean(1).view(len(kinds), t, n))
+
+
+def _restore(act: Tensor, p: int) -> Any:
+    def write(rows: Tensor) -> None:
+        rows[:, p] = act[0, p]  # (samples, T, d)
+
+    return write
+
+
+def _result(model: Any, ids: Tensor, subject: tuple[int, int], answer: int, probs: tuple[float, float],
+            noise: tuple[float, int], kinds: tuple[str, ...], mean: Tensor) -> TraceResult:
+    """The trace's result: ``mean`` (kinds, T, layers) restored probabilities."""
     vocab = model.task.vocab
+    p_clean = probs[0]
     result = TraceResult(
-        [vocab.label(int(i)) for i in ids[0]], (start, end), vocab.label(answer), p_clean,
-        float(base.mean()), noise, samples, [f"L{i}" for i in range(n)],
+        [vocab.label(int(i)) for i in ids[0]], subject, vocab.label(answer), p_clean, probs[1],
+        noise[0], noise[1], [f"L{i}" for i in range(mean.size(2))],
     )
     for j, k in enumerate(kinds):
         result.probs[k] = mean[j].tolist()

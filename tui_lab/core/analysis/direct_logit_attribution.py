@@ -24,8 +24,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from tui_lab.core.analysis.activation_patching import n_layers, require_decoder_only
-from tui_lab.core.analysis.patch_pair import PatchError, logit_diff
+from tui_lab.core.analysis.patch_pair import PatchError, logit_diff, model_shape
+from tui_lab.core.analysis.patch_rows import answer_stack, stack_layers
 
 
 @dataclass
@@ -69,55 +69,69 @@ def frozen_norm(norm: nn.Module | None, final: Tensor) -> tuple[Any, Tensor]:
     raise PatchError(f"direct logit attribution cannot freeze a {type(norm).__name__} final norm")
 
 
-def _residual_parts(lab: Any, cache: dict[str, Tensor], final: Tensor) -> list[tuple[str, Tensor]]:
+def _residual_parts(lab: Any, cache: dict[str, Tensor], final: Tensor, stack: str) -> list[tuple[str, Tensor]]:
     """The last position's residual stream split into what wrote it: the embeddings, each
-    head (its ``z`` through its slice of ``w_o``), each MLP, and the output biases."""
-    parts: list[tuple[str, Tensor]] = []
-    if "hook_embed" in cache:
-        parts.append(("embed", cache["hook_embed"][0, -1].float()))
-    if "hook_pos_embed" in cache:
-        parts.append(("pos_embed", cache["hook_pos_embed"][0, -1].float()))
+    head (its ``z`` through its slice of ``w_o``; an encoder-decoder's decoder's cross-attention
+    heads too), each MLP, and the output biases."""
+    embeds = ("hook_embed", "hook_pos_embed") if stack == "blocks" else (f"{stack}.hook_embed", f"{stack}.hook_pos_embed")
+    parts: list[tuple[str, Tensor]] = [
+        (name.split(".")[-1].removeprefix("hook_"), cache[name][0, -1].float()) for name in embeds if name in cache
+    ]
     biases = torch.zeros_like(final)
     for i, block in enumerate(lab.decoder.layers):
-        attn = block.self_attn
-        z = cache[f"blocks.{i}.attn.hook_z"][0, -1].float()  # (H, d_head)
-        w_o = attn.w_o.weight.float().view(attn.d_model, attn.n_heads, attn.d_head)  # (d, H, d_head)
-        per_head = torch.einsum("hk,dhk->hd", z, w_o)  # (H, d)
-        parts += [(f"L{i}H{h}", per_head[h]) for h in range(attn.n_heads)]
-        if attn.w_o.bias is not None:
-            biases = biases + attn.w_o.bias.float()
-        if f"blocks.{i}.hook_mlp_out" in cache:
-            parts.append((f"L{i}.mlp", cache[f"blocks.{i}.hook_mlp_out"][0, -1].float()))
+        for kind, attn in (("attn", block.self_attn), ("cross_attn", getattr(block, "cross_attn", None))):
+            if attn is None:
+                continue
+            z = cache[f"{stack}.{i}.{kind}.hook_z"][0, -1].float()  # (H, d_head)
+            w_o = attn.w_o.weight.float().view(attn.d_model, attn.n_heads, attn.d_head)  # (d, H, d_head)
+            per_head = torch.einsum("hk,dhk->hd", z, w_o)  # (H, d)
+            tag = "" if kind == "attn" else "x"
+            parts += [(f"L{i}{tag}H{h}", per_head[h]) for h in range(attn.n_heads)]
+            if attn.w_o.bias is not None:
+                biases = biases + attn.w_o.bias.float()
+        if f"{stack}.{i}.hook_mlp_out" in cache:
+            parts.append((f"L{i}.mlp", cache[f"{stack}.{i}.hook_mlp_out"][0, -1].float()))
     parts.append(("biases", biases))
     return parts
 
 
-def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | None = None) -> DlaResult:
+def _dla_hooks(model: Any, stack: str, n: int) -> list[str]:
+    names = set(model.hook_names())
+    embeds = ("hook_embed", "hook_pos_embed") if stack == "blocks" else (f"{stack}.hook_embed", f"{stack}.hook_pos_embed")
+    wanted = [h for h in embeds if h in names]
+    for i in range(n):
+        wanted += [h for h in (f"{stack}.{i}.hook_resid_pre", f"{stack}.{i}.attn.hook_z",
+                               f"{stack}.{i}.cross_attn.hook_z", f"{stack}.{i}.hook_mlp_out") if h in names]
+    return [*wanted, f"{stack}.{n - 1}.hook_resid_post"]
+
+
+def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | None = None,
+                             target: Tensor | None = None) -> DlaResult:
     """Each head's, each MLP's, the embeddings' and the biases' direct contribution to
-    ``logit[answer] - logit[wrong]`` at the last position of ``ids`` (1, T)."""
-    require_decoder_only(model, "direct logit attribution")
+    ``logit[answer] - logit[wrong]`` at the last position of ``ids`` (1, T); an
+    encoder-decoder's at its decoder's last position (``target``: its decoder input)."""
+    shape = model_shape(model)
+    if shape == "encoder-only":
+        raise PatchError("direct logit attribution reads the logits as linear in the residual stream; "
+                         "an encoder-only model's MLM head (dense, activation, norm) is not")
     lab = model.model
-    n = n_layers(model)
+    stack = answer_stack(model)
+    n = stack_layers(model, stack)
     if not lab.decoder.layers[0].norm_first:
         raise PatchError("direct logit attribution needs a pre-LN model (a post-LN stack normalises inside it)")
-    names = set(model.hook_names())
-    wanted = [h for h in ("hook_embed", "hook_pos_embed") if h in names]
-    for i in range(n):
-        wanted += [h for h in (f"blocks.{i}.hook_resid_pre", f"blocks.{i}.attn.hook_z", f"blocks.{i}.hook_mlp_out") if h in names]
-    wanted.append(f"blocks.{n - 1}.hook_resid_post")
     with torch.no_grad():
-        logits, cache = model.run_with_cache(ids, names=wanted)
+        logits, cache = model.run_with_cache(ids, names=_dla_hooks(model, stack, n), target=target)
         own = float(logit_diff(logits, answer, wrong)[0])
         head = lab.lm_head
         direction = head.weight[answer] - (head.weight[wrong] if wrong is not None else 0)  # (d,)
         head_bias = 0.0
         if head.bias is not None:
             head_bias = float(head.bias[answer] - (head.bias[wrong] if wrong is not None else 0))
-        final = cache[f"blocks.{n - 1}.hook_resid_post"][0, -1].float()  # (d,)
+        final = cache[f"{stack}.{n - 1}.hook_resid_post"][0, -1].float()  # (d,)
         linear, shift = frozen_norm(lab.decoder.norm, final)
         direction = direction.float()
 
-        parts = _residual_parts(lab, cache, final)
+        parts = _residual_parts(lab, cache, final, stack)
         summed = torch.stack([v for _, v in parts]).sum(0)
         if not torch.allclose(summed, final, atol=1e-3 * (1 + float(final.abs().max())), rtol=1e-4):
             raise PatchError("this model's residual stream is not the sum of its heads, MLPs and embeddings: "
@@ -132,7 +146,7 @@ def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | 
             raise PatchError("this model's logits are not linear in its final residual stream "
                              "(soft-capped?): no direct logit attribution")
         accumulated = [
-            {"name": f"blocks.{i}.hook_resid_pre", "value": float(linear(cache[f"blocks.{i}.hook_resid_pre"][0, -1].float()) @ direction) + constant}
+            {"name": f"{stack}.{i}.hook_resid_pre", "value": float(linear(cache[f"{stack}.{i}.hook_resid_pre"][0, -1].float()) @ direction) + constant}
             for i in range(n)
         ]
         accumulated.append({"name": "final", "value": float(linear(final) @ direction) + constant})

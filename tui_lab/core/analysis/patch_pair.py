@@ -4,14 +4,26 @@ Activation patching asks which activations carry the difference between two
 runs of the model on inputs of the same token length: a **clean** input whose
 right answer the model gives (``answer``), and a **corrupted** one that makes
 it lean to another token (``wrong``). The metric is the logit difference
-``logit[answer] - logit[wrong]`` at the last position; ``normalise`` maps it so
-that 0 is the corrupted run and 1 the clean run (TransformerLens's IOI demo).
+``logit[answer] - logit[wrong]`` at the answer's position; ``normalise`` maps it
+so that 0 is the corrupted run and 1 the clean run (TransformerLens's IOI demo).
+
+Where the answer is read, by the model's shape:
+
+- decoder-only: the last position of the input;
+- encoder-only: the mask's position (the input holds one mask token);
+- encoder-decoder: the inputs are the source; the decoder reads ``target``
+  (its start token, then a prefix of the answer, the same in both runs) and the
+  answer is its next token, at the decoder's last position.
 
 Ready-made pairs (``ready_pair``):
 
 - ``ioi``, for models opened from files: "When Mary and John went to the store,
   John gave a drink to" -> " Mary" / " John", the names swapped for the
   corruption (Wang et al. 2022);
+- ``divergence``, for encoder-decoders (a translator, the lab's copy or
+  reverse runs): the two inputs greedily decoded; ``target`` is what both
+  outputs share at the start, and the answers are the first tokens where they
+  part;
 - ``task``, for the lab's runs: a pair from the run's own task. Induction: a
   random block, then the start of its repeat; the corruption changes the first
   copy, so the answer (the repeated token) can no longer be read off it and the
@@ -45,6 +57,8 @@ class PatchPair:
     answer: int
     wrong: int
     name: str = "custom"
+    target: tuple[int, ...] = ()  # an encoder-decoder's decoder input (start token first)
+    position: int = -1  # where the answer is read: the last position, or the mask's
 
     def __post_init__(self) -> None:
         if len(self.clean) != len(self.corrupt):
@@ -66,11 +80,15 @@ class PatchPair:
             torch.tensor([self.corrupt], device=device),
         )
 
+    def target_ids(self, rows: int = 1, device: torch.device | str = "cpu") -> Tensor | None:
+        """(rows, S) decoder input of an encoder-decoder pair; None for one stack."""
+        return torch.tensor([list(self.target)] * rows, device=device) if self.target else None
 
-def logit_diff(logits: Tensor, answer: int, wrong: int | None) -> Tensor:
-    """(B,) ``logit[answer] - logit[wrong]`` at the last position (the answer's logit
-    alone when ``wrong`` is None)."""
-    last = logits[:, -1].float()  # (B, V)
+
+def logit_diff(logits: Tensor, answer: int, wrong: int | None, position: int = -1) -> Tensor:
+    """(B,) ``logit[answer] - logit[wrong]`` at ``position`` (the answer's logit alone
+    when ``wrong`` is None)."""
+    last = logits[:, position].float()  # (B, V)
     return last[:, answer] if wrong is None else last[:, answer] - last[:, wrong]
 
 
@@ -105,26 +123,114 @@ def encode_text(model: Any, text: str) -> list[int]:
     return ids
 
 
+def _added_ids(model: Any) -> set[int]:
+    """The ids an encoder-only model's tokenizer puts around every text (none for the rest)."""
+    if model_shape(model) != "encoder-only":
+        return set()
+    try:
+        return set(_vocab(model).encode(""))
+    except LabError:
+        return set()
+
+
 def single_token(model: Any, text: str, what: str = "answer") -> int:
-    """The one token id of ``text`` (a tokenizer's leading BOS left out); PatchError
-    naming the pieces when it is more or less than one token."""
+    """The one token id of ``text`` (a tokenizer's leading BOS left out; an
+    encoder-decoder's answer as its decoder writes it); PatchError naming the pieces
+    when it is more or less than one token."""
     vocab = _vocab(model)
-    ids = list(vocab.encode(text))
+    if model_shape(model) == "encoder-decoder":
+        ids = list(decoder_input(model, text)[1:])
+    else:
+        ids = list(vocab.encode(text))
     bos = _bos_id(model)
     if len(ids) > 1 and bos is not None and ids[0] == bos:
         ids = ids[1:]
+    added = _added_ids(model)  # an encoder's [CLS] and [SEP] around every text
+    if len(ids) > 1 and added:
+        ids = [i for i in ids if i not in added]
     if len(ids) != 1:
         pieces = " ".join(repr(vocab.label(int(i))) for i in ids) or "nothing"
         raise PatchError(f"the {what} {text!r} is {len(ids)} tokens ({pieces}): give one token")
     return int(ids[0])
 
 
-def make_pair(model: Any, clean: str, corrupt: str, answer: str, wrong: str) -> PatchPair:
-    """A pair from text: the two inputs (same token length) and one-token answers."""
-    a, c = encode_text(model, clean), encode_text(model, corrupt)
+def make_pair(model: Any, clean: str, corrupt: str, answer: str, wrong: str,
+              target: str | None = None) -> PatchPair:
+    """A pair from text: the two inputs (same token length) and one-token answers;
+    ``target``: an encoder-decoder's decoder prefix (none: its start token alone)."""
+    shape = model_shape(model)
+    if target is not None and shape != "encoder-decoder":
+        raise PatchError("--target is the decoder's start of an encoder-decoder; this model has one stack")
+    if shape == "encoder-only":
+        a, c = masked_ids(model, clean), masked_ids(model, corrupt)
+    else:
+        a, c = encode_text(model, clean), encode_text(model, corrupt)
     if len(a) != len(c):  # before the answers: the lengths are the first thing to fix
         return PatchPair(a, c, 0, 0)  # raises, naming both lengths
-    return PatchPair(a, c, single_token(model, answer), single_token(model, wrong, "wrong answer"))
+    answers = single_token(model, answer), single_token(model, wrong, "wrong answer")
+    if shape == "encoder-only":
+        return PatchPair(a, c, *answers, position=mask_position(model, a, c))
+    if shape == "encoder-decoder":
+        return PatchPair(a, c, *answers, target=decoder_input(model, target or ""))
+    return PatchPair(a, c, *answers)
+
+
+def single_input(model: Any, text: str, target: str | None = None) -> PatchPair:
+    """One input read as patching reads it (causal tracing's): its ids, where the answer
+    is read (an encoder-only model's mask), an encoder-decoder's decoder input; the
+    answers are left unset (0)."""
+    shape = model_shape(model)
+    if target is not None and shape != "encoder-decoder":
+        raise PatchError("--target is the decoder's start of an encoder-decoder; this model has one stack")
+    if shape == "encoder-only":
+        ids = masked_ids(model, text)
+        return PatchPair(ids, ids, 0, 0, position=mask_position(model, ids, ids))
+    ids = encode_text(model, text)
+    if shape == "encoder-decoder":
+        return PatchPair(ids, ids, 0, 0, target=decoder_input(model, target or ""))
+    return PatchPair(ids, ids, 0, 0)
+
+
+def model_shape(model: Any) -> str:
+    """``decoder-only``, ``encoder-only`` or ``encoder-decoder``: where patching reads the answer."""
+    if getattr(model.config.model, "arch", "") == "encoder-only":
+        return "encoder-only"
+    decoder_only = getattr(model, "decoder_only", None)  # a hooked handle's; a run's model says
+    if decoder_only is None:
+        decoder_only = not hasattr(model.model, "encode")
+    return "decoder-only" if decoder_only else "encoder-decoder"
+
+
+def masked_ids(model: Any, text: str) -> list[int]:
+    """An encoder-only model's ids of ``text``, its typed mask as the mask id (one line if none)."""
+    from tui_lab.core.decoding.fill_mask import encode_masked
+
+    try:
+        return encode_masked(model.task, text)
+    except LabError as exc:
+        raise PatchError(str(exc)) from None
+
+
+def mask_position(model: Any, clean: list[int], corrupt: list[int]) -> int:
+    """The one mask's position, the same in both inputs; PatchError otherwise."""
+    mask = int(model.task.mask_id)
+    where = [i for i, t in enumerate(clean) if t == mask]
+    if len(where) != 1:
+        raise PatchError(f"the clean input has {len(where)} masks: patching reads the answer at one mask")
+    if corrupt[where[0]] != mask or corrupt.count(mask) != 1:
+        raise PatchError("the corrupted input needs its one mask where the clean input has it")
+    return where[0]
+
+
+def decoder_input(model: Any, prefix: str) -> tuple[int, ...]:
+    """An encoder-decoder's decoder input: its start token, then ``prefix``'s target tokens."""
+    task = model.task
+    encode = getattr(getattr(task, "tokenizer", None), "encode_target", None)
+    ids = list(encode(prefix)) if encode is not None and prefix else list(task.vocab.encode(prefix)) if prefix else []
+    eos = getattr(task, "eos_id", None)
+    if ids and eos is not None and ids[-1] == eos:
+        ids = ids[:-1]
+    return (int(task.decoder_start_id), *ids)
 
 
 IOI_CLEAN = "When Mary and John went to the store, John gave a drink to"
@@ -177,8 +283,52 @@ def sequence_task_pair(model: Any, seed: int = 0, tries: int = 2000) -> PatchPai
     raise PatchError(f"no pair of {task.config.name} inputs with one length and different answers")
 
 
+def divergence_pair(model: Any, clean: str, corrupt: str, name: str) -> PatchPair | None:
+    """An encoder-decoder's pair from two sources of one token length: both decoded
+    greedily, ``target`` what the outputs share at the start, the answers the first
+    tokens where they part; None when they never part."""
+    from tui_lab.core.decoding.decode import generate
+
+    a, c = encode_text(model, clean), encode_text(model, corrupt)
+    if len(a) != len(c):
+        return None
+    first = generate(model.model, model.task, clean, capture=False).tokens
+    second = generate(model.model, model.task, corrupt, capture=False).tokens
+    k = next((i for i, (x, y) in enumerate(zip(first, second, strict=False)) if x != y), None)
+    if k is None:
+        return None
+    start = int(model.task.decoder_start_id)
+    return PatchPair(a, c, int(first[k]), int(second[k]), name, target=(start, *map(int, first[:k])))
+
+
+TRANSLATION_PAIRS = (("The cat sat on the mat.", "The dog sat on the mat."),
+                     ("The weather is nice today.", "The weather is bad today."),
+                     ("She reads a book in the garden.", "He reads a book in the garden."))
+
+
+def encoder_decoder_pair(model: Any, name: str, seed: int = 0, tries: int = 200) -> PatchPair:
+    """A translator's pair from fixed sentences, or a lab task's from its own examples:
+    the first two inputs of one length that the model answers differently."""
+    if name == "translation":
+        candidates = list(TRANSLATION_PAIRS)
+    else:
+        rng = random.Random(f"task-pair:{seed}")
+        candidates = [(model.task.example(rng)[0], model.task.example(rng)[0]) for _ in range(tries)]
+    for clean, corrupt in candidates:
+        pair = divergence_pair(model, clean, corrupt, name)
+        if pair is not None:
+            return pair
+    raise PatchError(f"no {name} pair: the model answers every pair of inputs tried alike "
+                     "(give --clean, --corrupt, --answer and --wrong)")
+
+
 def ready_pairs(model: Any) -> list[str]:
     """The names of the ready-made pairs this model can take."""
+    shape = model_shape(model)
+    if shape == "encoder-only":
+        return []
+    if shape == "encoder-decoder":
+        return ["translation" if getattr(model, "card", None) is not None else model.task.config.name]
     if getattr(model, "card", None) is not None:
         return ["ioi"]
     name = model.task.config.name
@@ -204,6 +354,8 @@ def ready_pair(model: Any, name: str | None = None) -> PatchPair:
         return ioi_pair(model)
     if name == "induction" and "induction" in names:
         return induction_pair(model)
+    if name in names and model_shape(model) == "encoder-decoder":
+        return encoder_decoder_pair(model, name)
     if name in names:
         return sequence_task_pair(model)
     offered = ", ".join(names) or "none"

@@ -271,3 +271,29 @@ async def test_no_history_is_one_line(tmp_path: Path) -> None:
         await pilot.press("left_square_bracket")
         assert "no history snapshots" in _text(host, "#patch-status")
         assert not pane.running and pane.view.history is None
+
+
+async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path) -> None:
+    """The lab's copy model (an encoder-decoder): its ready-made pair, the encoder's rows
+    by source position, and every stack's heads (cross-attention too), as the core has them."""
+    from tui_lab.core.analysis.activation_patching import activation_patch
+    from tui_lab.core.analysis.patch_pair import ready_pair
+    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.hooked.handle import hooked
+
+    learned = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
+    handle = hooked(load_for_inference(learned, "cpu"))
+    pair = ready_pair(handle)
+    host, pane = _host(learned, tmp_path)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        await _patched(pilot, pane)
+        shown = pane.view.shown
+        assert shown.rows == ["enc L0"] and shown.tokens == activation_patch(handle, pair, "resid_pre").tokens
+        assert _flat(shown.values) == pytest.approx(_flat(activation_patch(handle, pair, "resid_pre").values),
+                                                    abs=1e-5)
+        for _ in range(3):  # resid_pre -> attn_out -> mlp_out -> z
+            await _patched(pilot, pane, "s")
+        heads = pane.view.shown
+        assert heads.site == "z" and "dec L1 cross" in heads.rows
+        assert _flat(heads.values) == pytest.approx(_flat(activation_patch(handle, pair, "z").values), abs=1e-5)
