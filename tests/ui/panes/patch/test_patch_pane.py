@@ -297,3 +297,5 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path) 
         heads = pane.view.shown
         assert heads.site == "z" and "dec L1 cross" in heads.rows
         assert _flat(heads.values) == pytest.approx(_flat(activation_patch(handle, pair, "z").values), abs=1e-5)
+        await _patched(pilot, pane, "d")  # the bars: the decoder's parts, cross-attention heads too
+        assert "L1xH0" in _text(host, "#patch-dla")

@@ -103,7 +103,7 @@ def logit_attribution(handle: Any, pair: Any) -> Any:
     from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
 
     ids = torch.tensor([pair.clean], device=handle.device)
-    return direct_logit_attribution(handle, ids, pair.answer, pair.wrong)
+    return direct_logit_attribution(handle, ids, pair.answer, pair.wrong, pair.target_ids(1, handle.device))
 
 
 def atlas_heads(handle: Any) -> list[Any]:
