@@ -298,4 +298,11 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path) 
         assert heads.site == "z" and "dec L1 cross" in heads.rows
         assert _flat(heads.values) == pytest.approx(_flat(activation_patch(handle, pair, "z").values), abs=1e-5)
         await _patched(pilot, pane, "d")  # the bars: the decoder's parts, cross-attention heads too
+        import torch
+
+        from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
+
+        want = direct_logit_attribution(handle, torch.tensor([pair.clean]), pair.answer, pair.wrong,
+                                        pair.target_ids(1))
+        assert pane.view.dla is not None and pane.view.dla.model == pytest.approx(want.model, abs=1e-5)
         assert "L1xH0" in _text(host, "#patch-dla")
