@@ -273,7 +273,8 @@ async def test_no_history_is_one_line(tmp_path: Path) -> None:
         assert not pane.running and pane.view.history is None
 
 
-async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path) -> None:
+async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
     """The lab's copy model (an encoder-decoder): its ready-made pair, the encoder's rows
     by source position, and every stack's heads (cross-attention too), as the core has them."""
     from tui_lab.core.analysis.activation_patching import activation_patch
@@ -297,12 +298,19 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path) 
         heads = pane.view.shown
         assert heads.site == "z" and "dec L1 cross" in heads.rows
         assert _flat(heads.values) == pytest.approx(_flat(activation_patch(handle, pair, "z").values), abs=1e-5)
-        await _patched(pilot, pane, "d")  # the bars: the decoder's parts, cross-attention heads too
+        # a pair whose decoder input holds more than its start token: the bars explain the
+        # answer after it (the decoder's parts, cross-attention heads too)
         import torch
 
+        from tui_lab.core.analysis import patch_pair
         from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
 
-        want = direct_logit_attribution(handle, torch.tensor([pair.clean]), pair.answer, pair.wrong,
-                                        pair.target_ids(1))
+        later = patch_pair.make_pair(handle, "31415", "31915", "4", "9", target="31")
+        monkeypatch.setattr(patch_jobs, "make_pair", lambda h, _source: patch_pair.make_pair(
+            h, "31415", "31915", "4", "9", target="31"))
+        await _patched(pilot, pane)
+        await pilot.press("d")
+        want = direct_logit_attribution(handle, torch.tensor([later.clean]), later.answer, later.wrong,
+                                        later.target_ids(1))
         assert pane.view.dla is not None and pane.view.dla.model == pytest.approx(want.model, abs=1e-5)
         assert "L1xH0" in _text(host, "#patch-dla")
