@@ -220,3 +220,26 @@ def test_the_lab_copy_run_has_a_ready_pair_and_traces(tmp_path: Path) -> None:
     noisy = causal_trace(lab, ids, (changed[0], changed[0] + 1), pair.answer, noise=3.0, samples=4,
                          reading=Reading(-1, pair.target_ids(1)))
     assert noisy.corrupt < noisy.clean  # the noise on the source token costs the answer
+
+
+def test_steering_an_encoder_only_model_fills_its_masks_steered(bert: tuple[Any, Any]) -> None:
+    """An encoder-only model's output is its masks filled: coefficient 0 changes nothing, and
+    the steered logits are the reference's own with the vector added to the layer's output
+    (a forward hook on transformers' BERT layer)."""
+    from tui_lab.core.analysis.steering import steer, steering_hooks, steering_vector
+
+    lab, ref = bert
+    m = lab.task.mask_token
+    text = f"the cat sat on the {m} upon a {m}"
+    hook = "blocks.0.hook_resid_post"
+    vector = steering_vector(lab, hook, ["the sea was little"], ["once upon a time"])
+    still = steer(lab, text, hook, vector, 0.0)
+    assert still.steered == still.plain and m not in still.plain  # the masks were filled
+    ids = lab.task.vocab.encode(text)
+    with torch.no_grad():
+        got = lab.run_with_hooks(torch.tensor([ids]), steering_hooks(hook, vector, 40.0))[0]
+    add = lambda _m, _i, out: (out[0] + 40.0 * vector, *out[1:]) if isinstance(out, tuple) else out + 40.0 * vector  # noqa: E731
+    want = _run(ref, [(ref.bert.encoder.layer[0], "post", add)], input_ids=torch.tensor([ids])).logits[0]
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=0)
+    plain = _run(ref, [], input_ids=torch.tensor([ids])).logits[0]
+    assert float((want - plain).abs().max()) > 0.1  # the vector moves the logits

@@ -19,6 +19,7 @@ from torch import Tensor
 
 from tui_lab.core.analysis.patch_pair import PatchError
 from tui_lab.core.decoding.decode import generate
+from tui_lab.core.decoding.fill_mask import fill_mask, is_fill_mask
 from tui_lab.core.model.hook_points import HookSpec, using_hooks
 
 
@@ -93,7 +94,13 @@ def steer(
     """Greedy continuations of ``text``, plain and with the vector added at ``hook``."""
     _check_hook(model, hook)
     vector = vector.to(model.device)
-    plain = generate(model.model, model.task, text, max_new_tokens=max_new_tokens, capture=False)
+
+    def output() -> str:
+        if is_fill_mask(model.model):  # an encoder-only model's "continuation": its masks filled
+            return fill_mask(model.model, model.task, text).output
+        return generate(model.model, model.task, text, max_new_tokens=max_new_tokens, capture=False).output
+
+    plain = output()
     with using_hooks(steering_hooks(hook, vector, coef)):
-        steered = generate(model.model, model.task, text, max_new_tokens=max_new_tokens, capture=False)
-    return SteerResult(text, hook, coef, float(vector.norm()), plain.output, steered.output)
+        steered = output()
+    return SteerResult(text, hook, coef, float(vector.norm()), plain, steered)
