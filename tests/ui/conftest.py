@@ -50,3 +50,28 @@ def learned_run(lab_folders: Path) -> Path:
     dest = lab_folders / "runs" / "learned-copy"
     shutil.copytree(LEARNED_RUN, dest, ignore=shutil.ignore_patterns("ablation.json"))
     return Path("runs") / "learned-copy"
+
+
+# A tiny encoder-only run (masked-lm), trained once per test session: its weights are
+# whatever this machine's arithmetic makes, so tests compare the panes with the core's
+# own answers on the same weights, never with fixed numbers.
+TINY_MLM = DATA / "tiny-mlm.yaml"
+
+
+@pytest.fixture(scope="session")
+def mlm_run_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny masked-lm run, trained its 6 steps (with history snapshots) in-process."""
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.training.train import TrainingRun
+
+    out = tmp_path_factory.mktemp("mlm") / "tiny-mlm"
+    TrainingRun(load_preset(str(TINY_MLM)), out).run()
+    return out
+
+
+@pytest.fixture
+def mlm_run(lab_folders: Path, mlm_run_source: Path) -> Path:
+    """A private copy of the trained tiny masked-lm run at ``runs/tiny-mlm``."""
+    dest = lab_folders / "runs" / "tiny-mlm"
+    shutil.copytree(mlm_run_source, dest)
+    return Path("runs") / "tiny-mlm"
