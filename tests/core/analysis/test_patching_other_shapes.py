@@ -8,7 +8,9 @@ models with plain PyTorch forward hooks, one forward pass per cell:
 - an encoder-only model (BERT): the residual stream by position and each head's output,
   the answer read at the mask.
 
-Every cell within 1e-4 (raw logit differences). The reference reaches a site through a
+Every cell within 1e-4 (raw logit differences): Marian at every site but the pattern (the
+encoder by source position, the decoder by its own, every head), BERT, DistilBERT and RoBERTa
+at the residual stream and every head. The reference reaches a site through a
 pre-hook on the layer (its hidden-states input), a hook on an attention module (its
 first output), or a pre-hook on an attention's output projection (the heads' outputs
 side by side, (B, T, H * d_head)).
@@ -45,14 +47,31 @@ def marian(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
     return open_model(folder), ref
 
 
-@pytest.fixture(scope="module")
-def bert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+def _masked_lm(folder: Path, family: str) -> tuple[Any, Any]:
     import transformers
 
-    folder: Path = tmp_path_factory.mktemp("bert")
-    save_masked_lm(folder, "bert", initializer_range=0.3)
+    save_masked_lm(folder, family, initializer_range=0.3)
     ref = transformers.AutoModelForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
     return open_model(folder), ref
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    return _masked_lm(tmp_path_factory.mktemp("bert"), "bert")
+
+
+@pytest.fixture(scope="module", params=["bert", "distilbert", "roberta"])
+def encoder(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any, Any]:
+    return request.param, *_masked_lm(tmp_path_factory.mktemp(request.param), request.param)
+
+
+def _layers_and_outputs(family: str, ref: Any) -> tuple[list[nn.Module], list[nn.Module]]:
+    """Each family's blocks and its attentions' output projections."""
+    if family == "distilbert":
+        layers = list(ref.distilbert.transformer.layer)
+        return layers, [layer.attention.out_lin for layer in layers]
+    layers = list((ref.bert if family == "bert" else ref.roberta).encoder.layer)
+    return layers, [layer.attention.output.dense for layer in layers]
 
 
 def _run(ref: Any, hooks: list[tuple[nn.Module, str, Callable[..., Any]]], **inputs: Tensor) -> Any:
@@ -128,7 +147,17 @@ def _marian_pair() -> PatchPair:
     return PatchPair(SOURCE, CORRUPT, 17, 42, target=TARGET)
 
 
-@pytest.mark.parametrize("site", ["resid_pre", "attn_out", "z"])
+HEAD_ROWS = ["enc L0", "enc L1", "dec L0", "dec L0 cross", "dec L1", "dec L1 cross"]
+
+
+def _heads(ref: Any, module: Callable[[nn.Module], nn.Module]) -> list[nn.Module]:
+    """``module`` of every attention: the encoder's, then each decoder layer's self and cross."""
+    enc, dec = ref.model.encoder.layers, ref.model.decoder.layers
+    return [module(layer.self_attn) for layer in enc] + [
+        module(m) for layer in dec for m in (layer.self_attn, layer.encoder_attn)]
+
+
+@pytest.mark.parametrize("site", ["resid_pre", "attn_out", "mlp_out", "z", "q", "k", "v"])
 def test_encoder_decoder_cells_match_the_reference(marian: tuple[Any, Any], site: str) -> None:
     lab, ref = marian
     pair = _marian_pair()
@@ -136,17 +165,22 @@ def test_encoder_decoder_cells_match_the_reference(marian: tuple[Any, Any], site
     if site == "resid_pre":  # the encoder's, by source position
         result = activation_patch(lab, pair, site, max_rows=5)
         modules, cols, heads = [(layer, "pre") for layer in enc], len(SOURCE), None
+        labels = ["enc L0", "enc L1"]
     elif site == "attn_out":  # the decoder's self- and cross-attention outputs, by decoder position
         result = activation_patch(lab, pair, site, stack="decoder")
         modules = [(m, "post") for layer in dec for m in (layer.self_attn, layer.encoder_attn)]
-        cols, heads = len(TARGET), None
-    else:  # every head's output: encoder self, then decoder self and cross per layer
+        cols, heads, labels = len(TARGET), None, ["dec L0", "dec L0 cross", "dec L1", "dec L1 cross"]
+    elif site == "mlp_out":  # the decoder's MLPs, by decoder position
+        result = activation_patch(lab, pair, site, stack="decoder")
+        modules, cols, heads, labels = [(layer.fc2, "post") for layer in dec], len(TARGET), None, ["dec L0", "dec L1"]
+    elif site == "z":  # every head's output: encoder self, then decoder self and cross per layer
         result = activation_patch(lab, pair, site)
-        modules = [(layer.self_attn.out_proj, "pre") for layer in enc]
-        modules += [(m.out_proj, "pre") for layer in dec for m in (layer.self_attn, layer.encoder_attn)]
-        cols, heads = 4, 4
-    labels = {"resid_pre": ["enc L0", "enc L1"], "attn_out": ["dec L0", "dec L0 cross", "dec L1", "dec L1 cross"],
-              "z": ["enc L0", "enc L1", "dec L0", "dec L0 cross", "dec L1", "dec L1 cross"]}[site]
+        modules, cols, heads = [(m, "pre") for m in _heads(ref, lambda a: a.out_proj)], 4, 4
+        labels = HEAD_ROWS
+    else:  # q, k, v of every head (over all its positions: Marian's query scale is linear)
+        result = activation_patch(lab, pair, site)
+        modules = [(m, "post") for m in _heads(ref, lambda a: getattr(a, f"{site}_proj"))]
+        cols, heads, labels = 4, 4, HEAD_ROWS
     assert result.rows == labels
     want = torch.tensor(reference_grid(ref, pair, modules, cols, heads, _marian_inputs))
     torch.testing.assert_close(torch.tensor(result.raw), want, atol=ATOL, rtol=0)
@@ -168,19 +202,25 @@ def _bert_inputs(ids: list[int]) -> dict[str, Tensor]:
     return {"input_ids": torch.tensor([ids])}
 
 
-def test_encoder_only_cells_match_the_reference_at_the_mask(bert: tuple[Any, Any]) -> None:
-    lab, ref = bert
+def test_encoder_only_cells_match_the_reference_at_the_mask(encoder: tuple[str, Any, Any]) -> None:
+    family, lab, ref = encoder
     mask = lab.task.mask_token
-    pair = make_pair(lab, f"the cat sat on the {mask} upon", f"the dog was on the {mask} upon", "sea", "time")
-    assert pair.clean[pair.position] == lab.task.mask_id and 0 < pair.position < len(pair.clean) - 1
-    layers = ref.bert.encoder.layer
+    pair = None
+    for clean, corrupt, answers in (("the cat sat on the {} upon", "the dog was on the {} upon", ("sea", "time")),
+                                    ("the cat sat on the{} upon", "the dog sat on the{} upon", (" cat", " dog"))):
+        try:
+            pair = make_pair(lab, clean.format(mask), corrupt.format(mask), *answers)
+            break
+        except PatchError:  # RoBERTa's byte-level pieces carry their space
+            continue
+    assert pair is not None and pair.clean[pair.position] == lab.task.mask_id
+    layers, outputs = _layers_and_outputs(family, ref)
     result = activation_patch(lab, pair, "resid_pre")
     want = reference_grid(ref, pair, [(layer, "pre") for layer in layers], len(pair.clean), None, _bert_inputs)
     torch.testing.assert_close(torch.tensor(result.raw), torch.tensor(want), atol=ATOL, rtol=0)
     assert max(map(max, want)) - min(map(min, want)) > 100 * ATOL
     heads = activation_patch(lab, pair, "z")
-    want = reference_grid(ref, pair, [(layer.attention.output.dense, "pre") for layer in layers], 4, 4,
-                          _bert_inputs)
+    want = reference_grid(ref, pair, [(o, "pre") for o in outputs], 4, 4, _bert_inputs)
     torch.testing.assert_close(torch.tensor(heads.raw), torch.tensor(want), atol=ATOL, rtol=0)
 
 
