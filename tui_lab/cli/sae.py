@@ -115,13 +115,20 @@ def _windows(handle: Any, text: str) -> Any:
     return text_windows(handle, text)
 
 
-def _ce(handle: Any, sae: Any, hook: str, held_out: Any) -> Any:
-    """CE clean, zero-ablated and reconstructed on a few held-out windows."""
+def _scored(handle: Any, held_out: Any) -> Any:
+    """The few held-out windows CE loss recovered is measured on (``scored_text``), once."""
+    from tui_lab.core.sae.activations import scored_text
+
+    return scored_text(handle, held_out[:CE_WINDOWS])
+
+
+def _ce(handle: Any, sae: Any, hook: str, scored: Any) -> Any:
+    """CE clean, zero-ablated and reconstructed on the scored windows."""
     from tui_lab.core.sae.activations import logits_under, reconstruction
     from tui_lab.core.sae.metrics import ce_losses
 
-    ids = held_out[:CE_WINDOWS]
-    return ce_losses(logits_under(handle, ids, hook), ids, reconstruction(sae))
+    return ce_losses(logits_under(handle, scored.ids, hook, scored.target), scored.tokens, reconstruction(sae),
+                     scored.shift)
 
 
 def train(args: argparse.Namespace) -> int:
@@ -141,7 +148,8 @@ def train(args: argparse.Namespace) -> int:
     check_width(trainer.sae, args.hook, width)
     progress = Progress(args.json, args.tokens)
     trainer.on_event = progress.on_event
-    trainer.evaluate = lambda sae: {"ce_loss_recovered": _ce(handle, sae, args.hook, held_out).recovered}
+    scored = _scored(handle, held_out)
+    trainer.evaluate = lambda sae: {"ce_loss_recovered": _ce(handle, sae, args.hook, scored).recovered}
     per_pass = max(1, 4096 // windows.shape[1])
     try:
         # the first windows' activations are kept for the feature table (sae features, the lab)
@@ -223,7 +231,7 @@ def evaluate(args: argparse.Namespace) -> int:
     held_out = _windows(handle, _texts(args, handle)[1])
     check_width(sae, hook, site_width(handle, hook, held_out[:1]))
     acts = hook_activations(handle, held_out, hook, max(1, 4096 // held_out.shape[1]))
-    result = evaluate_sae(sae, acts, args.tokens, _ce(handle, sae, hook, held_out))
+    result = evaluate_sae(sae, acts, args.tokens, _ce(handle, sae, hook, _scored(handle, held_out)))
     if args.json:
         emit_json({"sae": str(args.dir), "hook": hook, **result})
         return 0

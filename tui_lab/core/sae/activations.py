@@ -11,6 +11,7 @@ trailing dimension (``attn.hook_z``: (B, T, heads, d_head)) is flattened to
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
@@ -42,7 +43,12 @@ def token_windows(ids: torch.Tensor, context: int) -> torch.Tensor:
 
 
 def site_width(model: HookedLike, hook: str, sample: torch.Tensor) -> int:
-    """The width d of the activations at ``hook`` (one forward on ``sample``)."""
+    """The width d of the activations at ``hook`` (one forward on ``sample``). An
+    encoder-decoder reads the text in its encoder: its decoder's hooks (which would see
+    only its start token) are refused in one line."""
+    if hook.startswith(("decoder.", "decoder_final_ln.")) and not getattr(model, "decoder_only", True):
+        raise SAEError(f"{hook}: an encoder-decoder reads the text in its encoder; "
+                       "train at an encoder.{L} hook (its decoder would see only its start token)")
     with torch.no_grad():
         _, cache = model.run_with_cache(sample, names=[hook])
     return int(flat_site(cache[hook]).shape[-1])
@@ -90,12 +96,47 @@ def reconstruction(sae: SparseAutoencoder, features: Callable[[torch.Tensor], to
     return replace
 
 
-def logits_under(model: HookedLike, ids: torch.Tensor, hook: str) -> LogitsUnder:
-    """``metrics.ce_losses``'s callable: the model's logits on ``ids`` with ``hook`` replaced."""
+def logits_under(model: HookedLike, ids: torch.Tensor, hook: str, target: torch.Tensor | None = None
+                 ) -> LogitsUnder:
+    """``metrics.ce_losses``'s callable: the model's logits on ``ids`` (an encoder-decoder's
+    decoder reading ``target``) with ``hook`` replaced."""
+    more = {} if target is None else {"target": target}
 
     def run(replacement: Replacement | None) -> torch.Tensor:
         if replacement is None:
-            return model.run_with_hooks(ids, hooks=[])
-        return model.run_with_hooks(ids, hooks=[(hook, lambda act, _name: replacement(act))])
+            return model.run_with_hooks(ids, hooks=[], **more)
+        return model.run_with_hooks(ids, hooks=[(hook, lambda act, _name: replacement(act))], **more)
 
     return run
+
+
+@dataclass(frozen=True)
+class ScoredText:
+    """What CE loss recovered scores: the model's input, an encoder-decoder's decoder input,
+    the tokens predicted and how far on (``metrics.next_token_ce``'s ``shift``)."""
+
+    ids: torch.Tensor
+    target: torch.Tensor | None
+    tokens: torch.Tensor
+    shift: int
+
+
+def scored_text(model: Any, ids: torch.Tensor, steps: int = 32) -> ScoredText:
+    """A decoder-only model predicts each next token; an encoder-only one each token at its
+    own place (its MLM head reading the unmasked text); an encoder-decoder, which has no
+    target text, its own greedy output of ``steps`` tokens for each window, teacher-forced."""
+    config = model.config.model
+    if getattr(config, "arch", "") == "encoder-only":
+        return ScoredText(ids, None, ids, 0)
+    if model.decoder_only:
+        return ScoredText(ids, None, ids, 1)
+    task = model.task
+    target = torch.full((ids.size(0), 1), int(task.decoder_start_id), device=ids.device)
+    banned = list(getattr(task, "banned_ids", ()))
+    with torch.no_grad():
+        for _ in range(max(1, min(steps, int(config.max_len) - 1))):
+            logits = model.run_with_hooks(ids, hooks=[], target=target)[:, -1].float()
+            if banned:
+                logits[:, banned] = float("-inf")  # a translator's pad is never an output
+            target = torch.cat([target, logits.argmax(-1, keepdim=True)], dim=1)
+    return ScoredText(ids, target[:, :-1], target[:, 1:], 0)

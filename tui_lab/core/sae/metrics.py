@@ -66,11 +66,14 @@ def ce_loss_recovered(clean: float, zero_ablated: float, reconstructed: float) -
     return (zero_ablated - reconstructed) / gap
 
 
-def next_token_ce(logits: torch.Tensor, tokens: torch.Tensor) -> float:
-    """Mean cross-entropy of ``logits`` (..., T, V) predicting ``tokens`` (..., T) one step on."""
+def next_token_ce(logits: torch.Tensor, tokens: torch.Tensor, shift: int = 1) -> float:
+    """Mean cross-entropy of ``logits`` (..., T, V) predicting ``tokens`` (..., T) ``shift``
+    steps on: 1 for a language model's next token, 0 for a token at its own position (an
+    encoder's input, a decoder's teacher-forced target)."""
     vocab = logits.shape[-1]
-    pred = logits[..., :-1, :].reshape(-1, vocab).float()
-    return float(F.cross_entropy(pred, tokens[..., 1:].reshape(-1)))
+    t = logits.shape[-2]
+    pred = logits[..., : t - shift, :].reshape(-1, vocab).float()
+    return float(F.cross_entropy(pred, tokens[..., shift:].reshape(-1)))
 
 
 @dataclass(frozen=True)
@@ -87,8 +90,10 @@ class CELosses:
 
 
 @torch.no_grad()
-def ce_losses(logits_under: LogitsUnder, tokens: torch.Tensor, reconstruct: Replacement) -> CELosses:
-    """The model's next-token CE on ``tokens`` clean, with the hook zeroed, and reconstructed.
+def ce_losses(logits_under: LogitsUnder, tokens: torch.Tensor, reconstruct: Replacement, shift: int = 1
+              ) -> CELosses:
+    """The model's CE on ``tokens`` (``shift`` as ``next_token_ce``) clean, with the hook
+    zeroed, and reconstructed.
 
     ``logits_under(replacement)`` runs the model on ``tokens`` with the hook's
     activation replaced; ``reconstruct`` is the SAE's decode ∘ encode.
@@ -101,7 +106,7 @@ def ce_losses(logits_under: LogitsUnder, tokens: torch.Tensor, reconstruct: Repl
         return reconstruct(act).to(act.dtype)
 
     return CELosses(
-        clean=next_token_ce(logits_under(None), tokens),
-        zero_ablated=next_token_ce(logits_under(zero), tokens),
-        reconstructed=next_token_ce(logits_under(spliced), tokens),
+        clean=next_token_ce(logits_under(None), tokens, shift),
+        zero_ablated=next_token_ce(logits_under(zero), tokens, shift),
+        reconstructed=next_token_ce(logits_under(spliced), tokens, shift),
     )

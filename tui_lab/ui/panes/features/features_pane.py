@@ -343,7 +343,9 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
 
     @staticmethod
     def _last_resid(handle: Any) -> str:
-        names = [n for n in handle.hook_names() if n.endswith("hook_resid_post")]
+        # an encoder-decoder's text is read by its encoder (site_width refuses its decoder)
+        names = [n for n in handle.hook_names() if n.endswith("hook_resid_post")
+                 and (handle.decoder_only or n.startswith("encoder."))]
         if not names:
             raise ValueError("this model has no residual-stream hook (hook_resid_post)")
         return str(names[-1])
