@@ -83,6 +83,10 @@ async def test_site_cycling_and_method_toggle_by_keyboard(tmp_path: Path) -> Non
         attributed = pane.view.shown
         assert attributed.method == "attribution" and "attribution" in _text(host, "#patch-title")
         assert _flat(attributed.values) == pytest.approx(_flat(_reference("z", "attribution").values), abs=1e-5)
+        from tui_lab.core.analysis.attribution_patching import correlation
+
+        r = correlation(_reference("z", "attribution"), _reference("z"))
+        assert f"attribution vs exact: correlation {r:.3f}" in _text(host, "#patch-status")
         await _patched(pilot, pane, "m")
         assert pane.view.shown.method == "exact"
 

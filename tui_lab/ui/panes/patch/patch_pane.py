@@ -90,6 +90,9 @@ class PatchPane(Pane, Vertical, can_focus=False):
         self.source = PairSource()  # the model's first ready-made pair
         self.handle: Any = None
         self.pair: Any = None
+        # this pair's last result at each (site, method): attribution's agreement with exact
+        self._results: dict[tuple[str, str], Any] = {}
+        self._results_pair: Any = None
         self.atlas_for: int | None = None  # id() of the run the atlas was scored on
         self.dla_error: str | None = None
         self.running = False
@@ -347,9 +350,22 @@ class PatchPane(Pane, Vertical, can_focus=False):
         form.offer(jobs.ready_names(message.handle), message.texts)
         form.fill(message.texts)
         r = message.result
-        self._status(Text(f"logit difference: clean {r.clean:.3f}, corrupted {r.corrupt:.3f}",
-                          style="dim"))
+        self._status(Text(f"logit difference: clean {r.clean:.3f}, corrupted {r.corrupt:.3f}"
+                          + self._agreement(message.pair, r), style="dim"))
         self._redraw()
+
+    def _agreement(self, pair: Any, result: Any) -> str:
+        """How attribution agrees with exact patching at this site, once both were run on
+        this pair (m toggles between them): their correlation over the cells."""
+        from tui_lab.core.analysis.attribution_patching import correlation
+
+        if pair != self._results_pair:
+            self._results, self._results_pair = {}, pair
+        self._results[(result.site, result.method)] = result
+        other = self._results.get((result.site, "exact" if result.method == "attribution" else "attribution"))
+        if other is None or other.rows != result.rows or other.cols != result.cols:
+            return ""
+        return f"  ·  attribution vs exact: correlation {correlation(result, other):.3f}"
 
     def on_patch_pane_history_ready(self, message: PatchPane.HistoryReady) -> None:
         """The grid at every snapshot: step to where the key asked."""
