@@ -96,3 +96,25 @@ def test_bad_input_is_one_line(args: list[str], says: str) -> None:
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tfx-lab: error:") and says in lines[0], result.stderr
+
+
+def test_patch_an_saes_features(tmp_path: Path) -> None:
+    """--site sae: the features of an SAE folder at its hook, as the core patches them."""
+    from tui_lab.core.analysis.feature_patching import feature_patch
+    from tui_lab.core.analysis.patch_pair import ready_pair
+    from tui_lab.core.hooked.handle import open_model
+    from tui_lab.core.sae.folder import save_sae
+    from tui_lab.core.sae.recipe import new_sae
+    from tui_lab.core.sae.source import open_sae
+
+    lab = open_model(RUN)
+    save_sae(new_sae(int(lab.config.model.d_model), 32, "topk", 4, "blocks.1.hook_resid_pre", RUN, 16, seed=1),
+              tmp_path / "sae")
+    proc = tfx("patch", "--run", RUN, "--site", "sae", "--sae", str(tmp_path / "sae"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    want = feature_patch(lab, ready_pair(lab), open_sae(str(tmp_path / "sae")))
+    assert got["site"] == "sae" and got["rows"] == ["blocks.1.hook_resid_pre"] and got["cols"] == want.cols
+    assert got["raw"][0] == pytest.approx(want.raw[0], abs=1e-5)
+    bad = tfx("patch", "--run", RUN, "--site", "sae")
+    assert bad.returncode == 2 and "--site sae and --sae DIR go together" in bad.stderr

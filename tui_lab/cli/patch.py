@@ -36,7 +36,9 @@ def add_parser(sub: Subparsers) -> None:
                    help="an encoder-decoder's stack to patch by position (default: encoder)")
     s.add_argument("--site", default="resid_pre",
                    help="resid_pre, attn_out, mlp_out (layer x position), z (layer x head), z_pos "
-                        "(head x position), pattern, q, k, v (layer x head), resid_final")
+                        "(head x position), pattern, q, k, v (layer x head), resid_final; sae (the "
+                        "features of --sae at its hook, largest effect first)")
+    s.add_argument("--sae", metavar="DIR", help="--site sae: an SAE folder (the lab's or SAELens's)")
     s.add_argument("--method", default="exact",
                    help="exact (patched runs), attribution (one backward pass), or both side by side "
                         "with their correlation")
@@ -71,13 +73,23 @@ def patch(args: argparse.Namespace) -> int:
 
     if args.method not in ("exact", "attribution", "both"):
         raise PatchError(f"unknown method {args.method!r}: exact, attribution or both")
-    site_named(args.site)
+    if (args.site == "sae") != (args.sae is not None):
+        raise PatchError("--site sae and --sae DIR go together")
+    if args.site == "sae" and args.method != "exact":
+        raise PatchError("--site sae is patched exactly (--method exact)")
+    if args.site != "sae":
+        site_named(args.site)
     lab = hooked(load_target(args, "cpu", args.at_step))
     pair = pair_from_args(lab, args)
     results = []
-    if args.method in ("exact", "both"):
+    if args.site == "sae":
+        from tui_lab.core.analysis.feature_patching import feature_patch
+        from tui_lab.core.sae.source import open_sae
+
+        results.append(feature_patch(lab, pair, open_sae(args.sae)))
+    elif args.method in ("exact", "both"):
         results.append(activation_patch(lab, pair, args.site, stack=args.stack))
-    if args.method in ("attribution", "both"):
+    if args.method in ("attribution", "both") and args.site != "sae":
         results.append(attribution_patch(lab, pair, args.site, stack=args.stack))
     which = "model" if args.model is not None else "run"
     if args.json:
