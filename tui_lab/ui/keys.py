@@ -114,6 +114,8 @@ DECODE: list[BindingType] = [
     Binding("ctrl+n", "next_example", "Example", id="decode.next_example"),
     Binding("ctrl+t", "toggle_sampling", "Sampling", id="decode.sampling"),
     Binding("v", "toggle_lens", "Logit lens", id="decode.lens"),
+    Binding("s", "steer", "Steer", id="decode.steer",
+            tooltip="Steer every decode by a vector from two prompt sets (s again: off)"),
     *TIME_TRAVEL,
 ]
 
@@ -275,6 +277,7 @@ FOURIER: list[BindingType] = [
 HELP: list[BindingType] = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
 OPEN_RUN: list[BindingType] = [Binding("escape", "cancel", "Cancel", id="open_run.cancel")]
 SAVE_PRESET: list[BindingType] = [Binding("escape", "cancel", "Cancel", id="save_preset.cancel")]
+STEER: list[BindingType] = [Binding("escape", "cancel", "Cancel", id="steer.cancel")]
 
 # The lists whose keys are live at the same time (a pane with the app's keys and its
 # widgets'; a modal screen alone, a full screen with the app's): a keymap entry that
@@ -293,6 +296,7 @@ SCOPES: dict[str, tuple[list[BindingType], ...]] = {
     "help": (HELP,),
     "the open-run dialog": (OPEN_RUN,),
     "the save-preset dialog": (SAVE_PRESET,),
+    "the steer dialog": (STEER,),
 }
 
 

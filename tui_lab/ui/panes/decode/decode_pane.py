@@ -24,6 +24,7 @@ from tui_lab.ui import keys
 from tui_lab.ui.messages import Decoded
 from tui_lab.ui.panes.decode import fill_view
 from tui_lab.ui.panes.decode.logit_lens import LogitLens
+from tui_lab.ui.panes.decode.steering import Steering
 from tui_lab.ui.state.ablation import AblationState
 from tui_lab.ui.state.decoding import decode_text, fills_masks, is_fill_result
 from tui_lab.ui.state.host import Pane
@@ -124,6 +125,8 @@ class DecodePane(Pane, Vertical):
         self.examples: list[str] = []
         self._example_index = -1
         self.result: Any = None
+        self.steering: Steering | None = None  # s: every decode is shown steered beside it
+        self.steered: tuple[int, str, str] | None = None  # (id of the result, label, output)
         self._sampled = False  # the shown result was sampled: mark what the cut removed
 
     def compose(self) -> ComposeResult:
@@ -328,6 +331,12 @@ class DecodePane(Pane, Vertical):
             model, ablated = self.ablation.apply(model, run, copied=snapshot, text=text)
             result = decode_text(model, run.task, text, options)
             self.ablation.mark(result, ablated)
+            steering = self.steering
+            if steering is not None:  # the same decode with the vector added: shown beside it
+                from tui_lab.core.model.hook_points import using_hooks
+
+                with using_hooks(steering.hooks()):
+                    self.steered = (id(result), steering.label, decode_text(model, run.task, text, options).output)
             note = input_loss_note(run, model, result, ablated) if real and not fill else None
             if note:  # no right answer to check: how well it predicts the text instead
                 result.notes.append(note)
@@ -385,6 +394,7 @@ class DecodePane(Pane, Vertical):
             out.append(f"\nnote: {note}", style="yellow")
         if ablated := self.ablation.label_of(result):
             out.append(f"\nablated: {ablated}", style="bold magenta")
+        self._append_steered(out, result)
         self.query_one("#decode-output", Static).update(out)
         rows = []
         for i, step in enumerate(result.steps, start=1):
@@ -402,6 +412,7 @@ class DecodePane(Pane, Vertical):
         out = fill_view.summary(result, visible)
         if ablated := self.ablation.label_of(result):
             out.append(f"\nablated: {ablated}", style="bold magenta")
+        self._append_steered(out, result)
         self.query_one("#decode-output", Static).update(out)
         rows = fill_view.filler_rows(result, TOP_K_SHOWN, top_cell)
         self.query_one("#decode-steps", TextTable).show(rows)
@@ -418,6 +429,58 @@ class DecodePane(Pane, Vertical):
     def lens_shown(self) -> bool:
         """Whether the logit lens is on show (v)."""
         return self.query_one(LogitLens).shown
+
+    def _append_steered(self, out: Text, result: Any) -> None:
+        """The steered decode of the same input, under the plain output."""
+        if self.steered is not None and self.steered[0] == id(result):
+            _, label, text = self.steered
+            out.append("\nsteered ", style="dim")
+            out.append(visible(text) or "(empty)", style="bold cyan")
+            out.append(f"  ({label})", style="dim")
+
+    def action_steer(self) -> None:
+        """s: steer every decode by a vector from two prompt sets; s again: plain decodes."""
+        if self.steering is not None:
+            self.steering, self.steered = None, None
+            self.notify("steering off", timeout=2)
+            return
+        if self.run is None:
+            self._error("no model yet: train one in the Train pane (2, then space)")
+            return
+        from tui_lab.core.hooked.handle import hooked
+        from tui_lab.ui.screens.steer import SteerScreen
+
+        handle = hooked(self.run)
+        names = handle.hook_names()
+        resid = [n for n in names if n.endswith("hook_resid_pre") and not n.startswith("decoder.")]
+        default = resid[len(resid) // 2] if resid else names[0]
+
+        def chosen(request: Any) -> None:
+            if request is not None:
+                self._steer_worker(handle, request)
+
+        self.app.push_screen(SteerScreen(default, names), chosen)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="decode-steer")
+    def _steer_worker(self, handle: Any, request: Any) -> None:
+        """The vector from the two prompt sets (thread); then decode again, steered."""
+        from tui_lab.core.analysis.steering import steering_vector
+
+        try:
+            vector = steering_vector(handle, request.hook, request.positive, request.negative)
+        except Exception as exc:  # noqa: BLE001 - one line, inline
+            self.post_message(self.Failed(one_line(exc)))
+            return
+        self.steering = Steering(request.hook, vector, request.coef)
+        self.app.call_from_thread(self._steering_ready)
+
+    def _steering_ready(self) -> None:
+        steering = self.steering
+        if steering is not None:
+            self.notify(f"steering: {steering.label}", timeout=3)
+        text = self.query_one("#decode-input", Input).value.strip()
+        if text:
+            self.decode(text)
 
     def action_toggle_lens(self) -> None:
         """Show or hide the logit lens: each layer's top token and probability per step."""

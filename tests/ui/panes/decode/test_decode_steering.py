@@ -1,0 +1,90 @@
+"""Steering in Decode (3): s asks for a hook, two prompt sets and a coefficient; every decode
+then shows the steered output beside the plain one, equal to the core's steered decode of
+the same weights (never a number written here); s again turns it off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Input, Static
+
+from tests.ui.helpers import SIZE, decode, open_trained, plain, tiny_app, wait_until
+from tui_lab.core.analysis.steering import steering_hooks, steering_vector
+from tui_lab.core.decoding.decode import generate
+from tui_lab.core.decoding.inference import load_for_inference
+from tui_lab.core.hooked.handle import hooked
+from tui_lab.core.model.hook_points import using_hooks
+from tui_lab.ui.screens.steer import SteerScreen, prompt_set
+
+LEARNED = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
+HOOK = "encoder.0.hook_resid_post"
+TEXT = "31415"
+
+
+async def test_steering_by_keyboard_matches_the_core(learned_run: Path, tmp_path: Path) -> None:
+    negative = tmp_path / "negative.txt"
+    negative.write_text("99999\n88888\n")
+    loaded = load_for_inference(LEARNED)
+    vector = steering_vector(hooked(loaded), HOOK, ["11111", "22222"], ["99999", "88888"])
+    plain_out = generate(loaded.model, loaded.task, TEXT, capture=False).output
+    with using_hooks(steering_hooks(HOOK, vector, 2.0)):
+        steered_out = generate(loaded.model, loaded.task, TEXT, capture=False).output
+    assert steered_out != plain_out  # the vector changes the answer: the test can tell
+
+    app = tiny_app(run_dir=str(learned_run))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_trained(pilot)
+        pane = await decode(pilot, TEXT)
+        pane.focus()
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, SteerScreen), 10, "the steer dialog")
+        dialog = app.screen
+        dialog.query_one("#steer-hook", Input).value = HOOK
+        dialog.query_one("#steer-positive", Input).value = "11111 | 22222"
+        dialog.query_one("#steer-negative", Input).value = str(negative)
+        dialog.query_one("#steer-coef", Input).value = "2"
+        dialog.query_one("#steer-coef", Input).focus()
+        await pilot.press("enter")
+        output = pane.query_one("#decode-output", Static)
+        await wait_until(pilot, lambda: "steered" in plain(output), 30, "the steered decode")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        lines = plain(output).splitlines()
+        assert any(line.startswith("output") and plain_out in line for line in lines)
+        steered = next(line for line in lines if line.startswith("steered"))
+        assert steered.split()[1] == steered_out.strip() and HOOK in steered
+        pane.focus()
+        await pilot.press("s")  # off: plain decodes again
+        assert pane.steering is None
+        pane = await decode(pilot, TEXT)
+        assert "steered" not in plain(pane.query_one("#decode-output", Static))
+
+
+async def test_a_bad_hook_or_coefficient_is_one_line_in_the_dialog(learned_run: Path) -> None:
+    app = tiny_app(run_dir=str(learned_run))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_trained(pilot)
+        pane = await decode(pilot, TEXT)
+        pane.focus()
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, SteerScreen), 10)
+        dialog = app.screen
+        dialog.query_one("#steer-hook", Input).value = "blocks.9.nowhere"
+        dialog.query_one("#steer-hook", Input).focus()
+        await pilot.press("enter")
+        assert "no hook point 'blocks.9.nowhere'" in plain(dialog.query_one("#steer-error", Static))
+        dialog.query_one("#steer-hook", Input).value = HOOK
+        dialog.query_one("#steer-positive", Input).value = "111"
+        dialog.query_one("#steer-negative", Input).value = "999"
+        dialog.query_one("#steer-coef", Input).value = "lots"
+        await pilot.press("enter")
+        assert "not a number" in plain(dialog.query_one("#steer-error", Static))
+        await pilot.press("escape")
+        assert not isinstance(app.screen, SteerScreen) and pane.steering is None
+
+
+def test_a_prompt_set_is_a_file_or_bars(tmp_path: Path) -> None:
+    f = tmp_path / "p.txt"
+    f.write_text("one\n\n two \n")
+    assert prompt_set(str(f)) == ["one", "two"]
+    assert prompt_set("a | b |") == ["a", "b"]
