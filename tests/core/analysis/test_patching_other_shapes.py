@@ -147,7 +147,7 @@ def _marian_pair() -> PatchPair:
     return PatchPair(SOURCE, CORRUPT, 17, 42, target=TARGET)
 
 
-HEAD_ROWS = ["enc L0", "enc L1", "dec L0", "dec L0 cross", "dec L1", "dec L1 cross"]
+HEAD_ROWS = ["enc L0", "enc L1", "dec L0", "cross L0", "dec L1", "cross L1"]
 
 
 def _heads(ref: Any, module: Callable[[nn.Module], nn.Module]) -> list[nn.Module]:
@@ -169,7 +169,7 @@ def test_encoder_decoder_cells_match_the_reference(marian: tuple[Any, Any], site
     elif site == "attn_out":  # the decoder's self- and cross-attention outputs, by decoder position
         result = activation_patch(lab, pair, site, stack="decoder")
         modules = [(m, "post") for layer in dec for m in (layer.self_attn, layer.encoder_attn)]
-        cols, heads, labels = len(TARGET), None, ["dec L0", "dec L0 cross", "dec L1", "dec L1 cross"]
+        cols, heads, labels = len(TARGET), None, ["dec L0", "cross L0", "dec L1", "cross L1"]
     elif site == "mlp_out":  # the decoder's MLPs, by decoder position
         result = activation_patch(lab, pair, site, stack="decoder")
         modules, cols, heads, labels = [(layer.fc2, "post") for layer in dec], len(TARGET), None, ["dec L0", "dec L1"]

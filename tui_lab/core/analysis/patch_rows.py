@@ -9,7 +9,7 @@ A site laid out by position (``resid_pre``, ``attn_out``, ``mlp_out``, ``z_pos``
 walks one stack, since the columns are that stack's tokens: an
 encoder-decoder's encoder unless the decoder is asked for. A site laid out by
 head (``z``, ``pattern``, ``q``, ``k``, ``v``) walks every stack, each row one
-layer's self-attention or cross-attention (``enc L0``, ``dec L0``, ``dec L0 cross``).
+layer's self-attention or cross-attention (``enc L0``, ``dec L0``, ``cross L0``).
 The layer counts come from the hook names, so every model the lab builds or
 opens is read the same way.
 """
@@ -96,5 +96,5 @@ def site_rows(model: Any, hook: str, by_position: bool, stack: str | None = None
                 rows.append(Row(f"{prefix}L{layer}", f"{st}.{layer}.{hook}", layer, st))
             cross = _cross(hook) if st == "decoder" else None
             if cross is not None and f"{st}.{layer}.{cross}" in names:
-                rows.append(Row(f"{prefix}L{layer} cross", f"{st}.{layer}.{cross}", layer, st))
+                rows.append(Row(f"cross L{layer}", f"{st}.{layer}.{cross}", layer, st))
     return rows

@@ -300,7 +300,17 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path, 
         for _ in range(3):  # resid_pre -> attn_out -> mlp_out -> z
             await _patched(pilot, pane, "s")
         heads = pane.view.shown
-        assert heads.site == "z" and "dec L1 cross" in heads.rows
+        assert heads.site == "z" and "cross L1" in heads.rows
+        # the cursor on a cross-attention head names it as the atlas scores it
+        from tui_lab.ui.widgets.atlas_scores import atlas_heads
+
+        r = heads.rows.index("cross L1")
+        host.query_one(DivergingHeatmap).cursor = (r, 1)
+        pane.show_grid()
+        await pilot.pause()
+        run = in_hand(learned)
+        label, score = atlas_of(atlas_heads(run.model, run.task, run.config.model.arch))["cross L1 H1"]
+        assert f"atlas: cross L1 H1 {label} {score:.2f}" in _text(host, "#patch-readout")
         assert _flat(heads.values) == pytest.approx(_flat(activation_patch(handle, pair, "z").values), abs=1e-5)
         # a pair whose decoder input holds more than its start token: the bars explain the
         # answer after it (the decoder's parts, cross-attention heads too)

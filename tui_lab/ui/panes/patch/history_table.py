@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from tui_lab.ui.panes.patch.patch_view import atlas_label, head_name
+from tui_lab.ui.panes.patch.patch_view import atlas_labels, head_name
 from tui_lab.ui.state.travel import sparkline
 
 SPARK = 24  # characters per curve
@@ -77,7 +77,7 @@ def _atlas_curve(curves: Any, head: str) -> tuple[str, list[float]]:
     """The head's best pattern at the last step and its score over all steps."""
     if curves is None:
         return "", []
-    per = curves.scores.get(atlas_label(head), {})
+    per = next((curves.scores[n] for n in atlas_labels(head) if n in curves.scores), {})
     if not per:
         return "", []
     pattern = max(per, key=lambda p: per[p][-1] if per[p] else 0.0)

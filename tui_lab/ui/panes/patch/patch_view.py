@@ -20,7 +20,9 @@ AXES = {
 }
 METHODS = ("exact", "attribution")
 VIEWS = ("map", "dla", "history")
-HEAD = re.compile(r"^L(\d+)H(\d+)$")
+# A head as the pane names it: ``L1H2`` (one stack), ``enc L0 H1``, ``dec L0 H1``, ``cross L0 H1``.
+HEAD = re.compile(r"^(?:(enc|dec|cross) )?L(\d+) ?H(\d+)$")
+_STACK = {"enc": "encoder.{}.self", "dec": "decoder.{}.self", "cross": "decoder.{}.cross"}
 
 
 @dataclass
@@ -90,38 +92,61 @@ class PatchView:
 
 
 def head_name(site: str, row: str, col: str) -> str | None:
-    """The head a cell is (``L1H2``), or None for a position site's cell."""
+    """The head a cell is (``L1H2``, ``cross L0 H1``), or None for a position site's cell."""
     if site in ("resid_pre", "attn_out", "mlp_out"):
         return None
-    name = row if site == "z_pos" else f"{row}{col}"
+    name = row if site == "z_pos" else f"{row}{' ' if ' ' in row else ''}{col}"
     return name if HEAD.match(name) else None
 
 
-def atlas_label(head: str) -> str:
-    """``L1H2`` as the atlas names it: ``decoder.1.self:2``."""
+def atlas_labels(head: str) -> list[str]:
+    """The atlas's names a pane head may have: ``L1H2`` is ``decoder.1.self:2`` (or an
+    encoder-only model's ``encoder.1.self:2``); ``cross L0 H1`` is ``decoder.0.cross:1``."""
     m = HEAD.match(head)
     if m is None:
         raise ValueError(f"not a head name: {head!r}")
-    return f"decoder.{m.group(1)}.self:{m.group(2)}"
+    stack, layer, h = m.group(1), m.group(2), m.group(3)
+    if stack is None:
+        return [f"decoder.{layer}.self:{h}", f"encoder.{layer}.self:{h}"]
+    return [f"{_STACK[stack].format(layer)}:{h}"]
+
+
+def pane_head(atlas_name: str, head: int, two_stacks: bool) -> str | None:
+    """The pane's name of an atlas head (``decoder.1.self`` head 2 -> ``L1H2``)."""
+    m = re.match(r"^(encoder|decoder)\.(\d+)\.(self|cross)$", atlas_name)
+    if m is None:
+        return None
+    if not two_stacks:
+        return f"L{m.group(2)}H{head}"
+    stack = "cross" if m.group(3) == "cross" else m.group(1)[:3]
+    return f"{stack} L{m.group(2)} H{head}"
+
+
+def _two_stacks(names: list[str]) -> bool:
+    return any(".cross" in n for n in names) or (
+        any(n.startswith("encoder.") for n in names) and any(n.startswith("decoder.") for n in names))
 
 
 def atlas_at(curves: Any, index: int) -> dict[str, tuple[str, float]]:
     """Each head's best pattern and score at history index ``index`` of ``curves``."""
     out: dict[str, tuple[str, float]] = {}
+    two = _two_stacks(list(curves.scores))
     for label, per in curves.scores.items():
-        m = re.match(r"^decoder\.(\d+)\.self:(\d+)$", label)
+        name, _, h = label.rpartition(":")
         scored = [(values[index], pattern) for pattern, values in per.items() if index < len(values)]
-        if m is not None and scored:
+        head = pane_head(name, int(h), two) if h.isdigit() else None
+        if head is not None and scored:
             score, pattern = max(scored)
-            out[f"L{m.group(1)}H{m.group(2)}"] = (pattern, float(score))
+            out[head] = (pattern, float(score))
     return out
 
 
 def atlas_of(heads: list[Any]) -> dict[str, tuple[str, float]]:
-    """``HeadScore``s of decoder self-attention as head name -> (what the atlas calls it, score)."""
+    """``HeadScore``s as the pane's head name -> (what the atlas calls it, score)."""
+    two = _two_stacks([h.name for h in heads])
     out: dict[str, tuple[str, float]] = {}
     for h in heads:
-        m = re.match(r"^decoder\.(\d+)\.self$", h.name)
-        if m is not None:
-            out[f"L{m.group(1)}H{h.head}"] = (h.shown, float(h.best_score))
+        head = pane_head(h.name, h.head, two)
+        if head is not None:
+            out[head] = (h.shown, float(h.best_score))
     return out
