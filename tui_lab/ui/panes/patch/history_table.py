@@ -77,7 +77,7 @@ def _atlas_curve(curves: Any, head: str) -> tuple[str, list[float]]:
     """The head's best pattern at the last step and its score over all steps."""
     if curves is None:
         return "", []
-    per = next((curves.scores[n] for n in atlas_labels(head) if n in curves.scores), {})
+    per: dict[str, Any] = next((curves.scores[n] for n in atlas_labels(head) if n in curves.scores), {})
     if not per:
         return "", []
     pattern = max(per, key=lambda p: per[p][-1] if per[p] else 0.0)
