@@ -71,3 +71,43 @@ def test_help_and_palette_list_it() -> None:
     assert set(dict(sections["b Basics (over any pane)"])) >= {"p", "m", "s", "r"}
     titles = [c.title for c in lab_commands(app, [], {}, app.run_pane_action)]
     assert {"Basics", "Basics: Positions", "Basics: Masks", "Basics: Scaling", "Basics: Schedule"} <= set(titles)
+
+
+async def test_the_masks_of_an_encoder_only_model(mlm_run: Path) -> None:
+    """Its one mask hides padding (keys after the query are read), a decoder's causal ones
+    beside it; the weights row is its first layer's own attention under that mask."""
+    import torch
+
+    from tests.ui.conftest import TINY_MLM
+    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.model.capture import capture_attention
+
+    app = tiny_app(run_dir=str(mlm_run), preset=str(TINY_MLM))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.current_run is not None, 60, "the run's model")
+        screen = await _open(pilot)
+        await pilot.press("m")
+        assert screen.query_one(ContentSwitcher).current == "masks"
+        data = screen.data
+        assert data is not None and "masks" not in data.errors
+        m = data.masks
+        assert m is not None and m.module == "encoder.0.self"
+        n, t = m.batch.lengths[m.row], len(m.labels)
+        assert n < t  # the row shown is padded
+        padding = screen.query_one("#mask-0", Heatmap).weights
+        assert padding == [[1.0 if j < n else 0.0 for j in range(t)] for _ in range(t)]
+        causal = screen.query_one("#mask-1", Heatmap).weights
+        assert causal == [[1.0 if j <= i else 0.0 for j in range(t)] for i in range(t)]
+        titles = [str(screen.query_one(f"#mask-title-{i}", Static).render()) for i in range(3)]
+        assert titles == ["encoder (this model): padding only", "a decoder's causal",
+                          "a decoder's padding & causal"]
+        caption = str(screen.query_one("#mask-caption", Static).render())
+        assert "its one mask hides padding" in caption
+        # The row after masking is what the model itself computes on the batch.
+        loaded = load_for_inference(mlm_run)
+        with torch.no_grad(), capture_attention(loaded.model) as store:
+            loaded.model.eval()(m.batch.tokens)
+        own = store.matrices()["encoder.0.self"][m.row, 0, m.query]  # (T,)
+        assert torch.allclose(m.after, own, atol=1e-5)
+        assert float(m.after[n:].abs().sum()) == 0.0 and float(m.after[m.query + 1 : n].sum()) > 0
