@@ -52,3 +52,15 @@ def test_no_mask_and_eval_and_hooks(mlm_run: Path) -> None:
     hooks = json.loads(tfx("hooks", "--run", str(mlm_run), "--json").stdout)
     names = [h["name"] for h in hooks["hooks"]]
     assert "blocks.0.attn.hook_pattern" in names and "hook_full_embed" in names
+
+
+def test_fine_tuning_an_encoder_is_refused_in_one_line(tmp_path: Path) -> None:
+    from tests.hf_fixtures.hf_factory import save_masked_lm
+
+    save_masked_lm(tmp_path / "bert", "bert")
+    (tmp_path / "text.txt").write_text("hello world. " * 400)
+    done = tfx("train", "--model", str(tmp_path / "bert"), "--text", str(tmp_path / "text.txt"),
+               "--steps", "2", "--out", str(tmp_path / "ft"))
+    assert done.returncode != 0 and done.stderr.count("\n") == 1
+    assert "cannot fine-tune" in done.stderr and "encoder-only" in done.stderr
+    assert not (tmp_path / "ft").exists()
