@@ -104,6 +104,7 @@ def topic_data(topic: str, config: Any, model: Any, task: Any, text: str | None,
             "padding": m.padding.int().tolist(), "causal": m.causal.int().tolist(),
             "combined": m.combined.int().tolist(), "module": m.module, "head": m.head,
             "query": m.query, "before": _rounded(m.before.tolist()), "after": _rounded(m.after.tolist()),
+            "encoder": m.encoder,
         }
     if topic == "scaling":
         from dataclasses import asdict
@@ -165,7 +166,12 @@ def _masks_text(d: dict[str, Any]) -> list[str]:
     labels = d["tokens"]
     lines = [f"batch: {len(d['texts'])} rows of lengths {d['lengths']}, padded to {len(labels)}; "
              f"row {d['row']} shown: {' '.join(x or '·' for x in labels)}"]
-    for name in ("padding", "causal", "combined"):
+    names: tuple[str, ...] = ("padding", "causal", "combined")
+    if d.get("encoder"):  # the model attends both ways: a decoder's causal mask is for comparison
+        lines.append("an encoder-only model: its self-attention is masked by padding alone "
+                     "(the causal grid is a decoder's, for comparison)")
+        names = ("padding", "causal")
+    for name in names:
         lines += _grid(name, d[name], labels)
     lines.append(f"{d['module']} head {d['head']}, query {d['query']} ({labels[d['query']]}):")
     lines.append("  key     " + " ".join(f"{(x or 'pad')[:6]:>6}" for x in labels))

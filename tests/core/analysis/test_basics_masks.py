@@ -49,3 +49,21 @@ def test_masks_of_a_padded_batch(arch: str, positional: str) -> None:
     captured = store.matrices()[picture.module][picture.row, picture.head, q]
     assert picture.module == "decoder.0.self"
     assert captured.tolist() == pytest.approx(after, abs=1e-5)
+
+
+def test_an_encoder_only_models_row_is_masked_by_padding_alone() -> None:
+    """No causal attention: the combined grid is the padding grid, and the row after masking
+    is the one the model's first (bidirectional) self-attention computes."""
+    config = load_preset("mlm-char").with_values(
+        {"model.d_model": 32, "model.n_heads": 2, "model.n_encoder_layers": 1, "model.d_ff": 64}
+    )
+    model, task = fresh_model(config)
+    picture = mask_picture(model, task, "encoder-only", text="the c_t")
+    assert picture.encoder and picture.module == "encoder.0.self"
+    n, t = picture.batch.lengths[picture.row], picture.batch.tokens.size(1)
+    assert n < t and torch.equal(picture.combined, picture.padding)
+    assert picture.combined[0].tolist() == [j < n for j in range(t)]  # the first query sees ahead
+    with capture_attention(model) as store, torch.no_grad():
+        model(picture.batch.tokens)
+    captured = store.matrices()[picture.module][picture.row, picture.head, picture.query]
+    assert captured.tolist() == pytest.approx(picture.after.tolist(), abs=1e-5)

@@ -9,6 +9,10 @@ query row of the model's first causal self-attention, head 0: its weights
 over every key as if nothing were masked, and with the combined mask (the
 core's ``scaled_dot_product_attention`` both times, the module's own scale):
 the masked keys drop to exactly 0 and the others share what they left.
+
+An encoder-only model has no causal attention: its row is its first
+self-attention's, masked by padding alone (``combined`` is the padding grid,
+``encoder`` says so); the causal grid stays, to set a decoder's mask beside it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class MaskPicture:
     query: int  # the query position of the weights row
     before: torch.Tensor  # (T,) softmax of the scaled scores over every key
     after: torch.Tensor  # (T,) the same row with the combined mask
+    encoder: bool = False  # an encoder-only model's: the row is masked by padding alone
 
     @property
     def labels(self) -> list[str]:
@@ -62,8 +67,9 @@ def mask_picture(
         range(len(batch.lengths)), key=lambda b: (batch.lengths[b], b)
     )
     grid_padding = padding[row, 0].expand(t, t)  # (T, T): the same key columns for every query
-    grid_combined = combined[row, 0]  # (T, T)
-    found = [qk for qk in self_attention_qk(model, batch) if qk.causal]
+    encoder = arch == "encoder-only"
+    grid_combined = grid_padding if encoder else combined[row, 0]  # (T, T)
+    found = [qk for qk in self_attention_qk(model, batch) if qk.causal or encoder]
     if not found:
         raise LabError("this model has no causal self-attention to mask")
     qk = found[0]
@@ -79,5 +85,5 @@ def mask_picture(
     _, before = scaled_dot_product_attention(q, k, v, None, qk.score_scale)  # (1, T)
     _, after = scaled_dot_product_attention(q, k, v, grid_combined[at : at + 1], qk.score_scale)
     return MaskPicture(
-        batch, row, grid_padding, causal, grid_combined, qk.name, head, at, before[0], after[0]
+        batch, row, grid_padding, causal, grid_combined, qk.name, head, at, before[0], after[0], encoder
     )

@@ -84,10 +84,9 @@ def compute(source: BasicsSource) -> BasicsData:
     if text and task.validate_input(text) is not None:
         text = None  # an input of another task: the examples alone
     data.text = text
-    masks = encoder_mask_picture if arch == "encoder-only" else mask_picture
     steps: list[tuple[str, Any]] = [
         ("positions", lambda: setattr(data, "positions", position_picture(model, LENGTH))),
-        ("masks", lambda: setattr(data, "masks", masks(model, task, arch, text))),
+        ("masks", lambda: setattr(data, "masks", mask_picture(model, task, arch, text))),
         ("scaling", lambda: setattr(data, "scaling", scaling_real(model, task, arch, text))),
         ("random", lambda: setattr(data, "random", scaling_random())),
     ]
@@ -99,35 +98,9 @@ def compute(source: BasicsSource) -> BasicsData:
     return data
 
 
-def encoder_mask_picture(model: Any, task: Any, arch: str, text: str | None) -> MaskPicture:
-    """An encoder-only model's masks picture: the same padded batch and grids as the core's
-    ``mask_picture``, but the weights row is its first self-attention's, masked by padding
-    alone (``combined`` is the padding grid): an encoder has no causal attention, which the
-    core's picture reads. The causal grid stays, to set the decoder's mask beside it."""
-    from tui_lab.core.analysis.basics_example import example_batch, self_attention_qk
-    from tui_lab.core.analysis.basics_masks import MaskPicture
-    from tui_lab.core.model.attention import scaled_dot_product_attention
-
-    batch = example_batch(task, arch, text)
-    padding, causal, _ = batch.masks()  # (B, 1, 1, T), (T, T)
-    t = batch.tokens.size(1)
-    # As the core picks: the typed input's row when it is padded, else the most padded row.
-    row = 0 if text and batch.lengths[0] < t else min(
-        range(len(batch.lengths)), key=lambda b: (batch.lengths[b], b)
-    )
-    grid = padding[row, 0].expand(t, t)  # (T, T): the same key columns for every query
-    qk = self_attention_qk(model, batch)[0]  # the first layer's bidirectional self-attention
-    at = batch.lengths[row] // 2  # the middle real token
-    q = qk.q[row, 0, at : at + 1]  # (1, d_head), head 0
-    k, v = qk.k[row, 0], qk.v[row, 0]  # (T, d_head)
-    _, before = scaled_dot_product_attention(q, k, v, None, qk.score_scale)  # (1, T)
-    _, after = scaled_dot_product_attention(q, k, v, grid[at : at + 1], qk.score_scale)
-    return MaskPicture(batch, row, grid, causal, grid, qk.name, 0, at, before[0], after[0])
-
-
 def is_encoder_picture(picture: MaskPicture) -> bool:
     """Whether ``picture`` is an encoder-only model's (its row read under padding alone)."""
-    return picture.module.startswith("encoder.")
+    return picture.encoder
 
 
 _built: list[tuple[Any, Any, Any]] = []  # (config, model, task): the last config's fresh model
