@@ -44,11 +44,34 @@ async def test_bert_fills_masks_and_is_not_fine_tuned(bert_folders: tuple[Path, 
 
 
 async def test_a_bare_encoder_says_it_cannot_fill_masks(bert_folders: tuple[Path, Path]) -> None:
+    """No MLM head: Decode says so, and Enter reads the text for Attention (the attention
+    the core captures on the same weights)."""
+    import torch
+
+    from tui_lab.core.decoding.opened import open_model
+    from tui_lab.core.model.capture import capture_attention
+
     app = model_app(bert_folders[1])
     async with app.run_test(size=SIZE) as pilot:
         await opened(pilot)
         await pilot.press("3")
         assert "no masked-LM head" in plain(app.query_one("#decode-output", Static))
         pane = await decode(pilot, "the cat [MASK] here.")
-        message = plain(pane.query_one("#decode-error", Static)).strip()
-        assert "cannot fill masks" in message and "\n" not in message
+        shown = plain(pane.query_one("#decode-output", Static))
+        assert "cannot fill masks" in shown and "Attention" in shown
+        assert plain(pane.query_one("#decode-error", Static)).strip() == ""
+        lab = open_model(str(bert_folders[1]))
+        ids = lab.task.vocab.encode("the cat [MASK] here.")
+        with capture_attention(lab.model) as store, torch.no_grad():
+            lab.model(torch.tensor([ids]))
+        want = store.matrices()["encoder.1.self"][0]
+        got = pane.result.attention["encoder.1.self"]
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+        await pilot.press("4")
+        await pilot.pause()
+        from tui_lab.ui.panes.attention.attention_pane import AttentionPane
+        from tui_lab.ui.widgets.heatmap import Heatmap
+
+        attention = app.query_one(AttentionPane)
+        assert attention.result is pane.result and attention.capture_name == "encoder.0.self"
+        assert attention.query_one(Heatmap).rows == pane.result.labels

@@ -120,6 +120,25 @@ def _example(task: Any) -> str:
 
 
 @torch.no_grad()
+def attention_only(model: nn.Module, task: Any, text: str) -> FillMaskResult:
+    """What an encoder without an MLM head can show of ``text``: its attention, read in one
+    pass (masks typed in it kept as the mask token), no fillers, a note saying why."""
+    text, notes = clean_input(text, task)
+    ids = encode_masked(task, text) if mask_token(task) in text else list(task.vocab.encode(text))
+    if not ids:
+        raise DecodeInputError("empty input: type some text")
+    device = next(model.parameters()).device
+    with evaluating(model), capture_attention(model) as store:
+        model(torch.tensor([ids], device=device))
+    note = mlm_head_note(model) or ""
+    return FillMaskResult(
+        input=text, output=text, tokens=ids, masks=[], steps=[], labels=[task.vocab.label(i) for i in ids],
+        attention={name: w[0] for name, w in store.matrices().items()},
+        notes=[*notes, f"{note} (its attention is in Attention, 4)"],
+    )
+
+
+@torch.no_grad()
 def fill_mask(model: nn.Module, task: Any, text: str, top_k: int = 5, capture: bool = False) -> FillMaskResult:
     """The fillers of every mask in ``text`` and the one-at-a-time fill; see the module docstring."""
     note = mlm_head_note(model)

@@ -42,8 +42,11 @@ def decode_text(model: Any, task: Any, text: str, options: dict[str, Any] | None
     """``text`` decoded by ``model``: its masks filled (attention captured), else ``generate``
     with ``options`` (its keyword arguments). One-line errors come from the core."""
     if is_fill_mask_model(model):
-        from tui_lab.core.decoding.fill_mask import fill_mask
+        from tui_lab.core.decoding.fill_mask import attention_only, fill_mask
+        from tui_lab.core.model.encoder_only import mlm_head_note
 
+        if mlm_head_note(model) is not None:  # a bare encoder: its attention, and why no fills
+            return attention_only(model, task, text)
         top_k = int((options or {}).get("report_k", FILL_TOP_K))
         return fill_mask(model, task, text, top_k=top_k, capture=True)
     from tui_lab.core.decoding.decode import generate

@@ -214,7 +214,7 @@ class DecodePane(Pane, Vertical):
 
         note = mlm_head_note(run.model)
         if note is not None:  # a bare encoder: Attention, Params and the hooks still work
-            return note
+            return f"{note}. Enter reads the text: its attention goes to Attention (4)"
         token = mask_token(run.task)
         return (f"{run.config.name} fills masks: type a text with {token} where a token should be "
                 f"filled (or pick an example, ctrl+n) and press Enter.")
