@@ -23,7 +23,7 @@ from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.decoding.inference import LoadedModel
 from tui_lab.core.decoding.model_card import ModelCard
-from tui_lab.core.model.device import choose_device, set_threads
+from tui_lab.core.model.device import choose_device, set_threads, threads_set_to
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.encoder_tokenizer import load_encoder_tokenizer
 from tui_lab.core.pretrained.encoder_tokenizer import mask_token as encoder_mask_token
@@ -70,7 +70,8 @@ def open_model(
     model_config, model = build_pretrained(raw, tensors, lay_out_now=not lay_out_later)
     tokenizer = _tokenizer(found.folder, model_config)
     notes: list[str] = []
-    model = _in_dtype(model, dtype, stored, lay_out_later, notes)
+    with threads_set_to(0):  # widening 494 M bf16 weights is page-bound: both cores halve it
+        model = _in_dtype(model, dtype, stored, lay_out_later, notes)
     if "auto_map" in raw:
         notes.append("config.json names custom code (auto_map): it was not run")
     model = model.to(where).eval()
