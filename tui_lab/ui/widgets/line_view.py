@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.style import Style
 from textual import events
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -41,6 +41,16 @@ class LineView(ScrollView):
         self._laid_out_width = -1
         self._strips.clear()
         self.refresh()
+
+    def redraw_lines(self, indices: set[int]) -> None:
+        """Lines ``indices`` (content lines) changed but not the layout: draw those again only."""
+        if self._laid_out_width < 0:
+            return  # a layout pass is due anyway and draws everything
+        top, height = self.scroll_offset.y, self.scrollable_content_region.height
+        for index in indices:
+            self._strips.pop(index, None)
+            if top <= index < top + height:
+                self.refresh(Region(0, index - top, self.size.width, 1))
 
     def ensure_laid_out(self) -> None:
         """Lay the lines out if the content or the width changed since the last time."""

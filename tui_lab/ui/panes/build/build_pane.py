@@ -25,6 +25,7 @@ from tui_lab.ui.widgets.highlight import highlighted
 from tui_lab.ui.widgets.model_card import ModelCardView
 from tui_lab.ui.widgets.model_summary import ModelSummary
 from tui_lab.ui.widgets.preset_list import PresetList
+from tui_lab.ui.widgets.text_line import TextLine
 
 FORM_HELP = "↑↓ move · type to edit · enter/←→ choose · esc leaves"
 # Mirrors core/training/finetune.py's FINETUNE_TRAIN and FINETUNE_BLOCK (the core is
@@ -59,7 +60,7 @@ class BuildPane(Pane, Vertical):
             yield Label("Hyperparameters", classes="pane-title", id="form-title")
             yield Static("", id="preset-error", classes="field-error")
             yield ConfigForm(id="form")
-            yield Static(FORM_HELP, id="form-help")
+            yield TextLine(FORM_HELP, id="form-help")
         with Vertical(id="build-yaml-col"):
             yield Label("YAML", classes="pane-title", id="yaml-title")
             with VerticalScroll(id="yaml-scroll"):
@@ -250,7 +251,7 @@ class BuildPane(Pane, Vertical):
     def on_config_form_field_focused(self, event: ConfigForm.FieldFocused) -> None:
         """Show the focused field's setting name and meaning under the form."""
         event.stop()
-        self.query_one("#form-help", Static).update(event.help)
+        self.query_one("#form-help", TextLine).update(event.help)
 
     # ---- actions ------------------------------------------------------------------
 

@@ -169,10 +169,16 @@ class ConfigForm(LineView, can_focus=True):
     def _set_cursor(self, index: int) -> None:
         index = max(0, min(len(self._fields) - 1, index))
         if index != self.cursor or self.choosing is not None:
-            self.cursor = index
+            # A plain move changes two fields' lines, not the layout (an open choice list
+            # closing does): redraw those lines alone, a keypress's cost on a long form.
+            moved_only = self.choosing is None
+            old, self.cursor = self.cursor, index
             self.choosing = None
             self._fields[index].edit.caret = len(self._fields[index].edit.text)
-            self._changed()
+            if moved_only:
+                self.redraw_lines({i for i, line in enumerate(self._lines) if line.field in (old, index)})
+            else:
+                self._changed()
             self.refresh_bindings()  # whether 1-5 and q type or switch depends on the field
         self._announce()
         self.call_after_refresh(self._scroll_to_cursor)
