@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_lab.core.analysis.atlas import HeadScore
-from tui_lab.core.analysis.head_scores import score_heads
+from tui_lab.core.analysis.head_scores import atlas_for
 from tui_lab.core.decoding.inference import load_for_inference
 from tui_lab.core.runs.snapshots import list_snapshots, load_snapshot
 
@@ -52,7 +52,7 @@ def score_curves(
     out = ScoreCurves()
     for step in wanted:
         load_snapshot(run_dir, step, run.model)
-        heads = score_heads(run.model, run.task, run.config.model.arch)
+        heads = atlas_for(run.model, run.task, run.config.model.arch).heads  # an encoder's own patterns too
         out.add(step, heads)
         if on_step is not None:
             on_step(step, heads)

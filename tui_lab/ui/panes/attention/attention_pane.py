@@ -395,8 +395,6 @@ class AttentionPane(Pane, Vertical):
         from tui_lab.core.runs.snapshots import list_snapshots
 
         history = run_dir if run_dir is not None and list_snapshots(run_dir) else None
-        if arch == "encoder-only":  # the core's score curves use the decoder's patterns
-            history = None
         step = travel.state.step if self.result is travel.shown_result else None
         atlas.follow(self.model, self.lab_task, arch, history, step, travel.score_curves)
 
