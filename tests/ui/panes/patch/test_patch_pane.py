@@ -328,3 +328,31 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path, 
                                         later.target_ids(1))
         assert pane.view.dla is not None and pane.view.dla.model == pytest.approx(want.model, abs=1e-5)
         assert "L1xH0" in _text(host, "#patch-dla")
+
+
+async def test_an_encoder_decoder_pair_typed_with_its_decoder_input(tmp_path: Path) -> None:
+    """The typed pair's last field is the decoder's input before the answer: the pane patches
+    the pair the core makes of the same five texts."""
+    from tui_lab.core.analysis import patch_pair
+    from tui_lab.core.analysis.activation_patching import activation_patch
+    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.hooked.handle import hooked
+
+    learned = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
+    handle = hooked(load_for_inference(learned, "cpu"))
+    want = activation_patch(handle, patch_pair.make_pair(handle, "31415", "31915", "4", "9", target="31"))
+    host, pane = _host(learned, tmp_path)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        await pilot.press("e")
+        await pilot.press("down", "enter")  # "typed": the first field
+        for text in ("31415", "enter", "31915", "enter", "4", "enter", "9"):
+            await pilot.press(*(list(text) if text != "enter" else ["enter"]))
+        host.query_one("#patch-target").value = "31"
+        await _patched(pilot, pane, "enter")
+        assert pane.pair is not None
+        shown = pane.view.shown
+        assert pane.pair.target[1:] == tuple(handle.task.vocab.encode("31"))
+        assert _flat(shown.raw) == pytest.approx(_flat(want.raw), abs=1e-5)
+        await pilot.press("e")
+        assert host.query_one("#patch-target").value == "31"  # the pair's texts, shown back

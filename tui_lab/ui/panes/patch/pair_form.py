@@ -1,5 +1,6 @@
 """The Patch pane's pair: a pick list of ready-made pairs (and "typed"), the clean and
-corrupted texts and the two answers. Enter picks or submits; the pane runs the pair."""
+corrupted texts, the two answers, and an encoder-decoder's decoder input (optional).
+Enter picks or submits; the pane runs the pair."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ from tui_lab.ui.panes.patch.patch_jobs import PairSource
 from tui_lab.ui.widgets.pick_list import Item, PickList
 
 TYPED = "typed"  # the pick list's last item: the four fields as typed
-FIELDS = ("clean", "corrupt", "answer", "wrong")
+FIELDS = ("clean", "corrupt", "answer", "wrong", "target")
+OPTIONAL = ("target",)  # left empty, the pair has none
 PLACEHOLDERS = {
     "clean": "clean text (the model gives the answer)",
     "corrupt": "corrupted text, as many tokens",
     "answer": "answer (1 token)",
     "wrong": "wrong answer (1 token)",
+    "target": "an encoder-decoder's decoder input before the answer (optional)",
 }
 
 
@@ -46,6 +49,7 @@ class PairForm(Vertical):
                 with Horizontal(id="patch-answers"):
                     yield Input(placeholder=PLACEHOLDERS["answer"], id="patch-answer")
                     yield Input(placeholder=PLACEHOLDERS["wrong"], id="patch-wrong")
+                yield Input(placeholder=PLACEHOLDERS["target"], id="patch-target")
 
     def offer(self, names: list[str], source: PairSource) -> None:
         """Offer ``names`` (the model's ready-made pairs) and typing one's own; ``source``'s
@@ -63,7 +67,7 @@ class PairForm(Vertical):
             self.query_one(f"#patch-{name}", Input).value = getattr(source, name)
 
     def typed(self) -> PairSource:
-        """The four fields as they are."""
+        """The fields as they are."""
         values = {name: self.query_one(f"#patch-{name}", Input).value for name in FIELDS}
         return PairSource(None, custom=True, **values)
 
@@ -85,7 +89,7 @@ class PairForm(Vertical):
         message.stop()
         for name in FIELDS:
             field = self.query_one(f"#patch-{name}", Input)
-            if not field.value:
+            if not field.value and name not in OPTIONAL:
                 field.focus()
                 return
         self.post_message(self.Submitted(self.typed()))

@@ -30,6 +30,7 @@ class PairSource:
     answer: str = ""
     wrong: str = ""
     custom: bool = False
+    target: str = ""  # an encoder-decoder's decoder input after its start token (none: empty)
 
 
 def private_handle(run: Any) -> Any:
@@ -61,7 +62,8 @@ def make_pair(handle: Any, source: PairSource) -> Any:
     from tui_lab.core.analysis import patch_pair
 
     if source.custom:
-        return patch_pair.make_pair(handle, source.clean, source.corrupt, source.answer, source.wrong)
+        return patch_pair.make_pair(handle, source.clean, source.corrupt, source.answer, source.wrong,
+                                    source.target or None)
     return patch_pair.ready_pair(handle, source.name)
 
 
@@ -79,7 +81,7 @@ def pair_texts(handle: Any, pair: Any) -> PairSource:
         return "".join(vocab.label(int(i)) for i in ids)
 
     return PairSource(None if pair.name == "custom" else pair.name, text(pair.clean), text(pair.corrupt),
-                      vocab.label(pair.answer), vocab.label(pair.wrong))
+                      vocab.label(pair.answer), vocab.label(pair.wrong), target=text(list(pair.target[1:])))
 
 
 def patch_site(handle: Any, pair: Any, site: str, method: str,
