@@ -17,6 +17,11 @@ directly to each layer's output, adding no norm of its own.
 
 Either way the last layer's row is, by construction, the model's own output
 distribution (tests check it to 1e-5).
+
+An encoder-only model fills masks instead of decoding (``fill_lens``): each
+encoder layer's stream at each mask, through the final norm (pre-LN) and the
+MLM head (dense, activation, norm) to the unembedding; its columns are the
+masks, in text order, read as the fill read them first.
 """
 
 from __future__ import annotations
@@ -127,3 +132,35 @@ def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
     ]
     layers = [f"decoder.{i}" for i in range(probs.size(0))]
     return LensTable(layers, [s.token for s in result.steps], rows, probs)
+
+
+@torch.no_grad()
+def fill_lens(model: nn.Module, task: Any, result: Any) -> LensTable:
+    """The lens of a fill-mask result: each encoder layer's top filler at each mask."""
+    from tui_lab.core.model.encoder_only import EncoderOnly
+
+    if not isinstance(model, EncoderOnly) or not model.has_mlm_head:
+        raise TypeError("the fill-mask lens reads an encoder-only model with its MLM head")
+    device = next(model.parameters()).device
+    tokens = torch.tensor([result.tokens], device=device)
+    layers = cast("list[TransformerBlock]", list(model.encoder.layers))
+    names = [layer.hook_prefix + "hook_resid_post" for layer in layers]
+    found: dict[str, Tensor] = {}
+    masks = [m.position for m in result.masks]
+    with evaluating(model), using_hooks([(n, lambda x, n: found.__setitem__(n, x.detach())) for n in names]):
+        model(tokens)
+        streams = [found[n][0, masks] for n in names]  # (masks, d_model) per layer
+        probs = torch.stack([_fill_probs(model, x) for x in streams])  # (L, masks, V)
+    best_p, best_i = probs.max(dim=-1)
+    vocab = task.vocab
+    rows = [[LensCell(vocab.label(int(i)), float(p)) for p, i in zip(best_p[layer], best_i[layer], strict=False)]
+            for layer in range(probs.size(0))]
+    steps = [f"_{k}@{pos}" for k, pos in enumerate(masks, start=1)]
+    return LensTable([f"encoder.{i}" for i in range(len(layers))], steps, rows, probs)
+
+
+def _fill_probs(model: Any, stream: Tensor) -> Tensor:
+    """Filler probabilities (..., V) read from one encoder layer's stream (..., d_model)."""
+    x = stream if model.encoder.norm is None else model.encoder.norm(stream)
+    x = model.mlm(x)
+    return model.unembed(x.to(model.lm_head.weight.dtype)).float().softmax(dim=-1)

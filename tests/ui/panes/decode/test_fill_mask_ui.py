@@ -127,3 +127,26 @@ async def test_all_heads_atlas_time_travel_and_ablation(mlm_run: Path) -> None:
         await pilot.pause()
         assert hasattr(pane.result, "masks")
         assert "ablated: encoder.1.self:0" in plain(pane.query_one("#decode-output", Static))
+
+
+async def test_the_logit_lens_of_a_fill(mlm_run: Path) -> None:
+    """v on a fill-mask decode: each encoder layer's top filler at each mask, the core's lens
+    of the same weights; the last layer's row is the fill's own first choice."""
+    from tui_lab.core.analysis.logit_lens import fill_lens
+    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.ui.widgets.lens_table import LensView
+
+    app = mlm_app(mlm_run)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_trained(pilot)
+        pane = await decode(pilot, "the c_t sat")
+        pane.focus()
+        await pilot.press("v")
+        view = pane.query_one("#decode-lens", LensView)
+        await wait_until(pilot, lambda: "encoder.0" in view.text, 30, "the lens")
+        loaded = load_for_inference(mlm_run)
+        lens = fill_lens(loaded.model, loaded.task, pane.result)
+        assert lens.steps == ["_1@5"] and len(lens.rows) == len(lens.layers)
+        assert lens.rows[-1][0].token == pane.result.masks[0].top[0][0]
+        for layer, row in zip(lens.layers, lens.rows, strict=True):
+            assert layer in view.text and row[0].token.strip() in view.text

@@ -60,8 +60,8 @@ class LogitLens(LensView):
         if self._lens_result is None or self._lens_model is None:
             self.show_message("logit lens: decode an input first")
             return
-        if is_fill_result(self._lens_result):  # the core's lens reads a greedy decode's steps
-            self.show_message("logit lens: reads a greedy decode's steps; a fill-mask decode has none")
+        if is_fill_result(self._lens_result) and not getattr(self._lens_result, "masks", None):
+            self.show_message("logit lens: no mask was filled (a bare encoder has no MLM head)")
             return
         self.show_message("logit lens: computing…")
         self._lens_worker(self._lens_model, self._lens_task, self._lens_result)
@@ -69,10 +69,10 @@ class LogitLens(LensView):
     @work(thread=True, exclusive=True, exit_on_error=False, group="lens")
     def _lens_worker(self, model: Any, task: Any, result: DecodeResult) -> None:
         """Read each layer's stream through the final norm and output head (thread)."""
-        from tui_lab.core.analysis.logit_lens import logit_lens
+        from tui_lab.core.analysis.logit_lens import fill_lens, logit_lens
 
         try:
-            lens = logit_lens(model, task, result)
+            lens = fill_lens(model, task, result) if is_fill_result(result) else logit_lens(model, task, result)
         except Exception as exc:  # noqa: BLE001 - say it in the view, never crash the lab
             self.post_message(self.Ready(result, None, one_line(exc)))
             return
