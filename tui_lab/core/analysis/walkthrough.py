@@ -62,7 +62,8 @@ class WalkRow:
 def collect_projections(
     model: Any, task: Any, result: Any, options: dict[str, Any] | None
 ) -> dict[str, Projections]:
-    """Replay ``result``'s decode; q/k/v of every attention module, by its lab name.
+    """Replay ``result``'s decode (a fill-mask result: its one read); q/k/v of every attention
+    module, by its lab name.
 
     Hooks on ``hook_q``, ``hook_k`` and ``hook_v`` record each call's (B, T,
     heads, d_head) tensors, after rotary (a cross-attention whose static cache
@@ -82,7 +83,11 @@ def collect_projections(
 
     names = [n for m in modules.values() for n in (m.hook_names.q, m.hook_names.k, m.hook_names.v)]
     with using_hooks([(set(names).__contains__, record)]):
-        generate(model, task, result.input, capture=False, **dict(options or {}))
+        if hasattr(result, "masks"):  # a fill-mask decode: the one read its attention came from
+            with torch.no_grad():
+                model(torch.tensor([result.tokens], device=next(model.parameters()).device))
+        else:
+            generate(model, task, result.input, capture=False, **dict(options or {}))
     found: dict[str, Projections] = {}
     for name, module in modules.items():
         hooked = module.hook_names
@@ -124,7 +129,8 @@ def walk(proj: Projections, result: Any, name: str, head: int, row: int) -> Walk
     captured = (
         [float(x) for x in captured_matrix[row, :n_keys]] if row < captured_matrix.size(0) else []
     )
-    q_labels, k_labels = result.labels.get(name, ([], []))
+    labels = result.labels  # a greedy decode's per capture; a fill's one per token
+    q_labels, k_labels = labels.get(name, ([], [])) if isinstance(labels, dict) else (labels, labels)
     return WalkRow(
         name=name,
         head=head,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Static
 
 from tests.ui.conftest import TINY_MLM
@@ -107,9 +108,20 @@ async def test_all_heads_atlas_time_travel_and_ablation(mlm_run: Path) -> None:
         assert any(line.startswith("probe text (") for line in atlas.probe_lines)
         await pilot.press("l")
         assert attention.capture_name == "encoder.1.self"
-        await pilot.press("w")  # the walkthrough says in one line it is for greedy decodes
+        await pilot.press("w")  # the walkthrough of one row of the fill's attention
+        from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
+
+        walk_view = attention.query_one(WalkthroughView)
+        await wait_until(pilot, lambda: attention.projections is not None, 30, "q, k and v")
         await pilot.pause()
-        assert "fill-mask" in plain(attention.query_one("#walkthrough"))
+        row = attention.query_one(Heatmap).cursor[0]
+        weights = attention.result.attention["encoder.1.self"][attention.head_index, row].tolist()
+        from tui_lab.core.analysis.walkthrough import walk
+
+        walked = walk(attention.projections["encoder.1.self"], attention.result, "encoder.1.self",
+                      attention.head_index, row)
+        assert walked.weights == pytest.approx(weights, abs=1e-5) and not any(walked.masked)
+        assert walk_view.display
         await pilot.press("w", "a")
         # Time travel: the same masks filled by a history snapshot's weights.
         await pilot.press("{")

@@ -25,7 +25,7 @@ from tui_lab.core.errors import one_line
 from tui_lab.ui import keys
 from tui_lab.ui.messages import DecodeRequested
 from tui_lab.ui.panes.attention.importance_panel import ImportanceAsk, ImportancePanel
-from tui_lab.ui.state.decoding import axis_labels, is_fill_result
+from tui_lab.ui.state.decoding import axis_labels
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.time_travel.control import TimeTravelControl, travel_run_dir
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
@@ -291,9 +291,6 @@ class AttentionPane(Pane, Vertical):
         view = self.query_one(WalkthroughView)
         if self.result is None or self.capture_name is None:
             view.show_message("Decode an input first.")
-            return
-        if is_fill_result(self.result):  # the core's replay (collect_projections) is generate's
-            view.show_message("The walkthrough replays a greedy decode; a fill-mask decode has none yet.")
             return
         if self.projections is None:
             view.show_message("computing q, k and v from the model…")
