@@ -92,26 +92,10 @@ def save_checkpoint(
     try:
         staged += _staged_config(run, config)
 
-        weights_path = run / WEIGHTS_FILE
-        fingerprint = json.dumps(safetensors_check.fingerprint(config))
-        weights_tmp = stage(
-            weights_path,
-            lambda tmp: save_model(
-                model,
-                str(tmp),
-                metadata={SAVE_ID_KEY: save_id, safetensors_check.MODEL_KEY: fingerprint},
-            ),
-        )
-        staged.append((weights_tmp, weights_path))
-
-        # The learning rate is not saved: the loop sets it from the schedule every step.
-        payload = {"format": CHECKPOINT_FORMAT, SAVE_ID_KEY: save_id, "optimizer": optimizer.state_dict()}
-        buffer = io.BytesIO()
-        torch.save(payload, buffer)
-        optimizer_path = run / OPTIMIZER_FILE
-        optimizer_tmp = stage(optimizer_path, write_bytes_to(buffer.getvalue()))
-        staged.append((optimizer_tmp, optimizer_path))
-
+        weights_tmp = _stage_weights(run, model, config, save_id)
+        staged.append((weights_tmp, run / WEIGHTS_FILE))
+        optimizer_tmp = _stage_optimizer(run, optimizer, save_id)
+        staged.append((optimizer_tmp, run / OPTIMIZER_FILE))
         record = {**state, "checkpoint": _checkpoint_record(save_id, weights_tmp, optimizer_tmp)}
         state_path = run / STATE_FILE
         try:
@@ -130,6 +114,22 @@ def save_checkpoint(
             unlink_quietly(tmp)
     fsync_dir(run)
     return record
+
+
+def _stage_weights(run: Path, model: nn.Module, config: LabConfig, save_id: str) -> Path:
+    """model.safetensors staged, stamped with the save id and the settings' fingerprint."""
+    fingerprint = json.dumps(safetensors_check.fingerprint(config))
+    metadata = {SAVE_ID_KEY: save_id, safetensors_check.MODEL_KEY: fingerprint}
+    return stage(run / WEIGHTS_FILE, lambda tmp: save_model(model, str(tmp), metadata=metadata))
+
+
+def _stage_optimizer(run: Path, optimizer: torch.optim.Optimizer, save_id: str) -> Path:
+    """optimizer.pt staged. The learning rate is not saved: the loop sets it from the
+    schedule every step."""
+    payload = {"format": CHECKPOINT_FORMAT, SAVE_ID_KEY: save_id, "optimizer": optimizer.state_dict()}
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return stage(run / OPTIMIZER_FILE, write_bytes_to(buffer.getvalue()))
 
 
 def _staged_config(run: Path, config: LabConfig) -> list[tuple[Path, Path]]:

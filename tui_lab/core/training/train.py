@@ -105,11 +105,7 @@ class TrainingRun(RunKeeping):
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.on_event = on_event or (lambda event: None)
         self.dist = distributed.from_environment()
-        folder = resume if isinstance(resume, RunFolder) else None
-        if resume is True:
-            if self.out_dir is None:
-                raise RunError("resume needs a run folder")
-            folder = RunFolder.read(self.out_dir)  # every rank reads it; rank 0 alone writes
+        folder = self._resume_folder(resume)
         if not self.dist.is_main:  # rank 0 alone logs, evaluates and writes
             self.out_dir = None
             self.on_event = lambda event: None
@@ -142,9 +138,7 @@ class TrainingRun(RunKeeping):
         self._held_out: list[tuple[str, str]] | None = None
         self._full: Any = None  # train.full_batch: the whole training set, built once
         if config.train.full_batch:
-            self._full = full_batch(self.task, self.arch, self.device, self.dist.rank, self.dist.world_size)
-            self.accumulation = 1
-            self._seen_inputs.update(p[0] for p in self._full.examples or [])
+            self._use_full_batch()
         self._train_solved = False  # training accuracy has reached 100% (snapshot that step)
         self.history: History | None = None  # weight snapshots, made with the run folder
         if folder is not None:
@@ -174,6 +168,22 @@ class TrainingRun(RunKeeping):
         return self.config.train.steps
 
     # ---- the loop --------------------------------------------------------------
+
+    def _resume_folder(self, resume: bool | RunFolder) -> RunFolder | None:
+        """The run folder to restore: the one given, ``out_dir`` read (``resume=True``), or none."""
+        if isinstance(resume, RunFolder):
+            return resume
+        if resume is not True:
+            return None
+        if self.out_dir is None:
+            raise RunError("resume needs a run folder")
+        return RunFolder.read(self.out_dir)  # every rank reads it; rank 0 alone writes
+
+    def _use_full_batch(self) -> None:
+        """train.full_batch: the whole training set, built once, every step's batch."""
+        self._full = full_batch(self.task, self.arch, self.device, self.dist.rank, self.dist.world_size)
+        self.accumulation = 1
+        self._seen_inputs.update(p[0] for p in self._full.examples or [])
 
     def _wrapped_model(self) -> torch.nn.Module:
         """What the optimizer step runs through (the model under DDP across ranks, compiled

@@ -179,49 +179,15 @@ class Heatmap(Widget, can_focus=True):
             return Text(self.empty_text, style="dim italic")
         lw = self._label_width()
         cw, rh = self._geometry(self.size.width, self._available_height())
-        cur_r, cur_c = self.cursor
-        focused = self.has_focus
+        cur_c = self.cursor[1]
         shown_rows, shown_cols = self._window()
         out = Text(no_wrap=True, overflow="crop")
         out.append(" " * (lw + 1))
         for j in shown_cols:
-            style = "bold reverse" if j == cur_c and focused else ("bold" if j == cur_c else "dim")
-            out.append(short_label(self.cols[j], cw).center(cw), style=style)
+            out.append(short_label(self.cols[j], cw).center(cw), style=self._axis_style(j == cur_c))
         out.append("\n")
         for i in shown_rows:
-            label, row = self.rows[i], self.weights[i]
-            for line in range(rh):
-                middle = line == rh // 2
-                if middle:
-                    style = (
-                        "bold reverse"
-                        if i == cur_r and focused
-                        else ("bold" if i == cur_r else "dim")
-                    )
-                    out.append(short_label(label, lw).rjust(lw), style=style)
-                else:
-                    out.append(" " * lw)
-                out.append(" ")
-                for j in shown_cols:
-                    value = row[j] if j < len(row) else 0.0
-                    if i == cur_r and j == cur_c:
-                        cursor_style = (
-                            Style(color="black", bgcolor="white", bold=True)
-                            if focused
-                            else Style(reverse=True)
-                        )
-                        text = (
-                            self.cursor_text(value, cw)
-                            if middle and cw >= 3
-                            else self.cell_text(value, cw)
-                        )
-                        out.append(text, style=cursor_style)
-                    else:
-                        out.append(
-                            self.cell_text(value, cw) if middle or value != 0.0 else " " * cw,
-                            style=Style(color=self.colour(value)),
-                        )
-                out.append("\n")
+            self._append_row(out, i, shown_cols, (lw, cw, rh))
         windowed = len(shown_rows) < len(self.rows) or len(shown_cols) < len(self.cols)
         margin = " " * (lw + 1)
         if windowed:  # first: the legend's end is what a narrow pane crops
@@ -235,6 +201,39 @@ class Heatmap(Widget, can_focus=True):
             margin = ""
         self.draw_legend(out, margin)
         return out
+
+    def _axis_style(self, at_cursor: bool) -> str:
+        """A row or column label's style: the cursor's (reversed when focused), else dim."""
+        if at_cursor:
+            return "bold reverse" if self.has_focus else "bold"
+        return "dim"
+
+    def _append_row(self, out: Text, i: int, shown_cols: range, sizes: tuple[int, int, int]) -> None:
+        """Row ``i``'s ``rh`` text lines: its label on the middle one, then each shown cell."""
+        lw, cw, rh = sizes
+        cur_r, cur_c = self.cursor
+        row = self.weights[i]
+        for line in range(rh):
+            middle = line == rh // 2
+            if middle:
+                out.append(short_label(self.rows[i], lw).rjust(lw), style=self._axis_style(i == cur_r))
+            else:
+                out.append(" " * lw)
+            out.append(" ")
+            for j in shown_cols:
+                value = row[j] if j < len(row) else 0.0
+                if i == cur_r and j == cur_c:
+                    cursor_style = (
+                        Style(color="black", bgcolor="white", bold=True) if self.has_focus else Style(reverse=True)
+                    )
+                    text = self.cursor_text(value, cw) if middle and cw >= 3 else self.cell_text(value, cw)
+                    out.append(text, style=cursor_style)
+                else:
+                    out.append(
+                        self.cell_text(value, cw) if middle or value != 0.0 else " " * cw,
+                        style=Style(color=self.colour(value)),
+                    )
+            out.append("\n")
 
     # ---- what a subclass may change: the axes' names, a cell's colour and text, the legend
 
