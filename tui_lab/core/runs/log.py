@@ -8,6 +8,7 @@ skips it.
 from __future__ import annotations
 
 import json
+import math
 import os
 from datetime import datetime
 from pathlib import Path
@@ -68,6 +69,13 @@ def read_metrics(run_dir: RunDir) -> list[dict[str, Any]]:
         if isinstance(item, dict):
             records.append(item)
     return records
+
+
+def finite_number(value: Any) -> float | None:
+    """A record's number as a float; None for a missing, non-finite, boolean or text value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def log(run_dir: RunDir, message: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_lab.core.runs.layout import CONFIG_FILE, RunError, reason
-from tui_lab.core.runs.log import read_metrics
+from tui_lab.core.runs.log import finite_number, read_metrics
 from tui_lab.core.runs.status import RUNNING_WINDOW_S
 
 SAE_CONFIG_FILE = "cfg.json"
@@ -100,16 +100,10 @@ def sae_status(end: dict[str, Any] | None, step: int, last_write: float | None, 
     return "stopped", f"no closing record: the process ended at step {step} without one (killed?)"
 
 
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def sae_figures(last_step: dict[str, Any] | None) -> dict[str, float | None]:
     """The last step's explained variance, CE loss recovered, L0 and dead fraction."""
     rec = last_step or {}
-    return {name: _finite(rec.get(name)) for name in SAE_FIGURES}
+    return {name: finite_number(rec.get(name)) for name in SAE_FIGURES}
 
 
 def figures_text(figures: dict[str, float | None]) -> str:
@@ -122,6 +116,6 @@ def figures_text(figures: dict[str, float | None]) -> str:
 def sae_speed(last_step: dict[str, Any] | None) -> tuple[float | None, float | None]:
     """(elapsed seconds, tokens per second) of the last step record."""
     rec = last_step or {}
-    elapsed, tokens = _finite(rec.get("elapsed")), _finite(rec.get("tokens"))
+    elapsed, tokens = finite_number(rec.get("elapsed")), finite_number(rec.get("tokens"))
     speed = tokens / elapsed if elapsed and tokens is not None else None
     return elapsed, speed

@@ -37,6 +37,7 @@ from tui_lab.core.runs.layout import (
     RunDir,
     RunError,
 )
+from tui_lab.core.runs.log import finite_number
 from tui_lab.core.runs.sae_summary import (
     SAE_CONFIG_FILE,
     SAE_FIGURES,
@@ -318,7 +319,7 @@ def _fill_metrics(row: RunSummary, raw: bytes) -> None:
         at = raw.find(b'"eval"', end)
         if rec is None or rec.get("kind") != "eval":
             continue
-        em, val = _num(rec.get("exact_match")), _num(rec.get("val_loss"))
+        em, val = finite_number(rec.get("exact_match")), finite_number(rec.get("val_loss"))
         if em is not None and (row.best_exact_match is None or em > row.best_exact_match):
             row.best_exact_match = em
         if val is not None and (row.best_val_loss is None or val < row.best_val_loss):
@@ -327,7 +328,7 @@ def _fill_metrics(row: RunSummary, raw: bytes) -> None:
             row.steps_to_target = _int(rec.get("step"))
             prev = _record(raw[raw.rfind(b"\n", 0, max(0, begin - 1)) + 1 : max(0, begin - 1)])
             if prev is not None and prev.get("kind") == "step" and prev.get("step") == rec.get("step"):
-                row.seconds_to_target = _num(prev.get("elapsed"))
+                row.seconds_to_target = finite_number(prev.get("elapsed"))
     end = len(raw)
     while end > 0:  # the last step line, walking back over eval lines and a torn tail
         begin = raw.rfind(b"\n", 0, end - 1) + 1
@@ -335,8 +336,8 @@ def _fill_metrics(row: RunSummary, raw: bytes) -> None:
         end = begin
         if rec is not None and rec.get("kind") == "step":
             row.step = _int(rec.get("step")) or 0
-            row.tokens_per_s = _num(rec.get("tokens_per_s"))
-            row.elapsed = _num(rec.get("elapsed"))
+            row.tokens_per_s = finite_number(rec.get("tokens_per_s"))
+            row.elapsed = finite_number(rec.get("elapsed"))
             break
 
 
@@ -348,14 +349,8 @@ def _record(line: bytes) -> dict[str, Any] | None:
     return rec if isinstance(rec, dict) else None
 
 
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def _int(value: Any) -> int | None:
-    number = _num(value)
+    number = finite_number(value)
     return int(number) if number is not None else None
 
 

@@ -43,7 +43,7 @@ from tui_lab.core.errors import LabError, one_line
 from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.layout import CONFIG_FILE, LOG_FILE, METRICS_FILE, RunDir, RunError, reason
-from tui_lab.core.runs.log import read_metrics
+from tui_lab.core.runs.log import finite_number, read_metrics
 from tui_lab.core.runs.sae_summary import SAE_CONFIG_FILE, is_sae_folder
 from tui_lab.core.runs.status import parse_stamp, read_log_ends
 
@@ -139,14 +139,14 @@ def _export_sae(writer_class: Any, run: Path, target: Path) -> ExportResult:
     except (OSError, UnicodeDecodeError) as exc:
         raise RunError(f"{run / SAE_CONFIG_FILE}: cannot read it ({reason(exc)})") from None
     base = (run / SAE_CONFIG_FILE).stat().st_mtime - max(
-        (_float(rec.get("elapsed")) or 0.0 for rec in steps.values()), default=0.0)
+        (finite_number(rec.get("elapsed")) or 0.0 for rec in steps.values()), default=0.0)
     writer = _open_writer(writer_class, target)
     points, tags = 0, set()
     try:
         writer.add_text("config", f"an SAE\n\n```json\n{cfg_text}\n```\n", global_step=0, walltime=base)
         for step in sorted(steps):
             rec = steps[step]
-            walltime = base + (_float(rec.get("elapsed")) or 0.0)
+            walltime = base + (finite_number(rec.get("elapsed")) or 0.0)
             for tag, value in _sae_scalars(rec):
                 writer.add_scalar(tag, value, global_step=step, walltime=walltime)
                 points += 1
@@ -170,14 +170,10 @@ def _sae_steps(run: Path) -> dict[int, dict[str, Any]]:
 
 
 def _sae_scalars(rec: dict[str, Any]) -> list[tuple[str, float]]:
-    pairs = [(f"sae/{name}", _float(rec.get(name))) for name in _SAE_TAGS]
-    elapsed, tokens = _float(rec.get("elapsed")), _float(rec.get("tokens"))
+    pairs = [(f"sae/{name}", finite_number(rec.get(name))) for name in _SAE_TAGS]
+    elapsed, tokens = finite_number(rec.get("elapsed")), finite_number(rec.get("tokens"))
     pairs.append(("sae/tokens_per_s", tokens / elapsed if elapsed and tokens is not None else None))
     return [(tag, value) for tag, value in pairs if _finite(value)]
-
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def config_markdown(folder: RunFolder, preset: str | None) -> str:
