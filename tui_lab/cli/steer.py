@@ -5,7 +5,6 @@ beside the plain one."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from .shared import (
     Subparsers,
@@ -32,24 +31,10 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=steer)
 
 
-def read_prompts(path: str) -> list[str]:
-    """The non-empty lines of ``path``; LabError (one line) when it cannot be read."""
-    from tui_lab.core.errors import LabError
-
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LabError(f"{path}: cannot read the prompts ({exc.__class__.__name__})") from None
-    prompts = [line for line in lines if line.strip()]
-    if not prompts:
-        raise LabError(f"{path}: no prompts (one a line)")
-    return prompts
-
-
 def steer(args: argparse.Namespace) -> int:
     """Build the vector, decode plainly and steered, print both."""
+    from tui_lab.core.analysis.steering import read_prompts, steering_vector
     from tui_lab.core.analysis.steering import steer as run_steer
-    from tui_lab.core.analysis.steering import steering_vector
     from tui_lab.core.hooked.handle import hooked
 
     positive, negative = read_prompts(args.positive), read_prompts(args.negative)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -20,6 +21,7 @@ from torch import Tensor
 from tui_lab.core.analysis.patch_pair import PatchError
 from tui_lab.core.decoding.decode import generate
 from tui_lab.core.decoding.fill_mask import fill_mask, is_fill_mask
+from tui_lab.core.errors import LabError
 from tui_lab.core.model.hook_points import HookSpec, using_hooks
 
 
@@ -51,6 +53,19 @@ def _check_hook(model: Any, hook: str) -> None:
                          "steer at an encoder.{L} hook")
     if hook.endswith(("hook_pattern", "hook_attn_scores")):
         raise PatchError(f"{hook}: steering adds to an activation by position, not to attention weights")
+
+
+def read_prompts(path: str | Path) -> list[str]:
+    """The non-blank lines of ``path``, one prompt each; LabError (one line) when it cannot
+    be read or holds none."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabError(f"{path}: cannot read the prompts ({exc.__class__.__name__})") from None
+    prompts = [line for line in lines if line.strip()]
+    if not prompts:
+        raise LabError(f"{path}: no prompts (one a line)")
+    return prompts
 
 
 def mean_activation(model: Any, hook: str, prompts: Sequence[str]) -> Tensor:

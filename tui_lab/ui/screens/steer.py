@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+from tui_lab.core.errors import LabError
 from tui_lab.ui import keys
 
 
@@ -30,10 +31,13 @@ class SteerRequest:
 
 
 def prompt_set(text: str) -> list[str]:
-    """A file's lines (one prompt each) when ``text`` names a file, else ``|``-separated prompts."""
+    """A file's lines (one prompt each) when ``text`` names a file, else ``|``-separated
+    prompts; LabError (one line) for a file that cannot be read."""
     path = Path(text).expanduser()
     if text and path.is_file():
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        from tui_lab.core.analysis.steering import read_prompts
+
+        lines = read_prompts(path)
     else:
         lines = text.split("|")
     return [line.strip() for line in lines if line.strip()]
@@ -83,8 +87,8 @@ class SteerScreen(ModalScreen[SteerRequest | None]):
             return None, f"no hook point {hook!r} in this model (tfx-lab hooks lists them)"
         try:
             positive, negative = prompt_set(value("positive")), prompt_set(value("negative"))
-        except OSError as exc:
-            return None, f"cannot read the prompts: {exc.strerror or exc}"
+        except LabError as exc:
+            return None, str(exc)
         if not positive or not negative:
             return None, "give at least one positive and one negative prompt"
         try:
