@@ -148,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from tui_lab.core.model.device import default_threads, set_threads
+    from tui_lab.core.training.heap import keep_freed_memory
+
+    keep_freed_memory()  # as in every training process the lab starts (both sides share it)
 
     err = Console(stderr=True)
     start = time.perf_counter()

@@ -221,9 +221,11 @@ def serve(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the lab decides when to stop
     sock = socket.socket(fileno=fd)
     from tui_lab.core.training import remote_child, train  # noqa: F401 - the slow imports, once
+    from tui_lab.core.training.heap import keep_freed_memory
     from tui_lab.core.training.schedule import warm_up_optimizer
 
     warm_up_optimizer()  # else every forked process pays its first AdamW's imports again
+    keep_freed_memory()  # inherited by every training process forked
 
     children: set[int] = set()
     buffer, fds = b"", []

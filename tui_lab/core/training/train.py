@@ -50,6 +50,7 @@ from tui_lab.core.tasks import make_task
 from tui_lab.core.training import distributed
 from tui_lab.core.training.evaluate import evaluate, held_out_pairs
 from tui_lab.core.training.full_batch import batch_accuracy, full_batch, weight_norm
+from tui_lab.core.training.heap import keep_freed_memory
 from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
 
 if TYPE_CHECKING:
@@ -203,6 +204,7 @@ class TrainingRun(RunKeeping):
 
     def run(self) -> dict[str, Any]:
         """Train until done, stopped, out of time or at the target; returns a summary."""
+        keep_freed_memory()
         self._prepare_folder()
         self._log(f"training on {self.device_name} from step {self.step} to {self.config.train.steps}")
         together = False  # every rank left the loop at this step (see distributed.shutdown)
