@@ -27,12 +27,18 @@ def lab_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 TINY_RUN = Path(__file__).resolve().parents[1] / "data" / "tiny-run"
 
 
+def private_copy(source: Path, lab_folders: Path, ignore: tuple[str, ...] = ()) -> Path:
+    """A copy of the run at ``source`` under the test's ``runs/``, as the lab names it."""
+    shutil.copytree(
+        source, lab_folders / "runs" / source.name, ignore=shutil.ignore_patterns(*ignore)
+    )
+    return Path("runs") / source.name
+
+
 @pytest.fixture
 def trained_run(lab_folders: Path) -> Path:
     """A private copy of the committed tiny run at ``runs/tiny-run`` (tests may continue it)."""
-    dest = lab_folders / "runs" / "tiny-run"
-    shutil.copytree(TINY_RUN, dest)
-    return Path("runs") / "tiny-run"
+    return private_copy(TINY_RUN, lab_folders)
 
 
 # A copy model that has learned its task (99.4% exact match), committed (tests/data/make_runs.py):
@@ -47,9 +53,7 @@ def learned_run(lab_folders: Path) -> Path:
 
     Without its ``ablation.json``: the lab works the importance table out itself.
     """
-    dest = lab_folders / "runs" / "learned-copy"
-    shutil.copytree(LEARNED_RUN, dest, ignore=shutil.ignore_patterns("ablation.json"))
-    return Path("runs") / "learned-copy"
+    return private_copy(LEARNED_RUN, lab_folders, ignore=("ablation.json",))
 
 
 # A tiny encoder-only run (masked-lm), trained once per test session: its weights are
@@ -72,6 +76,4 @@ def mlm_run_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def mlm_run(lab_folders: Path, mlm_run_source: Path) -> Path:
     """A private copy of the trained tiny masked-lm run at ``runs/tiny-mlm``."""
-    dest = lab_folders / "runs" / "tiny-mlm"
-    shutil.copytree(mlm_run_source, dest)
-    return Path("runs") / "tiny-mlm"
+    return private_copy(mlm_run_source, lab_folders)

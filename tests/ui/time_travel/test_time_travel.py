@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from rich.console import Console
 from textual.widgets import Input
 
 from tests.conftest import tiny_config
+from tests.ui.conftest import private_copy
 from tests.ui.helpers import ready, tiny_app, type_text, wait_until
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
@@ -85,9 +85,7 @@ def history_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def history_run(history_source: Path, lab_folders: Path) -> Path:
     """A private copy of the history run under the test's ``runs/``."""
-    dest = lab_folders / "runs" / "hist-run"
-    shutil.copytree(history_source, dest)
-    return Path("runs") / "hist-run"
+    return private_copy(history_source, lab_folders)
 
 
 async def _decode(pilot, text: str = "3141") -> None:  # type: ignore[no-untyped-def]

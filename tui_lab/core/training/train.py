@@ -126,16 +126,7 @@ class TrainingRun(RunKeeping):
         self.optimizer = make_optimizer(self.model, config.train)
         self._ddp: DistributedDataParallel | None = None  # the wrapper that syncs gradients
         self.train_model = self._wrapped_model()
-        self.step = 0
-        self._start_step = 0
-        self.elapsed = 0.0
-        self.best_accuracy: float | None = None
-        self.last_eval: EvalEvent | None = None
-        self.last_step: StepEvent | None = None
-        self._seen_inputs: set[str] = set()
-        self._stop = threading.Event()
-        self._running = threading.Event()
-        self._running.set()
+        self._start_fresh()
         self._held_out: list[tuple[str, str]] | None = None
         self._full: Any = None  # train.full_batch: the whole training set, built once
         if config.train.full_batch:
@@ -147,6 +138,19 @@ class TrainingRun(RunKeeping):
             # A resumed run that had reached 100% already keeps that step as its milestone.
             self._train_solved = first_step_at(read_curves(folder.path).train_accuracy, 1.0) is not None
         self._rng = distributed.data_rng(config.train.seed, self.dist.rank, self.step)
+
+    def _start_fresh(self) -> None:
+        """Step 0, nothing measured yet, running (``_restore`` moves a resumed run on)."""
+        self.step = 0
+        self._start_step = 0
+        self.elapsed = 0.0
+        self.best_accuracy: float | None = None
+        self.last_eval: EvalEvent | None = None
+        self.last_step: StepEvent | None = None
+        self._seen_inputs: set[str] = set()
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
 
     # ---- control from any thread -------------------------------------------------
 

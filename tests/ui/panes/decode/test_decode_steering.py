@@ -21,6 +21,16 @@ HOOK = "encoder.0.hook_resid_post"
 TEXT = "31415"
 
 
+async def steer_dialog(pilot, app):  # type: ignore[no-untyped-def]
+    """The learned run opened, TEXT decoded, and s pressed: (Decode, its steer dialog)."""
+    await open_trained(pilot)
+    pane = await decode(pilot, TEXT)
+    pane.focus()
+    await pilot.press("s")
+    await wait_until(pilot, lambda: isinstance(app.screen, SteerScreen), 10, "the steer dialog")
+    return pane, app.screen
+
+
 async def test_steering_by_keyboard_matches_the_core(learned_run: Path, tmp_path: Path) -> None:
     negative = tmp_path / "negative.txt"
     negative.write_text("99999\n88888\n")
@@ -33,12 +43,7 @@ async def test_steering_by_keyboard_matches_the_core(learned_run: Path, tmp_path
 
     app = tiny_app(run_dir=str(learned_run))
     async with app.run_test(size=SIZE) as pilot:
-        await open_trained(pilot)
-        pane = await decode(pilot, TEXT)
-        pane.focus()
-        await pilot.press("s")
-        await wait_until(pilot, lambda: isinstance(app.screen, SteerScreen), 10, "the steer dialog")
-        dialog = app.screen
+        pane, dialog = await steer_dialog(pilot, app)
         dialog.query_one("#steer-hook", Input).value = HOOK
         dialog.query_one("#steer-positive", Input).value = "11111 | 22222"
         dialog.query_one("#steer-negative", Input).value = str(negative)
@@ -63,12 +68,7 @@ async def test_steering_by_keyboard_matches_the_core(learned_run: Path, tmp_path
 async def test_a_bad_hook_or_coefficient_is_one_line_in_the_dialog(learned_run: Path) -> None:
     app = tiny_app(run_dir=str(learned_run))
     async with app.run_test(size=SIZE) as pilot:
-        await open_trained(pilot)
-        pane = await decode(pilot, TEXT)
-        pane.focus()
-        await pilot.press("s")
-        await wait_until(pilot, lambda: isinstance(app.screen, SteerScreen), 10)
-        dialog = app.screen
+        pane, dialog = await steer_dialog(pilot, app)
         dialog.query_one("#steer-hook", Input).value = "blocks.9.nowhere"
         dialog.query_one("#steer-hook", Input).focus()
         await pilot.press("enter")
