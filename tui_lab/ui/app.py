@@ -240,6 +240,12 @@ class LabApp(PaneRouting):
         def load() -> None:
             from tui_lab.ui.core_access import load_core
 
+            widening = None
+            if self.model_source is not None and self.model_dtype == "float32":
+                # Torch-free: its thread widens the weights on the other core meanwhile.
+                from tui_lab.core.pretrained.widening import start_widening
+
+                widening = start_widening(self.model_source, self.model_revision)
             try:
                 core = load_core()
             except Exception as exc:  # noqa: BLE001 - the lab still shows presets and configs
@@ -249,7 +255,7 @@ class LabApp(PaneRouting):
             if self.model_source is not None:  # on at once, without a round trip through the UI
                 from tui_lab.ui.model_opening import open_and_post
 
-                open_and_post(self, self.model_source, self.model_revision, self.model_dtype)
+                open_and_post(self, self.model_source, self.model_revision, self.model_dtype, widening)
 
         threading.Thread(target=load, name="tfx-lab-load-torch", daemon=True).start()
 

@@ -14,21 +14,26 @@ interrupted, and quitting while it runs must not wait for it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import ModelOpened
 
+if TYPE_CHECKING:
+    from tui_lab.core.pretrained.widening import Widening
 
-def open_and_post(app: App[Any], source: str, revision: str | None, dtype: str = "float32") -> None:
-    """Open ``source`` (a folder or a cached hub name) in this thread, in ``dtype``;
-    ``ModelOpened`` reports it."""
+
+def open_and_post(
+    app: App[Any], source: str, revision: str | None, dtype: str = "float32", widening: Widening | None = None
+) -> None:
+    """Open ``source`` (a folder or a cached hub name) in this thread, in ``dtype``, with
+    the float32 copies ``widening`` made meanwhile (if any); ``ModelOpened`` reports it."""
     from tui_lab.core.decoding.opened import open_model
 
     try:
-        loaded = open_model(source, "cpu", revision, lay_out_later=True, dtype=dtype)
+        loaded = open_model(source, "cpu", revision, lay_out_later=True, dtype=dtype, widening=widening)
     except Exception as exc:  # noqa: BLE001 - one line in the lab, which stays usable
         app.post_message(ModelOpened(source, None, one_line(exc)))
         return

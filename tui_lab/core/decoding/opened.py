@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -40,6 +40,9 @@ from tui_lab.core.tasks.masked_lm import MaskedText
 from tui_lab.core.tasks.tokenized import TokenizedText
 from tui_lab.core.tasks.translation import Translation
 
+if TYPE_CHECKING:
+    from tui_lab.core.pretrained.widening import Widening
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
@@ -49,6 +52,7 @@ def open_model(
     revision: str | None = None,
     lay_out_later: bool = False,
     dtype: str = "float32",
+    widening: Widening | None = None,
 ) -> LoadedModel:
     """The model ``source`` names (a folder or a cached hub name), offline; PretrainedError if not.
 
@@ -59,6 +63,10 @@ def open_model(
     ``dtype``: ``float32`` (the default; exact against the reference) widens
     half-precision weights; ``bfloat16`` holds bfloat16 weights as the file stores
     them, with no float32 copy (others are narrowed once).
+
+    ``widening``: float32 copies of the files' half-precision tensors, begun before
+    torch was imported (``pretrained/widening.py``; the lab's ``--model``): in
+    float32 they are used in place of widening here.
     """
     if dtype not in DTYPES:
         raise PretrainedError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
@@ -67,9 +75,14 @@ def open_model(
     raw = read_config(found.folder)
     tensors = open_tensors(found.folder)
     stored = _stored_dtype(tensors)
+    notes: list[str] = []
+    if widening is not None:
+        copies = widening.take()
+        if dtype == "float32" and copies.arrays:
+            tensors = tensors.widened(copies)
+            notes.append(_dtype_note(stored, dtype))
     model_config, model = build_pretrained(raw, tensors, lay_out_now=not lay_out_later)
     tokenizer = _tokenizer(found.folder, model_config)
-    notes: list[str] = []
     with threads_set_to(0):  # widening 494 M bf16 weights is page-bound: both cores halve it
         model = _in_dtype(model, dtype, stored, lay_out_later, notes)
     if "auto_map" in raw:
@@ -120,10 +133,15 @@ def _in_dtype(
     if all(p.dtype == want for p in model.parameters()):
         return model
     model = model.to(want)
-    notes.append(f"weights stored as {stored}, {'widened' if dtype == 'float32' else 'narrowed'} to {dtype}")
+    if _dtype_note(stored, dtype) not in notes:  # not said already for copies made ahead
+        notes.append(_dtype_note(stored, dtype))
     if not lay_out_later:  # float32 copies made just now: lay them out for decoding too
         lay_out(model)
     return model
+
+
+def _dtype_note(stored: str, dtype: str) -> str:
+    return f"weights stored as {stored}, {'widened' if dtype == 'float32' else 'narrowed'} to {dtype}"
 
 
 def _task(

@@ -16,7 +16,7 @@ import mmap
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -31,6 +31,9 @@ from tui_lab.core.pretrained.hf_files import (
 )
 from tui_lab.core.runs.layout import RunError
 from tui_lab.core.runs.safetensors_check import open_regular, safetensors_layout
+
+if TYPE_CHECKING:
+    from tui_lab.core.pretrained.widening import Widened
 
 _REMEDY = "download or save it again"
 
@@ -80,6 +83,7 @@ class TensorSource(Mapping[str, torch.Tensor]):
         self._files = files
         self.searched = searched  # the file (or index) a missing name was looked for in
         self.paths = tuple(dict.fromkeys(files.values()))
+        self._buffers = buffers
         # (address, size, mapping) of each mapped file, to find a tensor's pages.
         self._maps = [(_address(b), len(b), b) for b in buffers if len(b)]
 
@@ -95,6 +99,22 @@ class TensorSource(Mapping[str, torch.Tensor]):
     def tensor_file(self, name: str) -> str:
         """The file holding ``name``; for a name it lacks, the file (or index) searched."""
         return str(self._files.get(name, self.searched))
+
+    def widened(self, copies: Widened) -> TensorSource:
+        """These tensors with the float32 ``copies`` (``widening.py``) in place of the
+        half-precision ones they copy (same file, same shape); their mappings are
+        released as the files' are. The others stay views of their files."""
+        tensors = dict(self._tensors)
+        for name, (path, array) in copies.arrays.items():
+            old = tensors.get(name)
+            if (
+                old is not None
+                and old.dtype in (torch.bfloat16, torch.float16)
+                and tuple(old.shape) == array.shape
+                and self._files.get(name) == path
+            ):
+                tensors[name] = torch.from_numpy(array)
+        return TensorSource(tensors, self._files, self.searched, (*self._buffers, *copies.buffers))
 
     @property
     def nbytes(self) -> int:

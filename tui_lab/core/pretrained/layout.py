@@ -84,10 +84,11 @@ class PendingLayout:
     """``lay_out(model, release)`` left for later: run once, by whichever thread asks first.
 
     The lab opens a model without re-laying it, so that it is usable sooner, and
-    re-lays it in the background (``LoadedModel.settle``). A forward pass meanwhile
-    is still right: each module holds the old tensor or its copy, the same values,
-    and a released page is read back from the file. Code that counts parameters by
-    identity (a tied head is one tensor) calls it first, and waits for it if it runs.
+    re-lays it in the background (``LoadedModel.settle``). Code that runs or copies
+    the model, or counts its parameters by identity (a tied head is one tensor), calls
+    it first, and waits for it if it runs: a released page of a file is read back from
+    the file, but one of the float32 copies widened ahead of torch (``widening.py``)
+    would read back as zeros.
     """
 
     def __init__(self, model: nn.Module, release: Callable[[torch.Tensor], int] | None) -> None:

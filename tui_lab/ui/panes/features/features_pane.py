@@ -335,8 +335,10 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         """The run as a hooked handle; its model copied unless it was opened from files."""
         from tui_lab.core.decoding.model_handle import opened_from_files
         from tui_lab.core.hooked.handle import hooked
+        from tui_lab.ui.state.model_copies import settled
 
-        model = run.model if opened_from_files(run) else copy.deepcopy(run.model)
+        # An opened model's background layout first: its replaced weights' pages are handed back.
+        model = settled(run).model if opened_from_files(run) else copy.deepcopy(run.model)
         device = next(model.parameters()).device
         return hooked(SimpleNamespace(model=model, task=run.task, config=run.config,
                                       card=getattr(run, "card", None), device=device))
