@@ -16,6 +16,7 @@ bfloat16 with ``save_pretrained`` beside the tests' small BPE. Measured:
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,10 @@ def families(quick: bool) -> Section:
         file_bytes = _file_bytes(folder)
         fp32 = resident_memory(folder, "float32")
         bf16 = resident_memory(folder, "bfloat16")
-        ready = first_frame(folder)
+        # One launch scatters by a second or more on a shared machine: the median of three.
+        frames = [first_frame(folder) for _ in range(1 if quick else 3)]
+        ready: dict[str, Any] = {k: statistics.median(f[k] for f in frames) for k in frames[0]}
+        ready["runs"] = len(frames)
         budget = 20 if quick else 60
         speed: dict[str, Any] = {}
         for dtype, torch_dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
@@ -81,7 +85,7 @@ def families(quick: bool) -> Section:
             bf16_growth <= MEMORY_GOAL, f"RSS growth {_mb(bf16, 'after_decode')} over {file_bytes / 2**20:,.0f} MiB "
             f"of safetensors (bfloat16, held as stored)"),
         Row("tfx-lab --model: model ready", f"{ready['ready_s']:.2f} s", f"<= {READY_GOAL_S:g} s",
-            ready["ready_s"] <= READY_GOAL_S, f"real pty 120x40, float32; first frame {ready['first_frame_s']:.2f} s; "
+            ready["ready_s"] <= READY_GOAL_S, f"real pty 120x40, float32, median of {ready['runs']}; first frame {ready['first_frame_s']:.2f} s; "
             f"the lab's CPU time by then {ready['ready_cpu_s']:.2f} s"),
     ]
     for dtype in ("float32", "bfloat16"):
