@@ -112,8 +112,8 @@ class _Made:
 def test_open_model_runs_on_the_copies_and_gives_the_same_logits(tmp_path: Path) -> None:
     """A bfloat16 qwen2 folder opened in float32: with copies made ahead, the model holds
     them (no widening of its own), says the weights were widened, and its logits equal
-    those of a plain opening, before and after the background re-layout hands back the
-    pages of the copies it replaced."""
+    those of a plain opening (to rounding before the background re-layout, exactly after
+    it, once it has handed back the pages of the copies it replaced)."""
     from tui_lab.core.decoding.opened import open_model
 
     reference = hf_model("qwen2", seed=0).to(torch.bfloat16)
@@ -130,9 +130,10 @@ def test_open_model_runs_on_the_copies_and_gives_the_same_logits(tmp_path: Path)
     tokens = prompt(vocab=reference.config.vocab_size)
     with torch.no_grad():
         want = plain.model(tokens)
-        assert torch.equal(ahead.model(tokens), want)
+        # Before the re-layout the matrices lie as stored, so the products round differently.
+        assert (ahead.model(tokens) - want).abs().max() < 1e-5
         ahead.settle()
-        assert torch.equal(ahead.model(tokens), want)
+        assert torch.equal(ahead.model(tokens), want)  # laid out alike: the same bits
 
 
 def test_bfloat16_mode_ignores_the_copies(tmp_path: Path) -> None:
