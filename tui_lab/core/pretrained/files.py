@@ -29,6 +29,7 @@ from tui_lab.core.pretrained.hf_files import (
     TORCH_FILE,
     TORCH_INDEX,
 )
+from tui_lab.core.pretrained.source import weight_map_of
 from tui_lab.core.runs.layout import RunError
 from tui_lab.core.runs.safetensors_check import open_regular, safetensors_layout
 
@@ -172,7 +173,7 @@ def open_tensors(folder: Path) -> TensorSource:
 
 def _sharded(index: Path, reader: Any) -> TensorSource:
     """The tensors of every shard ``index``'s weight_map names, each from its shard."""
-    weight_map = _weight_map(index)
+    weight_map = weight_map_of(index)
     tensors: dict[str, torch.Tensor] = {}
     files: dict[str, Path] = {}
     buffers: list[mmap.mmap] = []
@@ -196,22 +197,6 @@ def _sharded(index: Path, reader: Any) -> TensorSource:
                 f"{index.parent / shard_name}: has no tensor {name}, which {index.name} places there"
             )
     return TensorSource(tensors, files, index, tuple(buffers))
-
-
-def _weight_map(index: Path) -> dict[str, str]:
-    """The index's ``weight_map`` (tensor name -> shard file name), checked."""
-    try:
-        data = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise PretrainedError(f"{index}: not a readable JSON index ({one_line(exc)})") from None
-    weight_map = data.get("weight_map") if isinstance(data, dict) else None
-    if not isinstance(weight_map, dict) or not weight_map:
-        raise PretrainedError(f"{index}: no weight_map (tensor name -> shard file)")
-    for name, shard in weight_map.items():
-        # A shard lies beside the index: a path elsewhere is not read, whatever the index says.
-        if not isinstance(shard, str) or not shard or Path(shard).name != shard:
-            raise PretrainedError(f"{index}: weight_map[{name!r}] is not a file name ({shard!r})")
-    return weight_map
 
 
 def _map_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], mmap.mmap]:

@@ -9,11 +9,13 @@ from the cache gets one line naming the command that downloads it once.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui_lab.core.errors import one_line
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
@@ -125,3 +127,19 @@ def _cached_revisions(repo: Path) -> list[str]:
         return names
     snapshots = repo / "snapshots"
     return sorted(p.name for p in snapshots.iterdir() if p.is_dir()) if snapshots.is_dir() else []
+
+
+def weight_map_of(index: Path) -> dict[str, str]:
+    """A sharded model's index's ``weight_map`` (tensor name -> shard file name), checked."""
+    try:
+        data = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise PretrainedError(f"{index}: not a readable JSON index ({one_line(exc)})") from None
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise PretrainedError(f"{index}: no weight_map (tensor name -> shard file)")
+    for name, shard in weight_map.items():
+        # A shard lies beside the index: a path elsewhere is not read, whatever the index says.
+        if not isinstance(shard, str) or not shard or Path(shard).name != shard:
+            raise PretrainedError(f"{index}: weight_map[{name!r}] is not a file name ({shard!r})")
+    return weight_map

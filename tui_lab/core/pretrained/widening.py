@@ -22,15 +22,15 @@ the widening to ``open_model``, whose checks and messages stay the only ones.
 
 from __future__ import annotations
 
-import json
 import mmap
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.hf_files import SAFETENSORS_FILE, SAFETENSORS_INDEX
-from tui_lab.core.pretrained.source import resolve_source
+from tui_lab.core.pretrained.source import resolve_source, weight_map_of
 from tui_lab.core.runs.safetensors_check import open_regular, safetensors_layout
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class Widening:
 
     def __init__(self, files: list[Path]) -> None:
         self._files = files
-        self._result: Widened | None = Widened()
+        self._result: Widened | None = None
         self._thread = threading.Thread(target=self._run, name="widening", daemon=True)
         self._thread.start()
 
@@ -86,11 +86,10 @@ def start_widening(source: str, revision: str | None = None) -> Widening | None:
     index = folder / SAFETENSORS_INDEX
     if index.is_file():
         try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            shards = [index.parent / Path(str(s)).name for s in dict.fromkeys(weight_map.values())]
-        except Exception:  # noqa: BLE001 - open_model reports a bad index
+            shards = dict.fromkeys(weight_map_of(index).values())
+        except PretrainedError:  # open_model reports it
             return None
-        return Widening(shards)
+        return Widening([index.parent / shard for shard in shards])
     return None
 
 
