@@ -111,11 +111,21 @@ def attend(
     weights are wanted, hooked, soft-capped or the fused path is switched off).
 
     ``is_causal`` (only with ``mask`` None and Tq == Tk): the plain lower triangle.
+    ``k`` and ``v`` may have fewer heads than ``q`` (grouped key/value heads, H a
+    multiple of H_kv): the fused kernel reads each group's head in place, which
+    saves copying the whole cache per layer and token; the explicit path repeats them.
     Returns (output (B, H, Tq, d_head), weights (B, H, Tq, Tk) or None).
     """
+    group = q.size(-3) // k.size(-3)
+    # CUDA's float32 kernel (memory-efficient) takes no groups and would fall back to
+    # the plain one: there, as on the explicit path, the heads are repeated.
+    kernel_groups = q.device.type == "cpu" or q.dtype in (torch.float16, torch.bfloat16)
+    if group > 1 and (explicit or not kernel_groups):
+        k, v = k.repeat_interleave(group, dim=-3), v.repeat_interleave(group, dim=-3)
     if not explicit:
         out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+            enable_gqa=q.size(-3) != k.size(-3),
         )
         return out, None
     if is_causal:
@@ -383,9 +393,6 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self._hook_qkv(hooks, q, k, v, new_kv)
         if new_kv and cache is not None:
             k, v = cache.update(k, v)  # (B, H_kv, Tk, d_head)
-        if self.n_kv_heads != self.n_heads:  # each key/value head serves a group of query heads
-            group = self.n_heads // self.n_kv_heads
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         mask, fused_causal = self._mask(mask, is_causal, t_q, k.size(-2), q.device)
         names = self.hook_names
         explicit = need_weights or not self.fused or self.softcap is not None or (
