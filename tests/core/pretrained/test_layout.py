@@ -98,39 +98,3 @@ def test_bfloat16_matrices_keep_their_stored_layout() -> None:
     before = model[0].weight
     assert preferred(before.detach()) and lay_out(model) == 0
     assert model[0].weight is before and model[0].weight.is_contiguous()
-
-
-def test_a_decoders_q_k_v_lie_back_to_back_so_a_decode_stacks_them_without_a_copy(
-    tmp_path: Path,
-) -> None:
-    """Each decoder self-attention's three float32 matrices are copied once into one, so the
-    stacked projection a decode uses is a view of them; the logits stay the reference's and
-    the file's pages of the old matrices are handed back."""
-    folder = tmp_path / "qwen2"
-    reference = save_family(folder, "qwen2", tokenizer=False)  # biases on q/k/v, grouped k/v heads
-    tensors = open_tensors(folder)
-    released: list[torch.Tensor] = []
-    _, model = build_pretrained(read_config(folder), tensors, lay_out_now=False)
-    file_q = model.decoder.layers[0].self_attn.w_q.weight
-    lay_out(model, lambda t: released.append(t) or 0)
-    assert any(t.data_ptr() == file_q.data_ptr() for t in released)
-    for layer in model.decoder.layers:
-        attn = layer.self_attn
-        parts = (attn.w_q.weight, attn.w_k.weight, attn.w_v.weight)
-        stack, _ = attn.packed_weights()
-        assert stack.data_ptr() == attn.w_q.weight.data_ptr()  # a view: nothing copied
-        assert torch.equal(stack, torch.cat(parts))
-    tokens = torch.randint(0, 300, (2, 12), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        torch.testing.assert_close(model(tokens), reference(tokens).logits, atol=1e-4, rtol=0)
-    assert lay_out(model) == 0  # packed already: nothing more to copy
-
-
-def test_bfloat16_projections_stay_as_stored(tmp_path: Path) -> None:
-    folder = tmp_path / "qwen2"
-    save_family(folder, "qwen2", tokenizer=False)
-    tensors = open_tensors(folder)
-    as_bf16 = {name: t.to(torch.bfloat16) for name, t in tensors.items()}
-    _, model = build_pretrained(read_config(folder), as_bf16)
-    attn = model.decoder.layers[0].self_attn
-    assert attn.w_q.weight.data_ptr() == as_bf16["model.layers.0.self_attn.q_proj.weight"].data_ptr()

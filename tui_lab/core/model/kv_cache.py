@@ -24,8 +24,10 @@ class Packable(Protocol):
     def packed_weights(self) -> PackedWeights: ...
 
 
-def back_to_back(parts: tuple[torch.Tensor, ...]) -> bool:
-    """Whether ``parts`` lie one after another in one tensor's memory, rows continuing."""
+def stacked(parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """``torch.cat(parts)`` along dim 0; a view, not a copy, when the parts already lie
+    back to back in one tensor (GPT-2's fused ``c_attn`` split into q, k, v views):
+    a checkpoint's 85 MB of projections are then neither copied per decode nor held twice."""
     first = parts[0]
     offset = first.storage_offset()
     for part in parts:
@@ -36,19 +38,8 @@ def back_to_back(parts: tuple[torch.Tensor, ...]) -> bool:
             or part.untyped_storage().data_ptr() != first.untyped_storage().data_ptr()
             or part.storage_offset() != offset
         ):
-            return False
+            return torch.cat(parts)
         offset += part.size(0) * part.stride(0)
-    return True
-
-
-def stacked(parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """``torch.cat(parts)`` along dim 0; a view, not a copy, when the parts already lie
-    back to back in one tensor (GPT-2's fused ``c_attn`` split into q, k, v views, or
-    an opened model's projections once ``pretrained/layout.py`` has packed them):
-    a checkpoint's 85 MB of projections are then neither copied per decode nor held twice."""
-    if not back_to_back(parts):
-        return torch.cat(parts)
-    first = parts[0]
     rows = sum(part.size(0) for part in parts)
     return first.as_strided((rows, *first.shape[1:]), first.stride(), first.storage_offset())
 

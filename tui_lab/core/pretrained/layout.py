@@ -17,13 +17,6 @@ change, and torch picks the matching BLAS call. The copied bytes' pages of the
 mapped file are then handed back (``TensorSource.release``), so the weights are
 still held once: the rest stay memory-mapped. A tied head is laid out for the head
 (its rows are also the token embedding, which reads a handful of them a step).
-
-A decode projects q, k and v with one product over their stacked matrices
-(``MultiHeadAttention.packed_weights``): stacked by a copy at every decode
-unless they already lie back to back. ``lay_out`` therefore also copies each
-decoder self-attention's three float32 matrices into one, once, and hands the
-old ones back (a Qwen2.5-0.5B-shaped model copied 99 MB per decode: about 4 ms
-a token of an eight-token decode).
 """
 
 from __future__ import annotations
@@ -33,11 +26,6 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-
-from tui_lab.core.model.attention import MultiHeadAttention
-from tui_lab.core.model.kv_cache import back_to_back
-from tui_lab.core.model.layers import Block
-from tui_lab.core.model.models import CausalDecoder, Decoder
 
 # Below this many elements a matrix lies in the CPU's caches and its layout does not matter.
 MIN_ELEMENTS = 1 << 16
@@ -68,9 +56,8 @@ def relaid(weight: torch.Tensor) -> torch.Tensor:
 
 
 def lay_out(model: nn.Module, release: Callable[[torch.Tensor], int] | None = None) -> int:
-    """Re-lay every Linear weight of ``model`` that is the slow way round, and pack each
-    decoder self-attention's q, k and v matrices into one (see the module docstring);
-    a parameter shared by several modules (a tied head) stays shared.
+    """Re-lay every Linear weight of ``model`` that is the slow way round (see the module
+    docstring); a parameter shared by several modules (a tied head) stays shared.
     ``release`` hands back a replaced tensor's file pages. Returns the bytes copied."""
     fresh: dict[int, nn.Parameter] = {}
     for module in model.modules():
@@ -78,11 +65,6 @@ def lay_out(model: nn.Module, release: Callable[[torch.Tensor], int] | None = No
             weight = module.weight
             if not preferred(weight):
                 fresh[id(weight)] = nn.Parameter(relaid(weight.detach()), weight.requires_grad)
-    for module in model.modules():
-        if isinstance(module, (CausalDecoder, Decoder)):  # what decodes token by token
-            for layer in module.layers:
-                if isinstance(layer, Block):
-                    fresh.update(packed(layer.self_attn, fresh))
     if not fresh:
         return 0
     old = {id(p): p for p in model.parameters() if id(p) in fresh}
@@ -96,22 +78,6 @@ def lay_out(model: nn.Module, release: Callable[[torch.Tensor], int] | None = No
         if release is not None:
             release(param.detach())
     return copied
-
-
-def packed(attn: MultiHeadAttention, fresh: dict[int, nn.Parameter]) -> dict[int, nn.Parameter]:
-    """New parameters for ``attn``'s q, k and v matrices, views of one copy of the three
-    back to back (by the ids of the old ones); none if they already lie so, are not
-    row-major float32 matrices of one width, or are being re-laid."""
-    parts = (attn.w_q.weight, attn.w_k.weight, attn.w_v.weight)
-    if any(id(p) in fresh for p in parts) or back_to_back(parts):
-        return {}
-    if any(p.dtype != torch.float32 or p.dim() != 2 or p.stride() != (p.size(1), 1) for p in parts):
-        return {}
-    if len({p.size(1) for p in parts}) != 1:
-        return {}
-    whole = torch.cat([p.detach() for p in parts])
-    views = whole.split([p.size(0) for p in parts])
-    return {id(p): nn.Parameter(view, p.requires_grad) for p, view in zip(parts, views, strict=True)}
 
 
 class PendingLayout:
