@@ -250,7 +250,7 @@ def _sync(dev: torch.device) -> None:
 
 def _load_run(run_dir: str, device: str) -> Any:
     """A run's model and task on ``device``: config and weights only (as ``tfx-lab decode``)."""
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
 
     return load_for_inference(run_dir, device)
 

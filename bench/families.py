@@ -55,7 +55,7 @@ def _file_bytes(folder: Path) -> int:
 
 
 def families(quick: bool) -> Section:
-    from tui_lab.core.decoding.opened import open_model
+    from tui_lab.core.opening.from_files import open_model
 
     section = Section("families", "Families: a Qwen2.5-0.5B-shaped model (bf16 file), float32 and bfloat16")
     with tempfile.TemporaryDirectory(prefix="tfx-bench-qwen-") as tmp:

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import MarianTokenizer
 
     from tui_lab.core.decoding.decode import generate
-    from tui_lab.core.decoding.opened import open_model
+    from tui_lab.core.opening.from_files import open_model
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "opus-mt-shaped"

@@ -28,14 +28,14 @@ from typing import Any
 import torch
 
 from bench.common import Row, Section, fmt_ratio
-from tui_lab.core.analysis.activation_patching import activation_patch
-from tui_lab.core.analysis.attribution_patching import attribution_patch
-from tui_lab.core.analysis.patch_pair import PatchPair, logit_diff
+from tui_lab.core.analysis.patching.activation_patching import activation_patch
+from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
+from tui_lab.core.analysis.patching.patch_pair import PatchPair, logit_diff
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.config.sections import ModelConfig
-from tui_lab.core.decoding.inference import LoadedModel
-from tui_lab.core.hooked.handle import HookedModel
 from tui_lab.core.model.models import build_model
+from tui_lab.core.opening.from_run import LoadedModel
+from tui_lab.core.opening.hooked_model import HookedModel
 
 SPEED_GOAL = 3.0
 ATTRIBUTION_GOAL = 3.0

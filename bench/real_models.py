@@ -260,7 +260,7 @@ def status():
 t0, c0 = time.perf_counter(), time.process_time()
 import torch
 from tui_lab.core.decoding.decode import generate
-from tui_lab.core.decoding.opened import open_model, weight_bytes
+from tui_lab.core.opening.from_files import open_model, weight_bytes
 imported, imported_cpu = time.perf_counter() - t0, time.process_time() - c0
 base = status()
 t0, c0 = time.perf_counter(), time.process_time()
@@ -343,8 +343,8 @@ def _lab_accepts_model() -> bool:
 
 
 def real_models(quick: bool) -> Section:
-    from tui_lab.core.decoding.opened import open_model, weight_bytes
     from tui_lab.core.model.device import default_threads
+    from tui_lab.core.opening.from_files import open_model, weight_bytes
 
     sec = Section("real_models", "real models: GPT-2-small-shaped (124 M, random weights) from save_pretrained")
     new_tokens = 16 if quick else 32

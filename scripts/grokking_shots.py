@@ -32,7 +32,7 @@ async def make(run_dir: Path, out: Path) -> list[Path]:
     from tui_lab.core.runs.snapshots import list_snapshots
     from tui_lab.ui.app import LabApp
     from tui_lab.ui.panes.train.train_pane import TrainPane
-    from tui_lab.ui.screens.fourier import FourierScreen
+    from tui_lab.ui.screens.fourier_screen import FourierScreen
     from tui_lab.ui.widgets.fourier_view import FourierView
 
     solved = first_step_at(read_curves(run_dir).train_accuracy, 1.0)

@@ -68,7 +68,7 @@ def test_transformers_continues_exactly_as_the_lab(char_lm_run: Path, exported: 
 
 
 def test_logits_match_the_runs(char_lm_run: Path, exported: tuple[Path, str]) -> None:
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
 
     out, _ = exported
     run = load_for_inference(char_lm_run)
@@ -121,7 +121,7 @@ def test_usage_mistakes(argv: list[str], fragment: str) -> None:
 def test_a_fine_tuned_run_exports_as_its_family_with_its_tokenizer(tmp_path: Path, family: str) -> None:
     from tests.core.pretrained.family_reference import lab_greedy, prompt, reference_greedy
     from tests.hf_fixtures.hf_factory import TEXT, save_family
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
 
     source, text, run, out = tmp_path / "source", tmp_path / "text.txt", tmp_path / "run", tmp_path / "hf"
     save_family(source, family)

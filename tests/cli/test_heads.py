@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import tiny_config
 from tui_lab.cli import main
-from tui_lab.core.analysis.atlas import NO_PATTERN, PATTERNS
+from tui_lab.core.analysis.heads.atlas import NO_PATTERN, PATTERNS
 from tui_lab.core.training.train import TrainingRun
 
 CONTROL = Path(__file__).resolve().parents[1] / "data" / "induction-control"

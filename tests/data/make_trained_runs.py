@@ -5,11 +5,11 @@
 - ``induction-run/``: the shipped ``induction`` preset (two attention-only
   layers) trained its 2,000 steps on one thread: layer 1 holds induction heads
   and layer 0 the heads they read through, so activation patching is tested on
-  real trained weights (``tests/core/analysis/test_patching_induction.py``).
+  real trained weights (``tests/core/analysis/patching/test_patching_induction.py``).
 - ``induction-control/``: the one-layer control (``presets/induction-1layer.yaml``)
   trained the same way: a model that learned what one layer can but cannot form
   an induction head, so the head atlas's label floor is tested on real trained
-  weights (``tests/core/analysis/test_head_floor.py``).
+  weights (``tests/core/analysis/heads/test_head_floor.py``).
 
 Only what ``load_for_inference`` reads is kept: the config, the weights,
 ``state.json``.

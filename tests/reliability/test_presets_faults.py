@@ -208,8 +208,8 @@ def _build_pane_text(app) -> str:  # type: ignore[no-untyped-def]
     from textual.widgets import Label, Static
 
     from tests.ui.helpers import plain
-    from tui_lab.ui.panes.build.build_pane import BuildPane
-    from tui_lab.ui.panes.build.config_form import ConfigForm
+    from tui_lab.ui.panes.builder.build_pane import BuildPane
+    from tui_lab.ui.panes.builder.config_form import ConfigForm
 
     pane = app.query_one(BuildPane)
     form = "\n".join(text for _, _, text in pane.query_one(ConfigForm).shown_lines())
@@ -222,7 +222,7 @@ async def test_lab_refuses_bad_presets_and_the_previous_model_stays_usable(
 ) -> None:
     """Each bad file picked in the Build pane: an error naming it, no crash, config and model kept."""
     from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
-    from tui_lab.ui.panes.build.build_pane import BuildPane
+    from tui_lab.ui.panes.builder.build_pane import BuildPane
     from tui_lab.ui.panes.decode.decode_pane import DecodePane
     from tui_lab.ui.panes.train.train_pane import TrainPane
 
@@ -293,7 +293,7 @@ async def test_lab_form_refuses_absurd_sizes_inline_at_once(in_tmp: Path) -> Non
     from textual import events
 
     from tests.ui.helpers import SIZE, edit_field, ready, tiny_app, wait_until
-    from tui_lab.ui.panes.build.config_form import ConfigForm
+    from tui_lab.ui.panes.builder.config_form import ConfigForm
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:

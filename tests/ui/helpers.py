@@ -77,7 +77,7 @@ async def ready(pilot: Pilot) -> LabApp:
 async def build_ready(pilot: Pilot) -> LabApp:
     """Wait for the Build pane of a lab started without torch (``tiny_app(load_core=False)``):
     what a test of the form or the presets needs, without the second or more torch takes."""
-    from tui_lab.ui.panes.build.config_form import ConfigForm
+    from tui_lab.ui.panes.builder.config_form import ConfigForm
 
     app = pilot.app
     assert isinstance(app, LabApp)
@@ -106,8 +106,8 @@ async def type_text(pilot: Pilot, text: str) -> None:
 
 async def edit_field(pilot: Pilot, key: str) -> None:
     """Focus the Build form and walk its cursor to ``key`` with the arrow keys, editing."""
-    from tui_lab.ui.panes.build.config_form import ConfigForm
-    from tui_lab.ui.panes.build.form_fields import FIELDS
+    from tui_lab.ui.panes.builder.config_form import ConfigForm
+    from tui_lab.ui.panes.builder.form_fields import FIELDS
 
     form = pilot.app.query_one(ConfigForm)
     if not form.has_focus:
@@ -125,7 +125,7 @@ async def edit_field(pilot: Pilot, key: str) -> None:
 async def form_settled(pilot: Pilot) -> None:
     """Wait until the Build form has reported its last edit and the pane has taken it in
     (the report follows the next refresh, which a slow machine or frame rate delays)."""
-    from tui_lab.ui.panes.build.config_form import ConfigForm
+    from tui_lab.ui.panes.builder.config_form import ConfigForm
 
     form = pilot.app.query_one(ConfigForm)
     await wait_until(pilot, lambda: not form.reporting, 10, "the form's report")

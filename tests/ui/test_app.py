@@ -118,8 +118,8 @@ async def test_help_lists_every_binding() -> None:
         text = " ".join(f"{k} {v}" for _, rows in app.screen.sections for k, v in rows)
         from tui_lab.ui.app import LabApp
         from tui_lab.ui.panes.attention.attention_pane import AttentionPane
-        from tui_lab.ui.panes.build.build_pane import BuildPane
-        from tui_lab.ui.panes.build.config_form import ConfigForm
+        from tui_lab.ui.panes.builder.build_pane import BuildPane
+        from tui_lab.ui.panes.builder.config_form import ConfigForm
         from tui_lab.ui.panes.decode.decode_pane import DecodePane
         from tui_lab.ui.panes.params.params_pane import ParamsPane
         from tui_lab.ui.panes.train.train_pane import TrainPane

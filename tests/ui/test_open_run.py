@@ -17,8 +17,8 @@ from textual.widgets import Static
 from tests.ui.helpers import SIZE, plain, ready, wait_until
 from tui_lab.core.config.lab_config import LabConfig, default_config
 from tui_lab.ui.app import LabApp
-from tui_lab.ui.panes.build.config_form import ConfigForm
-from tui_lab.ui.panes.build.form_fields import FIELDS, format_value
+from tui_lab.ui.panes.builder.config_form import ConfigForm
+from tui_lab.ui.panes.builder.form_fields import FIELDS, format_value
 from tui_lab.ui.widgets.status_bar import StatusBar
 
 RUN_NAME = "odd-run"

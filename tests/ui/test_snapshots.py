@@ -40,8 +40,8 @@ def no_machine_in_the_status_bar(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def fixed_head_scores(model, task, arch, *args, **kwargs):  # type: ignore[no-untyped-def]
     """Hand-chosen atlas scores for every head of ``model`` (no float from its weights), best first."""
-    from tui_lab.core.analysis.ablation import all_heads
-    from tui_lab.core.analysis.atlas import HeadScore
+    from tui_lab.core.analysis.heads.ablation import all_heads
+    from tui_lab.core.analysis.heads.atlas import HeadScore
 
     patterns = ("diagonal", "first", "alignment")
     heads = [str(ref).rsplit(":", 1) for ref in all_heads(model)]
@@ -142,7 +142,7 @@ class TestAttentionScreen:
     def test_attention_overview_and_walkthrough(
         self, snap_compare: Any, trained_run: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from tui_lab.core.analysis import head_scores
+        from tui_lab.core.analysis.heads import head_scores
 
         monkeypatch.setattr(head_scores, "score_heads", fixed_head_scores)
         # Decoder self-attention, head 2, first query row: one key allowed, its weight exactly 1
@@ -267,10 +267,10 @@ def test_committed_run_shows_no_digit_that_hangs_on_rounding() -> None:
     import copy
 
     from tests.ui.conftest import TINY_RUN
-    from tui_lab.core.analysis.walkthrough import collect_projections, walk
+    from tui_lab.core.analysis.basics.walkthrough import collect_projections, walk
     from tui_lab.core.decoding.attention_text import shade
     from tui_lab.core.decoding.decode import generate
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
     from tui_lab.ui.panes.decode.decode_pane import percent
 
     loaded = load_for_inference(TINY_RUN)

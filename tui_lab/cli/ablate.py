@@ -60,8 +60,8 @@ def ablate(args: argparse.Namespace) -> int:
     run = load_run(args.run, args.device, args.at_step)
     if run.config.task.name == "token-lm":  # fine-tuned from a real model: scored on a text too
         return ablate_text(args, run)
-    from tui_lab.core.analysis.ablation import check_mode, parse_head
-    from tui_lab.core.analysis.head_importance import (
+    from tui_lab.core.analysis.heads.ablation import check_mode, parse_head
+    from tui_lab.core.analysis.heads.head_importance import (
         cached_importance,
         importance,
         probe_means,
@@ -105,7 +105,7 @@ def ablate(args: argparse.Namespace) -> int:
 def _ablate_heads(args: argparse.Namespace, run: Any, heads: list[Any], pairs: list[Any], mode: str,
                   means: Any) -> int:
     """Exact match with the named heads switched off together, against none off."""
-    from tui_lab.core.analysis.head_importance import ablated_accuracy
+    from tui_lab.core.analysis.heads.head_importance import ablated_accuracy
 
     max_new = run.config.sequence_length_needed()
     baseline = ablated_accuracy(run.model, run.task, pairs, max_new)
@@ -150,8 +150,8 @@ def _run_text_ids(run: Any) -> list[int]:
 def ablate_text(args: argparse.Namespace, run: Any = None) -> int:
     """A real model (or a run fine-tuned from one, ``run``): the loss of a text with heads off;
     without --head, one row per head by rise."""
-    from tui_lab.core.analysis.ablation import check_mode, parse_head
-    from tui_lab.core.analysis.text_ablation import (
+    from tui_lab.core.analysis.heads.ablation import check_mode, parse_head
+    from tui_lab.core.analysis.heads.text_ablation import (
         loss_with_heads_off,
         text_ids,
         text_importance,

@@ -49,7 +49,7 @@ def open_target(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
 
         loaded = load_run(args.run)
         return loaded.config, loaded.model, loaded.task, f"{args.run} at step {loaded.step:,}"
-    from tui_lab.core.analysis.basics_example import fresh_model
+    from tui_lab.core.analysis.basics.basics_example import fresh_model
     from tui_lab.core.config.presets import load_preset
 
     config = load_preset(args.preset)
@@ -86,7 +86,7 @@ def basics(args: argparse.Namespace) -> int:
 def topic_data(topic: str, config: Any, model: Any, task: Any, text: str | None, length: int) -> dict[str, Any]:
     """One topic's numbers as plain JSON values."""
     if topic == "positions":
-        from tui_lab.core.analysis.basics_positions import position_picture
+        from tui_lab.core.analysis.basics.basics_positions import position_picture
 
         p = position_picture(model, length)
         return {
@@ -96,7 +96,7 @@ def topic_data(topic: str, config: Any, model: Any, task: Any, text: str | None,
             "table": _rounded(p.table.tolist()), "similarity": _rounded(p.similarity.tolist()),
         }
     if topic == "masks":
-        from tui_lab.core.analysis.basics_masks import mask_picture
+        from tui_lab.core.analysis.basics.basics_masks import mask_picture
 
         m = mask_picture(model, task, config.model.arch, text)
         return {
@@ -109,13 +109,13 @@ def topic_data(topic: str, config: Any, model: Any, task: Any, text: str | None,
     if topic == "scaling":
         from dataclasses import asdict
 
-        from tui_lab.core.analysis.basics_scaling import scaling_random, scaling_real
+        from tui_lab.core.analysis.basics.basics_scaling import scaling_random, scaling_real
 
         return {
             "model": [asdict(r) for r in scaling_real(model, task, config.model.arch, text)],
             "random": [asdict(r) for r in scaling_random()],
         }
-    from tui_lab.core.analysis.basics_schedule import schedule_picture
+    from tui_lab.core.analysis.basics.basics_schedule import schedule_picture
 
     s = schedule_picture(config)
     (lr_step, lr_top), (noam_step, noam_top) = s.lr_peak, s.noam_peak

@@ -48,7 +48,7 @@ def _sampling(args: argparse.Namespace) -> dict[str, Any]:
 
 def decode(args: argparse.Namespace) -> int:
     """Decode one input with a trained run or a real model; JSON, or the output and what was asked for."""
-    from tui_lab.core.analysis.logit_lens import logit_lens
+    from tui_lab.core.analysis.lenses.logit_lens import logit_lens
     from tui_lab.core.decoding.decode import generate
     from tui_lab.core.decoding.fill_mask import is_fill_mask
 
@@ -127,8 +127,8 @@ def parse_explain(text: str) -> tuple[str, int]:
 
 def explain(run: Any, result: Any, spec: str, options: dict[str, Any]) -> dict[str, Any]:
     """The walkthrough of one attention row (the lab's numbers), as a dict."""
-    from tui_lab.core.analysis.ablation import parse_head
-    from tui_lab.core.analysis.walkthrough import collect_projections, walk
+    from tui_lab.core.analysis.basics.walkthrough import collect_projections, walk
+    from tui_lab.core.analysis.heads.ablation import parse_head
 
     head_text, row = parse_explain(spec)
     ref = parse_head(head_text, run.model)

@@ -31,9 +31,9 @@ def add_parser(sub: Subparsers) -> None:
 
 def dla(args: argparse.Namespace) -> int:
     """Each component's direct contribution at the last position, their total and the model's own."""
-    from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
-    from tui_lab.core.analysis.patch_pair import single_input, single_token
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
+    from tui_lab.core.analysis.patching.patch_pair import single_input, single_token
+    from tui_lab.core.opening.hooked_model import hooked
 
     lab = hooked(load_target(args, "cpu", args.at_step))
     read = single_input(lab, args.input, args.target)

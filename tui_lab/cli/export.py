@@ -77,7 +77,7 @@ def export_hf(args: argparse.Namespace) -> int:
         raise LabError(f"export --hf takes one run, got {len(args.runs)}")
     if not args.out:
         raise LabError("export --hf needs --out DIR (the folder to write)")
-    from tui_lab.core.pretrained.export_hf import export_hf as write
+    from tui_lab.core.export.export_hf import export_hf as write
 
     result = write(args.runs[0], args.out, at_step=args.at_step)
     if args.json:

@@ -19,7 +19,7 @@ def add_parser(sub: Subparsers) -> None:
 
 def fourier(args: argparse.Namespace) -> int:
     """Print the embedding's power per frequency, its key frequencies and its top-8 share."""
-    from tui_lab.core.analysis.fourier import model_spectrum
+    from tui_lab.core.analysis.lenses.embedding_fourier import model_spectrum
 
     run = load_run(args.run, "cpu", args.at_step)
     spec = model_spectrum(run.model, run.task)

@@ -28,7 +28,7 @@ def add_parser(sub: Subparsers) -> None:
 def heads(args: argparse.Namespace) -> int:
     """Score every attention head of a run on its task's probe batch (a real model: the
     standard repeat probe over its vocabulary); best first."""
-    from tui_lab.core.analysis.head_scores import atlas_for
+    from tui_lab.core.analysis.heads.head_scores import atlas_for
 
     run = load_target(args, "cpu", args.at_step)
     atlas = atlas_for(run.model, run.task, run.config.model.arch)

@@ -49,7 +49,7 @@ def add_parser(sub: Subparsers) -> None:
 
 def pair_from_args(lab: Any, args: argparse.Namespace) -> Any:
     """The pair the options give: all four texts, a named pair, or the model's default."""
-    from tui_lab.core.analysis.patch_pair import PatchError, make_pair, ready_pair
+    from tui_lab.core.analysis.patching.patch_pair import PatchError, make_pair, ready_pair
 
     given = [name for name in PAIR_OPTIONS if getattr(args, name) is not None]
     if given and args.pair is not None:
@@ -66,10 +66,10 @@ def pair_from_args(lab: Any, args: argparse.Namespace) -> Any:
 
 def patch(args: argparse.Namespace) -> int:
     """Patch every cell of the site and print the grid (0: corrupted run, 1: clean run)."""
-    from tui_lab.core.analysis.activation_patching import activation_patch, site_named
-    from tui_lab.core.analysis.attribution_patching import attribution_patch, correlation
-    from tui_lab.core.analysis.patch_pair import PatchError
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.patching.activation_patching import activation_patch, site_named
+    from tui_lab.core.analysis.patching.attribution_patching import attribution_patch, correlation
+    from tui_lab.core.analysis.patching.patch_pair import PatchError
+    from tui_lab.core.opening.hooked_model import hooked
 
     if args.method not in ("exact", "attribution", "both"):
         raise PatchError(f"unknown method {args.method!r}: exact, attribution or both")
@@ -83,7 +83,7 @@ def patch(args: argparse.Namespace) -> int:
     pair = pair_from_args(lab, args)
     results = []
     if args.site == "sae":
-        from tui_lab.core.analysis.feature_patching import feature_patch
+        from tui_lab.core.analysis.patching.feature_patching import feature_patch
         from tui_lab.core.sae.source import open_sae
 
         results.append(feature_patch(lab, pair, open_sae(args.sae)))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from tui_lab.core.decoding.inference import LoadedModel
+    from tui_lab.core.opening.from_run import LoadedModel
 
 # What ``add_subparsers`` returns (argparse keeps the class private); every command
 # module's ``add_parser`` takes one.
@@ -96,7 +96,7 @@ def console() -> Any:
 
 def open_real_model(args: argparse.Namespace, device: str = "cpu") -> LoadedModel:
     """The model ``--model`` names, opened offline; its notes go to stderr."""
-    from tui_lab.core.decoding.opened import open_model
+    from tui_lab.core.opening.from_files import open_model
 
     loaded = open_model(args.model, device, args.revision, dtype=getattr(args, "dtype", "float32"))
     say_notes(loaded.notes)
@@ -124,7 +124,7 @@ def target_name(args: argparse.Namespace) -> str:
 def load_run(run_dir: str, device: str = "cpu", at_step: int | None = None) -> LoadedModel:
     """A run's config, task and model for inference (config and weights only); its notes
     (what was repaired or guessed while loading) go to stderr."""
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
 
     loaded = load_for_inference(run_dir, device, at_step)
     say_notes(loaded.notes)

@@ -37,10 +37,10 @@ def trace(args: argparse.Namespace) -> int:
     """Restore each state in turn; print tokens x layers as a fraction of the clean probability."""
     import torch
 
-    from tui_lab.core.analysis.activation_patching import Reading
-    from tui_lab.core.analysis.causal_tracing import causal_trace, subject_span
-    from tui_lab.core.analysis.patch_pair import single_input, single_token
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.patching.activation_patching import Reading
+    from tui_lab.core.analysis.patching.causal_tracing import causal_trace, subject_span
+    from tui_lab.core.analysis.patching.patch_pair import single_input, single_token
+    from tui_lab.core.opening.hooked_model import hooked
 
     lab = hooked(load_target(args, "cpu", args.at_step))
     read = single_input(lab, args.input, args.target)

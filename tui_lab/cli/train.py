@@ -145,7 +145,7 @@ def _finetune_run(args: argparse.Namespace, overrides: dict[str, Any], on_event:
 def _new_run_folder(out: str | None, name: str) -> Path:
     """``--out`` (refused if it already holds a run), else a fresh folder under the runs root."""
     from tui_lab.core.runs.folder import new_run_dir
-    from tui_lab.core.runs.layout import STATE_FILE
+    from tui_lab.core.runs.run_files import STATE_FILE
 
     if not out:
         return new_run_dir(None, name)

@@ -16,12 +16,12 @@ _FACE = {
     "scaled_dot_product_attention": "tui_lab.core.model.attention",
     "MultiHeadAttention": "tui_lab.core.model.attention",
     "capture_attention": "tui_lab.core.model.capture",
-    "open_model": "tui_lab.core.hooked.handle",
+    "open_model": "tui_lab.core.opening.hooked_model",
     "using_hooks": "tui_lab.core.model.hook_points",
     "parameter_report": "tui_lab.core.model.params",
     "LabConfig": "tui_lab.core.config.lab_config",
     "load_preset": "tui_lab.core.config.presets",
-    "load_for_inference": "tui_lab.core.decoding.inference",
+    "load_for_inference": "tui_lab.core.opening.from_run",
     "LabError": "tui_lab.core.errors",
     "open_sae": "tui_lab.core.sae.source",
 }
@@ -34,13 +34,13 @@ __all__ = [
 if TYPE_CHECKING:
     from tui_lab.core.config.lab_config import LabConfig
     from tui_lab.core.config.presets import load_preset
-    from tui_lab.core.decoding.inference import load_for_inference
     from tui_lab.core.errors import LabError
-    from tui_lab.core.hooked.handle import open_model
     from tui_lab.core.model.attention import MultiHeadAttention, scaled_dot_product_attention
     from tui_lab.core.model.capture import capture_attention
     from tui_lab.core.model.hook_points import using_hooks
     from tui_lab.core.model.params import parameter_report
+    from tui_lab.core.opening.from_run import load_for_inference
+    from tui_lab.core.opening.hooked_model import open_model
 
 
 def __getattr__(name: str) -> Any:

@@ -30,7 +30,7 @@ from tui_lab.ui import compat, hangup, keys, torch_preload
 from tui_lab.ui.export import save_svg
 from tui_lab.ui.keymap import read_keymap
 from tui_lab.ui.lazy_panes import lazy_panes
-from tui_lab.ui.panes.build.build_pane import BuildPane
+from tui_lab.ui.panes.builder.build_pane import BuildPane
 from tui_lab.ui.panes.params.param_count import ParamCounter
 from tui_lab.ui.routing import PaneRouting
 from tui_lab.ui.run_config import starting_config

@@ -18,8 +18,8 @@ from tui_lab.core.config.lab_config import LabConfig
 
 if TYPE_CHECKING:  # torch-backed: imported by the panes once torch is loaded
     from tui_lab.core.decoding.decode import DecodeResult
-    from tui_lab.core.decoding.inference import LoadedModel
     from tui_lab.core.model.params import ParamReport
+    from tui_lab.core.opening.from_run import LoadedModel
     from tui_lab.core.tasks import Task
     from tui_lab.core.training.remote import RemoteRun
 

@@ -30,7 +30,7 @@ def open_and_post(
 ) -> None:
     """Open ``source`` (a folder or a cached hub name) in this thread, in ``dtype``, with
     the float32 copies ``widening`` made meanwhile (if any); ``ModelOpened`` reports it."""
-    from tui_lab.core.decoding.opened import open_model
+    from tui_lab.core.opening.from_files import open_model
 
     try:
         loaded = open_model(source, "cpu", revision, lay_out_later=True, dtype=dtype, widening=widening)

@@ -44,11 +44,11 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:  # the panes are imported when first built (lazy_panes.py), not with the app
     from tui_lab.core.decoding.decode import DecodeResult
-    from tui_lab.core.decoding.inference import LoadedModel
-    from tui_lab.core.decoding.model_handle import ModelHandle
+    from tui_lab.core.opening.from_run import LoadedModel
+    from tui_lab.core.opening.model_handle import ModelHandle
     from tui_lab.ui.core_access import Core
     from tui_lab.ui.panes.attention.attention_pane import AttentionPane
-    from tui_lab.ui.panes.build.build_pane import BuildPane
+    from tui_lab.ui.panes.builder.build_pane import BuildPane
     from tui_lab.ui.panes.decode.decode_pane import DecodePane
     from tui_lab.ui.panes.features.features_pane import FeaturesPane
     from tui_lab.ui.panes.params.param_count import ParamCounter

@@ -4,7 +4,7 @@ and every matrix re-laid for decoding whatever its size (``relay_every_matrix``)
 import pytest
 
 from tests.hf_fixtures.no_network import no_network  # noqa: F401  (a fixture, found by name)
-from tui_lab.core.pretrained import layout
+from tui_lab.core.pretrained import relayout as layout
 
 
 @pytest.fixture(autouse=True)

@@ -14,10 +14,10 @@ import torch
 from tests.hf_fixtures.hf_factory import save_masked_lm, write_slow_vocab
 from tui_lab.core.decoding.decode import DecodeInputError
 from tui_lab.core.decoding.fill_mask import fill_mask
-from tui_lab.core.decoding.opened import open_model
-from tui_lab.core.hooked.handle import hooked
 from tui_lab.core.model.capture import capture_attention
 from tui_lab.core.model.params import parameter_report
+from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.hooked_model import hooked
 
 pytestmark = pytest.mark.usefixtures("no_network")
 FAMILIES = ("bert", "distilbert", "roberta")

@@ -160,7 +160,7 @@ def test_bfloat16_holds_the_files_tensors_and_follows_the_reference(saved, tmp_p
     The choices are compared token by token on the same prefix: on random weights
     the top two logits are often closer than bfloat16's rounding, and one flipped
     near-tie would otherwise make every later token differ."""
-    from tui_lab.core.decoding.opened import open_model, weight_bytes
+    from tui_lab.core.opening.from_files import open_model, weight_bytes
 
     family, _, reference = saved
     half = reference.to(torch.bfloat16)
@@ -191,7 +191,7 @@ def test_bfloat16_holds_the_files_tensors_and_follows_the_reference(saved, tmp_p
 def test_tokenization_equals_transformers(tmp_path: Path) -> None:
     import transformers
 
-    from tui_lab.core.hooked.handle import open_model
+    from tui_lab.core.opening.hooked_model import open_model
 
     save_family(tmp_path, "qwen2", tokenizer=True)
     lab = open_model(tmp_path)

@@ -19,10 +19,10 @@ import torch
 from tests.core.pretrained.family_reference import rewrite
 from tests.hf_fixtures.hf_factory import MARIAN_VOCAB, save_marian
 from tui_lab.core.decoding.decode import generate
-from tui_lab.core.decoding.opened import open_model
 from tui_lab.core.model.capture import capture_attention
 from tui_lab.core.model.params import parameter_report
 from tui_lab.core.model.positions import sinusoid_table
+from tui_lab.core.opening.from_files import open_model
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.files import open_tensors, read_config

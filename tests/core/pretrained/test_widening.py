@@ -114,7 +114,7 @@ def test_open_model_runs_on_the_copies_and_gives_the_same_logits(tmp_path: Path)
     them (no widening of its own), says the weights were widened, and its logits equal
     those of a plain opening (to rounding before the background re-layout, exactly after
     it, once it has handed back the pages of the copies it replaced)."""
-    from tui_lab.core.decoding.opened import open_model
+    from tui_lab.core.opening.from_files import open_model
 
     reference = hf_model("qwen2", seed=0).to(torch.bfloat16)
     reference.save_pretrained(tmp_path)
@@ -137,7 +137,7 @@ def test_open_model_runs_on_the_copies_and_gives_the_same_logits(tmp_path: Path)
 
 
 def test_bfloat16_mode_ignores_the_copies(tmp_path: Path) -> None:
-    from tui_lab.core.decoding.opened import open_model
+    from tui_lab.core.opening.from_files import open_model
 
     reference = hf_model("qwen2", seed=0).to(torch.bfloat16)
     reference.save_pretrained(tmp_path)

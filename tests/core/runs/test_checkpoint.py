@@ -28,8 +28,8 @@ from tui_lab.core.errors import LabError
 from tui_lab.core.runs.atomic import atomic_write_bytes, atomic_write_text
 from tui_lab.core.runs.checkpoint import load_optimizer, load_weights, save_checkpoint
 from tui_lab.core.runs.folder import init_run, load_run, new_run_dir
-from tui_lab.core.runs.layout import RunError
 from tui_lab.core.runs.log import append_metrics, log, read_metrics
+from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.training.schedule import make_optimizer, set_lr
 
 CONFIG = from_dict(

@@ -12,7 +12,7 @@ import pytest
 
 from tests.core.runs.test_checkpoint import Tied, saved_run
 from tui_lab.core.runs.checkpoint import load_weights
-from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.safetensors_check import MAX_HEADER_BYTES, read_safetensors_header
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.conftest import tiny_config
-from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.snapshots import (
     HISTORY_DIR,
     INDEX_FILE,

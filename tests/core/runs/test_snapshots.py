@@ -13,7 +13,7 @@ import torch
 from tests.conftest import tiny_config
 from tui_lab.core.config.presets import list_presets, load_preset
 from tui_lab.core.model.models import build_model
-from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.snapshots import (
     HISTORY_DIR,
     INDEX_FILE,

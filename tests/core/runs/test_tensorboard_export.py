@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.tensorboard_export import export_run
 
 pytest.importorskip("tensorboard")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.decoding.model_handle import opened_from_files
+from tui_lab.core.opening.model_handle import opened_from_files
 from tui_lab.core.tasks import Task, make_task
 from tui_lab.core.tasks.protocol import Vocabulary
 from tui_lab.core.tasks.tokenized import TokenizedText

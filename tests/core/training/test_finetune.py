@@ -11,8 +11,8 @@ import torch
 
 from tests.hf_fixtures.hf_factory import TEXT, save_family
 from tui_lab.core.config.error import ConfigError
-from tui_lab.core.decoding.inference import load_for_inference
-from tui_lab.core.decoding.opened import open_model
+from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_run import load_for_inference
 from tui_lab.core.runs.snapshots import list_snapshots
 from tui_lab.core.tasks.token_lm import TokenLMTask
 from tui_lab.core.training.finetune import open_finetune

@@ -24,7 +24,7 @@ def bert_folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 async def test_bert_fills_masks_and_is_not_fine_tuned(bert_folders: tuple[Path, Path]) -> None:
     from tui_lab.core.decoding.fill_mask import fill_mask
-    from tui_lab.core.decoding.opened import open_model
+    from tui_lab.core.opening.from_files import open_model
 
     folder = bert_folders[0]
     app = model_app(folder)
@@ -48,8 +48,8 @@ async def test_a_bare_encoder_says_it_cannot_fill_masks(bert_folders: tuple[Path
     the core captures on the same weights)."""
     import torch
 
-    from tui_lab.core.decoding.opened import open_model
     from tui_lab.core.model.capture import capture_attention
+    from tui_lab.core.opening.from_files import open_model
 
     app = model_app(bert_folders[1])
     async with app.run_test(size=SIZE) as pilot:

@@ -27,7 +27,7 @@ def masked_folder(
     gpt2_folder: tuple[Path, Any], lab_folders: Path, monkeypatch: pytest.MonkeyPatch
 ) -> str:
     """The model copied into the test's folder, opened by its relative name, masked as above."""
-    from tui_lab.core.decoding import opened as opened_module
+    from tui_lab.core.opening import from_files as opened_module
     from tui_lab.ui import core_access
 
     local = lab_folders / "tiny-gpt2"

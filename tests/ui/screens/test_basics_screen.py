@@ -79,8 +79,8 @@ async def test_the_masks_of_an_encoder_only_model(mlm_run: Path) -> None:
     import torch
 
     from tests.ui.conftest import TINY_MLM
-    from tui_lab.core.decoding.inference import load_for_inference
     from tui_lab.core.model.capture import capture_attention
+    from tui_lab.core.opening.from_run import load_for_inference
 
     app = tiny_app(run_dir=str(mlm_run), preset=str(TINY_MLM))
     async with app.run_test(size=SIZE) as pilot:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.ui.helpers import SIZE, build_ready, tiny_app
-from tui_lab.ui.panes.build.config_form import ConfigForm
+from tui_lab.ui.panes.builder.config_form import ConfigForm
 from tui_lab.ui.widgets.preset_list import PresetList
 
 

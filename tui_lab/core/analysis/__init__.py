@@ -1,1 +1,1 @@
-"""Looking inside a model: head scores and probes, ablation, importance, logit lens, walkthrough."""
+"""Looking inside a model, by topic: heads, patching, lenses and the tutorials' basics."""

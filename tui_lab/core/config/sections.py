@@ -13,8 +13,9 @@ import math
 from dataclasses import dataclass
 
 from tui_lab.core.config.error import field_error, show, suggest
+from tui_lab.core.config.shape import Shape
 
-ARCHS = ("encoder-decoder", "decoder-only", "encoder-only")
+ARCHS = tuple(s.value for s in Shape)
 NORMS = ("pre", "post")
 POSITIONALS = ("sinusoidal", "learned", "rope")
 # How a sinusoidal table lays out its columns: the paper's sin/cos pairs
@@ -195,6 +196,11 @@ class ModelConfig:
             raise field_error(
                 "model.parallel_residual", "needs a decoder-only model with norm: pre"
             )
+
+    @property
+    def shape(self) -> Shape:
+        """``arch`` as the enum every branch on the model's shape compares."""
+        return Shape(self.arch)
 
     @property
     def d_head(self) -> int:

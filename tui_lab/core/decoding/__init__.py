@@ -1,1 +1,1 @@
-"""Loading a run for inference and decoding it: greedy and sampled, with a KV cache."""
+"""Decoding a model in hand: greedy and sampled with a KV cache, fill-mask, attention text."""

@@ -24,7 +24,7 @@ from tui_lab.core.model.models import DecoderOnly, EncoderDecoder
 from tui_lab.core.model.positions import RotaryEmbedding, SinusoidalPositions, sinusoid_table
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families import family_for
-from tui_lab.core.pretrained.layout import lay_out
+from tui_lab.core.pretrained.relayout import lay_out
 
 
 def build_pretrained(

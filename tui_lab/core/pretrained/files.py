@@ -30,7 +30,7 @@ from tui_lab.core.pretrained.hf_files import (
     TORCH_INDEX,
 )
 from tui_lab.core.pretrained.source import weight_map_of
-from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.safetensors_check import open_regular, safetensors_layout
 
 if TYPE_CHECKING:

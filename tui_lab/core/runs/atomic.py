@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tui_lab.core.runs.layout import RunError, reason
+from tui_lab.core.runs.run_files import RunError, reason
 
 
 def temp_path(path: Path) -> Path:

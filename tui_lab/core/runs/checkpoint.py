@@ -50,7 +50,7 @@ from tui_lab.core.runs.folder import (
     RunFolder,
     ensure_folder,
 )
-from tui_lab.core.runs.layout import (
+from tui_lab.core.runs.run_files import (
     CONFIG_FILE,
     OPTIMIZER_FILE,
     STATE_FILE,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui_lab.core.runs.layout import RunDir
 from tui_lab.core.runs.log import read_metrics
+from tui_lab.core.runs.run_files import RunDir
 
 
 @dataclass

@@ -22,7 +22,14 @@ from typing import Any
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, from_dict
 from tui_lab.core.config.strict_yaml import parse_yaml
 from tui_lab.core.runs.atomic import atomic_write_text
-from tui_lab.core.runs.layout import CONFIG_FILE, STATE_FILE, WEIGHTS_FILE, RunDir, RunError, reason
+from tui_lab.core.runs.run_files import (
+    CONFIG_FILE,
+    STATE_FILE,
+    WEIGHTS_FILE,
+    RunDir,
+    RunError,
+    reason,
+)
 from tui_lab.core.runs.safetensors_check import read_safetensors_header
 
 RUNS_ENV = "TFX_LAB_RUNS"  # where new runs go when no folder is named

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tui_lab.core.runs.layout import LOG_FILE, METRICS_FILE, RunDir, RunError, reason
+from tui_lab.core.runs.run_files import LOG_FILE, METRICS_FILE, RunDir, RunError, reason
 
 
 def _append_line(path: Path, line: str) -> None:

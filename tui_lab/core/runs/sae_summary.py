@@ -18,8 +18,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tui_lab.core.runs.layout import CONFIG_FILE, RunError, reason
 from tui_lab.core.runs.log import finite_number, read_metrics
+from tui_lab.core.runs.run_files import CONFIG_FILE, RunError, reason
 from tui_lab.core.runs.status import RUNNING_WINDOW_S
 
 SAE_CONFIG_FILE = "cfg.json"

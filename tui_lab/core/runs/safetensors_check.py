@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from tui_lab.core.runs.layout import CONFIG_FILE, RunError, reason
+from tui_lab.core.runs.run_files import CONFIG_FILE, RunError, reason
 
 if TYPE_CHECKING:
     import torch

@@ -40,7 +40,7 @@ from tui_lab.core.runs.atomic import (
     sha256_file,
     stage,
 )
-from tui_lab.core.runs.layout import RunError, reason
+from tui_lab.core.runs.run_files import RunError, reason
 
 HISTORY_DIR = "history"
 INDEX_FILE = "index.json"

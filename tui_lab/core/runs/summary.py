@@ -28,7 +28,8 @@ from tui_lab.core.config.diff import (
 from tui_lab.core.config.lab_config import ConfigError, LabConfig
 from tui_lab.core.config.strict_yaml import parse_yaml
 from tui_lab.core.runs.folder import RunFolder
-from tui_lab.core.runs.layout import (
+from tui_lab.core.runs.log import finite_number
+from tui_lab.core.runs.run_files import (
     CONFIG_FILE,
     LOG_FILE,
     METRICS_FILE,
@@ -37,7 +38,6 @@ from tui_lab.core.runs.layout import (
     RunDir,
     RunError,
 )
-from tui_lab.core.runs.log import finite_number
 from tui_lab.core.runs.sae_summary import (
     SAE_CONFIG_FILE,
     SAE_FIGURES,

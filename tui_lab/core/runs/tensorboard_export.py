@@ -42,8 +42,15 @@ from typing import Any, TypeGuard
 from tui_lab.core.errors import LabError, one_line
 from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
 from tui_lab.core.runs.folder import RunFolder
-from tui_lab.core.runs.layout import CONFIG_FILE, LOG_FILE, METRICS_FILE, RunDir, RunError, reason
 from tui_lab.core.runs.log import finite_number, read_metrics
+from tui_lab.core.runs.run_files import (
+    CONFIG_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    RunDir,
+    RunError,
+    reason,
+)
 from tui_lab.core.runs.sae_summary import SAE_CONFIG_FILE, is_sae_folder
 from tui_lab.core.runs.status import parse_stamp, read_log_ends
 

@@ -22,7 +22,7 @@ from safetensors import safe_open
 from safetensors.torch import save as safetensors_bytes
 
 from tui_lab.core.runs.atomic import commit, fsync_dir, stage, write_bytes_to
-from tui_lab.core.runs.layout import reason
+from tui_lab.core.runs.run_files import reason
 from tui_lab.core.sae.config import SAEConfig, config_from_dict
 from tui_lab.core.sae.errors import SAEError
 from tui_lab.core.sae.sae import SparseAutoencoder, torch_dtype

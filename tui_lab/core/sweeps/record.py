@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_lab.core.runs.atomic import atomic_write_text
-from tui_lab.core.runs.layout import RunDir, RunError
+from tui_lab.core.runs.run_files import RunDir, RunError
 from tui_lab.core.runs.summary import RunSummary, summarize_run
 from tui_lab.core.sweeps.spec import SweepPlan
 from tui_lab.core.sweeps.stats import arm_stats

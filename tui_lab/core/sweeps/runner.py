@@ -27,7 +27,7 @@ from typing import Any
 from tui_lab.core.config.diff import config_difference, difference_label, flat_settings
 from tui_lab.core.errors import LabError
 from tui_lab.core.runs.atomic import atomic_write_text, pid_alive
-from tui_lab.core.runs.layout import LOG_FILE, METRICS_FILE, STATE_FILE
+from tui_lab.core.runs.run_files import LOG_FILE, METRICS_FILE, STATE_FILE
 from tui_lab.core.runs.status import is_complete
 from tui_lab.core.runs.summary import read_run_config, summarize_run
 from tui_lab.core.sweeps.spec import PlannedRun, SweepPlan

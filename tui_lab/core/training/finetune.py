@@ -24,12 +24,12 @@ from typing import Any
 import torch
 
 from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig, check_fits_in_memory
-from tui_lab.core.decoding.opened import open_model
-from tui_lab.core.decoding.run_source import keep_source
 from tui_lab.core.errors import LabError
+from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.run_source import keep_source
 from tui_lab.core.runs.atomic import atomic_write_text
 from tui_lab.core.runs.events import Event
-from tui_lab.core.runs.layout import CONFIG_FILE
+from tui_lab.core.runs.run_files import CONFIG_FILE
 from tui_lab.core.tasks.token_lm import TokenLMTask
 from tui_lab.core.training.train import TrainingRun
 

@@ -36,7 +36,7 @@ from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
 from tui_lab.core.training.fork_server import ForkedProcess, ForkServer, fresh_interpreter
 
 if TYPE_CHECKING:
-    from tui_lab.core.decoding.model_card import ModelCard
+    from tui_lab.core.opening.model_card import ModelCard
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
 
@@ -188,7 +188,7 @@ class RemoteRun:
         if self._task is None:
             if self.config.task.name == "token-lm" and self._folder is not None:
                 # A fine-tuned run's vocabulary is its copy of the source's tokenizer.
-                from tui_lab.core.decoding.run_source import run_task
+                from tui_lab.core.opening.run_source import run_task
                 from tui_lab.core.runs.folder import RunFolder
 
                 self._task = run_task(RunFolder.read(self._folder, need_state=False))
@@ -211,7 +211,7 @@ class RemoteRun:
                     self._model.load_state_dict(state)
                 elif self.out_dir is not None:  # the process has gone: its last checkpoint
                     from tui_lab.core.runs.checkpoint import load_weights
-                    from tui_lab.core.runs.layout import RunError
+                    from tui_lab.core.runs.run_files import RunError
 
                     try:
                         load_weights(self.out_dir, self._model)

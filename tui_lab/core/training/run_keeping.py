@@ -15,8 +15,8 @@ import torch
 from tui_lab.core.runs import checkpoint
 from tui_lab.core.runs.events import CheckpointEvent, Event, LogEvent
 from tui_lab.core.runs.folder import RunFolder
-from tui_lab.core.runs.layout import RunError
 from tui_lab.core.runs.log import append_metrics, log
+from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.snapshots import MAX_BYTES, History, snapshot_bytes
 
 # Snapshots a fine-tuning run keeps room for, whatever their size (snapshots.py thins the plan to them).

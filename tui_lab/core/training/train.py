@@ -24,7 +24,6 @@ import torch
 import torch.nn.functional as F
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.core.decoding.run_source import run_task
 from tui_lab.core.errors import one_line
 from tui_lab.core.model.device import (
     autocast_context,
@@ -34,6 +33,7 @@ from tui_lab.core.model.device import (
     to_device,
 )
 from tui_lab.core.model.models import build_model, build_run_model
+from tui_lab.core.opening.run_source import run_task
 from tui_lab.core.runs.curves import first_step_at, read_curves
 from tui_lab.core.runs.events import (
     CheckpointEvent,
@@ -44,7 +44,7 @@ from tui_lab.core.runs.events import (
     StepEvent,
 )
 from tui_lab.core.runs.folder import RunFolder
-from tui_lab.core.runs.layout import RunError
+from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.snapshots import History
 from tui_lab.core.tasks import make_task
 from tui_lab.core.training import distributed
@@ -56,7 +56,7 @@ from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
 if TYPE_CHECKING:
     from torch.nn.parallel import DistributedDataParallel
 
-    from tui_lab.core.decoding.model_card import ModelCard
+    from tui_lab.core.opening.model_card import ModelCard
 from tui_lab.core.training.schedule import make_optimizer, set_lr
 
 __all__ = ["TrainingRun", "open_run", "Event", "StepEvent", "EvalEvent", "CheckpointEvent",

@@ -35,7 +35,7 @@ def prompt_set(text: str) -> list[str]:
     prompts; LabError (one line) for a file that cannot be read."""
     path = Path(text).expanduser()
     if text and path.is_file():
-        from tui_lab.core.analysis.steering import read_prompts
+        from tui_lab.core.analysis.patching.steering import read_prompts
 
         lines = read_prompts(path)
     else:

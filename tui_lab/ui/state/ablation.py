@@ -17,7 +17,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from tui_lab.core.decoding.model_handle import opened_from_files
+from tui_lab.core.opening.model_handle import opened_from_files
 
 MODES = ("zero", "mean")
 
@@ -108,7 +108,7 @@ class AblationState:
         heads, mode, features = list(self.heads), self.mode, list(self.features)
         if not heads and not features:
             return model, ""
-        from tui_lab.core.analysis.ablation import AblationError, ablation_hooks, parse_head
+        from tui_lab.core.analysis.heads.ablation import AblationError, ablation_hooks, parse_head
         from tui_lab.core.model.hook_points import bind_hooks
 
         refs = []
@@ -139,12 +139,12 @@ class AblationState:
                 return self._means[1]
         config = run.config
         if real:
-            from tui_lab.core.analysis.text_ablation import text_ids, text_means
+            from tui_lab.core.analysis.heads.text_ablation import text_ids, text_means
 
             ids = text_ids(run.task, text or "", config.model.max_len)
             means = text_means(model, ids)
         else:
-            from tui_lab.core.analysis.head_importance import probe_means
+            from tui_lab.core.analysis.heads.head_importance import probe_means
             from tui_lab.core.training.evaluate import held_out_pairs
 
             pairs = held_out_pairs(run.task, config.train, PROBE_PAIRS)

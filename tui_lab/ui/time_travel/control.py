@@ -20,8 +20,8 @@ from typing import Any
 from textual import work
 from textual.message import Message
 
-from tui_lab.core.decoding.model_handle import opened_from_files
 from tui_lab.core.errors import one_line
+from tui_lab.core.opening.model_handle import opened_from_files
 from tui_lab.ui.messages import Decoded, SnapshotDecoded, TravelMoved
 from tui_lab.ui.state.host import Hosted
 from tui_lab.ui.state.lab_state import LabState

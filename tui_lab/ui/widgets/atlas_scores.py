@@ -18,7 +18,7 @@ from tui_lab.ui.state.model_copies import shared_clone
 
 def atlas_heads(model: Any, task: Any, arch: str) -> list[Any]:
     """Every head's ``HeadScore``, best first, on the probe the core picks for ``task``."""
-    from tui_lab.core.analysis import head_scores
+    from tui_lab.core.analysis.heads import head_scores
 
     lab_run = getattr(task, "tokenizer", None) is None
     if lab_run and arch != "encoder-only":  # a lab run's task: its own probe

@@ -129,7 +129,7 @@ class HeadAtlas(Static):
     @work(thread=True, exclusive=True, exit_on_error=False, group="atlas-curves")
     def _curves_worker(self, run_dir: Path) -> None:
         """Score every history snapshot of ``run_dir``, posting progress after each (thread)."""
-        from tui_lab.core.analysis.head_curves import ScoreCurves, score_curves
+        from tui_lab.core.analysis.heads.head_curves import ScoreCurves, score_curves
         from tui_lab.core.runs.snapshots import list_snapshots
 
         total = len(list_snapshots(run_dir))
@@ -165,7 +165,7 @@ class HeadAtlas(Static):
     @staticmethod
     def _probe_lines(message: HeadAtlas.Scored) -> list[str]:
         """Which probe each score was taken on, and the label floor."""
-        from tui_lab.core.analysis.atlas import probe_lines
+        from tui_lab.core.analysis.heads.atlas import probe_lines
 
         return probe_lines(message.heads or [], message.probes)
 

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui_lab.core.analysis.walkthrough import WalkRow
+from tui_lab.core.analysis.basics.walkthrough import WalkRow
 
 
 def _num(x: float) -> str:

@@ -50,7 +50,7 @@ async def test_x_ablates_the_head_on_show_and_x_again_restores_it(learned_run: P
         assert attention.result is ablated  # Attention shows the ablated decode
 
         # The rerun is the core's decode with that head zeroed (same machine: same tokens).
-        from tui_lab.core.analysis.ablation import ablate, parse_head
+        from tui_lab.core.analysis.heads.ablation import ablate, parse_head
         from tui_lab.core.decoding.decode import generate
 
         model = pane.run.model
@@ -111,7 +111,7 @@ def exact_match_without(run_dir: Path, head: str | None, n: int) -> float:
     import torch
 
     from tui_lab.core.decoding.decode import batch_greedy
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
     from tui_lab.core.training.evaluate import held_out_pairs
 
     loaded = load_for_inference(run_dir)

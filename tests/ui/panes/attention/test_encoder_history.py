@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tui_lab.core.analysis.head_curves import score_curves
-from tui_lab.core.analysis.head_scores import atlas_for
-from tui_lab.core.decoding.inference import load_for_inference
+from tui_lab.core.analysis.heads.head_curves import score_curves
+from tui_lab.core.analysis.heads.head_scores import atlas_for
+from tui_lab.core.opening.from_run import load_for_inference
 from tui_lab.core.runs.snapshots import list_snapshots, load_snapshot
 
 

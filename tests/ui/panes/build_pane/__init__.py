@@ -1,1 +1,1 @@
-"""Tests of ``tui_lab/ui/panes/build/`` (a folder named ``build`` is one pytest never collects)."""
+"""Tests of ``tui_lab/ui/panes/builder/`` (a folder named ``build`` is one pytest never collects)."""

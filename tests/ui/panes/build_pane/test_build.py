@@ -20,8 +20,8 @@ from tests.ui.helpers import (
     wait_until,
 )
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, load_file
-from tui_lab.ui.panes.build.build_pane import BuildPane
-from tui_lab.ui.panes.build.config_form import ConfigForm
+from tui_lab.ui.panes.builder.build_pane import BuildPane
+from tui_lab.ui.panes.builder.config_form import ConfigForm
 from tui_lab.ui.panes.params.params_pane import ParamsPane
 from tui_lab.ui.screens.save_preset import SavePresetScreen
 from tui_lab.ui.widgets.preset_list import PresetList

@@ -16,8 +16,8 @@ from tests.ui.helpers import (
     wait_until,
 )
 from tui_lab.core.config import lab_config as cfg
-from tui_lab.ui.panes.build.config_form import ConfigForm
-from tui_lab.ui.panes.build.form_fields import FIELDS
+from tui_lab.ui.panes.builder.config_form import ConfigForm
+from tui_lab.ui.panes.builder.form_fields import FIELDS
 from tui_lab.ui.panes.train.train_pane import TrainPane
 
 # What the core says when arch and task disagree (lab_config.LabConfig's cross-section check).

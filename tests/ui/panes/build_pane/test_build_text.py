@@ -9,8 +9,8 @@ from textual import events
 
 from tests.ui.helpers import SIZE, build_ready, edit_field, form_settled, tiny_app
 from tests.ui.panes.build_pane.test_build import error_text
-from tui_lab.ui.panes.build.config_form import ConfigForm
-from tui_lab.ui.panes.build.form_fields import MIN_TEXT_CHARS
+from tui_lab.ui.panes.builder.config_form import ConfigForm
+from tui_lab.ui.panes.builder.form_fields import MIN_TEXT_CHARS
 
 
 async def paste_field(pilot, key: str, text: str) -> None:  # type: ignore[no-untyped-def]

@@ -12,8 +12,8 @@ from tests.ui.helpers import (
     type_text,
     wait_until,
 )
-from tui_lab.ui.panes.build.config_form import ConfigForm
-from tui_lab.ui.panes.build.line_edit import LineEdit
+from tui_lab.ui.panes.builder.config_form import ConfigForm
+from tui_lab.ui.panes.builder.line_edit import LineEdit
 
 
 def shown(form: ConfigForm, key: str) -> str:

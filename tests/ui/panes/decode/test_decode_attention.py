@@ -36,7 +36,7 @@ async def test_decode_typed_input(trained_run: Path) -> None:
         assert pane.result is not None and pane.result.input == "3141"
         # The core's greedy decode of the same weights, worked out here apart from the pane.
         from tui_lab.core.decoding.decode import generate
-        from tui_lab.core.decoding.inference import load_for_inference
+        from tui_lab.core.opening.from_run import load_for_inference
 
         loaded = load_for_inference(trained_run)
         answer = generate(loaded.model, loaded.task, "3141").output
@@ -125,7 +125,7 @@ async def test_attention_cycles_kind_layer_head_and_walkthrough(trained_run: Pat
         await pilot.pause()
         text = plain(pane.query_one("#walkthrough", Static))
         assert "softmax" in text and "matches the captured weights" in text
-        from tui_lab.core.analysis.walkthrough import walk
+        from tui_lab.core.analysis.basics.walkthrough import walk
 
         for name in pane.result.attention:
             for head in range(2):
@@ -168,7 +168,7 @@ async def test_decoder_only_model_decodes_and_walks_through() -> None:
         assert attention.capture_name == "decoder.1.self"
         await pilot.press("w")
         await wait_until(pilot, lambda: attention.projections is not None, 30, "q/k/v")
-        from tui_lab.core.analysis.walkthrough import walk
+        from tui_lab.core.analysis.basics.walkthrough import walk
 
         result = attention.result
         for name in result.attention:

@@ -13,8 +13,8 @@ from textual.widgets import Static
 
 from tests.ui.helpers import SIZE, decode, open_trained, plain, tiny_app
 from tui_lab.core.decoding.decode import generate
-from tui_lab.core.decoding.inference import load_for_inference
 from tui_lab.core.model.hook_points import using_hooks
+from tui_lab.core.opening.from_run import load_for_inference
 from tui_lab.core.sae.interventions import ablation_hooks
 from tui_lab.core.sae.recipe import new_sae
 

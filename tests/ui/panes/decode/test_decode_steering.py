@@ -9,11 +9,11 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from tests.ui.helpers import SIZE, decode, open_trained, plain, tiny_app, wait_until
-from tui_lab.core.analysis.steering import steering_hooks, steering_vector
+from tui_lab.core.analysis.patching.steering import steering_hooks, steering_vector
 from tui_lab.core.decoding.decode import generate
-from tui_lab.core.decoding.inference import load_for_inference
-from tui_lab.core.hooked.handle import hooked
 from tui_lab.core.model.hook_points import using_hooks
+from tui_lab.core.opening.from_run import load_for_inference
+from tui_lab.core.opening.hooked_model import hooked
 from tui_lab.ui.screens.steer import SteerScreen, prompt_set
 
 LEARNED = Path(__file__).resolve().parents[3] / "data" / "learned-copy"

@@ -31,7 +31,7 @@ def mlm_app(run: Path):  # type: ignore[no-untyped-def]
 def core_fill(run: Path, text: str):  # type: ignore[no-untyped-def]
     """The core's fill-mask of ``text`` on the run's saved weights, apart from the lab."""
     from tui_lab.core.decoding.fill_mask import fill_mask
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
 
     loaded = load_for_inference(run)
     return fill_mask(loaded.model, loaded.task, text, top_k=5)
@@ -116,7 +116,7 @@ async def test_all_heads_atlas_time_travel_and_ablation(mlm_run: Path) -> None:
         await pilot.pause()
         row = attention.query_one(Heatmap).cursor[0]
         weights = attention.result.attention["encoder.1.self"][attention.head_index, row].tolist()
-        from tui_lab.core.analysis.walkthrough import walk
+        from tui_lab.core.analysis.basics.walkthrough import walk
 
         walked = walk(attention.projections["encoder.1.self"], attention.result, "encoder.1.self",
                       attention.head_index, row)
@@ -144,8 +144,8 @@ async def test_all_heads_atlas_time_travel_and_ablation(mlm_run: Path) -> None:
 async def test_the_logit_lens_of_a_fill(mlm_run: Path) -> None:
     """v on a fill-mask decode: each encoder layer's top filler at each mask, the core's lens
     of the same weights; the last layer's row is the fill's own first choice."""
-    from tui_lab.core.analysis.logit_lens import fill_lens
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.analysis.lenses.logit_lens import fill_lens
+    from tui_lab.core.opening.from_run import load_for_inference
     from tui_lab.ui.widgets.lens_table import LensView
 
     app = mlm_app(mlm_run)

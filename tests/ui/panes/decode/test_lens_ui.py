@@ -26,7 +26,7 @@ async def test_v_shows_one_row_per_layer_and_the_last_layer_says_the_output(
         assert [w[0] for w in rows] == [f"decoder.{i}" for i in range(n_layers)]
 
         # The same lens from the core: the last layer's top tokens are the decoded tokens.
-        from tui_lab.core.analysis.logit_lens import logit_lens
+        from tui_lab.core.analysis.lenses.logit_lens import logit_lens
 
         lens = logit_lens(pane.run.model, pane.run.task, pane.result)
         assert len(lens.rows) == n_layers

@@ -44,7 +44,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _host(tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FeaturesHost, FeaturesPane]:
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
 
     monkeypatch.setenv("TFX_LAB_CACHE", str(tmp_path / "cache"))
     pane = FeaturesPane(d_sae=64, k=4, train_tokens=6000, table_tokens=3000, id="features-pane")

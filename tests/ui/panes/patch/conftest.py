@@ -34,7 +34,7 @@ class PatchHost(FakeHost):
 
 def in_hand(run_dir: Path) -> Any:
     """The run loaded as the lab holds an opened run: its model, task, config and folder."""
-    from tui_lab.core.decoding.inference import load_for_inference
+    from tui_lab.core.opening.from_run import load_for_inference
 
     run = load_for_inference(run_dir, "cpu")
     # what the lab's opened runs carry: RemoteRun.out_dir

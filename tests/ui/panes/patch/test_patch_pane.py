@@ -45,11 +45,11 @@ async def _patched(pilot: Pilot, pane: PatchPane, key: str = "r") -> None:
 
 def _reference(site: str, method: str = "exact") -> Any:
     """The core's own result for the induction run's ready-made pair."""
-    from tui_lab.core.analysis.activation_patching import activation_patch
-    from tui_lab.core.analysis.attribution_patching import attribution_patch
-    from tui_lab.core.analysis.patch_pair import ready_pair
-    from tui_lab.core.decoding.inference import load_for_inference
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.patching.activation_patching import activation_patch
+    from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
+    from tui_lab.core.analysis.patching.patch_pair import ready_pair
+    from tui_lab.core.opening.from_run import load_for_inference
+    from tui_lab.core.opening.hooked_model import hooked
 
     handle = hooked(load_for_inference(INDUCTION_RUN, "cpu"))
     pair = ready_pair(handle, "induction")
@@ -83,7 +83,7 @@ async def test_site_cycling_and_method_toggle_by_keyboard(tmp_path: Path) -> Non
         attributed = pane.view.shown
         assert attributed.method == "attribution" and "attribution" in _text(host, "#patch-title")
         assert _flat(attributed.values) == pytest.approx(_flat(_reference("z", "attribution").values), abs=1e-5)
-        from tui_lab.core.analysis.attribution_patching import correlation
+        from tui_lab.core.analysis.patching.attribution_patching import correlation
 
         r = correlation(_reference("z", "attribution"), _reference("z"))
         assert f"attribution vs exact: correlation {r:.3f}" in _text(host, "#patch-status")
@@ -165,10 +165,10 @@ async def test_escape_cancels_patching_between_passes(
 
 
 async def test_dla_view_is_bars_of_every_part(tmp_path: Path) -> None:
-    from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
-    from tui_lab.core.analysis.patch_pair import ready_pair
-    from tui_lab.core.decoding.inference import load_for_inference
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
+    from tui_lab.core.analysis.patching.patch_pair import ready_pair
+    from tui_lab.core.opening.from_run import load_for_inference
+    from tui_lab.core.opening.hooked_model import hooked
 
     host, pane = _host(INDUCTION_RUN, tmp_path)
     async with host.run_test(size=SIZE) as pilot:
@@ -225,11 +225,11 @@ async def test_a_typed_pair_and_its_one_line_errors(tmp_path: Path) -> None:
 
 
 async def test_history_stepping_and_the_view_over_training(tmp_path: Path, history_run: Path) -> None:
-    from tui_lab.core.analysis.head_curves import score_curves
-    from tui_lab.core.analysis.patch_pair import ready_pair
-    from tui_lab.core.analysis.patching_history import patch_history
-    from tui_lab.core.decoding.inference import load_for_inference
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.heads.head_curves import score_curves
+    from tui_lab.core.analysis.patching.patch_pair import ready_pair
+    from tui_lab.core.analysis.patching.patching_history import patch_history
+    from tui_lab.core.opening.from_run import load_for_inference
+    from tui_lab.core.opening.hooked_model import hooked
 
     handle = hooked(load_for_inference(history_run, "cpu"))
     want = patch_history(handle, history_run, ready_pair(handle, "induction"), "z")
@@ -281,10 +281,10 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path, 
                                                                  ) -> None:
     """The lab's copy model (an encoder-decoder): its ready-made pair, the encoder's rows
     by source position, and every stack's heads (cross-attention too), as the core has them."""
-    from tui_lab.core.analysis.activation_patching import activation_patch
-    from tui_lab.core.analysis.patch_pair import ready_pair
-    from tui_lab.core.decoding.inference import load_for_inference
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.patching.activation_patching import activation_patch
+    from tui_lab.core.analysis.patching.patch_pair import ready_pair
+    from tui_lab.core.opening.from_run import load_for_inference
+    from tui_lab.core.opening.hooked_model import hooked
 
     learned = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
     handle = hooked(load_for_inference(learned, "cpu"))
@@ -316,8 +316,8 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path, 
         # answer after it (the decoder's parts, cross-attention heads too)
         import torch
 
-        from tui_lab.core.analysis import patch_pair
-        from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
+        from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
+        from tui_lab.core.analysis.patching import patch_pair
 
         later = patch_pair.make_pair(handle, "31415", "31915", "4", "9", target="31")
         monkeypatch.setattr(patch_jobs, "make_pair", lambda h, _source: patch_pair.make_pair(
@@ -333,10 +333,10 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path, 
 async def test_an_encoder_decoder_pair_typed_with_its_decoder_input(tmp_path: Path) -> None:
     """The typed pair's last field is the decoder's input before the answer: the pane patches
     the pair the core makes of the same five texts."""
-    from tui_lab.core.analysis import patch_pair
-    from tui_lab.core.analysis.activation_patching import activation_patch
-    from tui_lab.core.decoding.inference import load_for_inference
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.patching import patch_pair
+    from tui_lab.core.analysis.patching.activation_patching import activation_patch
+    from tui_lab.core.opening.from_run import load_for_inference
+    from tui_lab.core.opening.hooked_model import hooked
 
     learned = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
     handle = hooked(load_for_inference(learned, "cpu"))

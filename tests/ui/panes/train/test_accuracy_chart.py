@@ -8,7 +8,7 @@ from tests.ui.helpers import SIZE, plain, wait_until
 from tui_lab.ui.app import LabApp
 from tui_lab.ui.panes.train.accuracy_chart import AccuracyChart
 from tui_lab.ui.panes.train.train_pane import TrainPane
-from tui_lab.ui.screens.fourier import FourierScreen
+from tui_lab.ui.screens.fourier_screen import FourierScreen
 from tui_lab.ui.widgets.fourier_view import FourierView
 
 PRESET = """\

@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.core.decoding.model_handle import opened_from_files
 from tui_lab.core.errors import one_line
+from tui_lab.core.opening.model_handle import opened_from_files
 from tui_lab.ui import keys
 from tui_lab.ui.messages import DecodeRequested
 from tui_lab.ui.panes.attention.importance_panel import ImportanceAsk, ImportancePanel
@@ -300,7 +300,7 @@ class AttentionPane(Pane, Vertical):
         if proj is None:
             view.show_message(f"no projections recorded for {self.capture_name}")
             return
-        from tui_lab.core.analysis.walkthrough import walk
+        from tui_lab.core.analysis.basics.walkthrough import walk
 
         row = self.query_one(Heatmap).cursor[0]
         view.show_row(walk(proj, self.result, self.capture_name, self.head_index, row))
@@ -316,7 +316,7 @@ class AttentionPane(Pane, Vertical):
         self, model: Any, task: Any, result: Any, options: dict[str, Any] | None
     ) -> None:
         """Replay the decode with hooks to get every module's q, k and v (thread)."""
-        from tui_lab.core.analysis.walkthrough import collect_projections
+        from tui_lab.core.analysis.basics.walkthrough import collect_projections
 
         try:
             projections = collect_projections(model, task, result, options)

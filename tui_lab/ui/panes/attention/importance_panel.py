@@ -109,7 +109,7 @@ class ImportancePanel(ImportanceView):
     @work(thread=True, exclusive=True, exit_on_error=False, group="importance")
     def _text_worker(self, run: Any, mode: str, text: str) -> None:
         """Switch each head of a real model off alone; its loss on ``text`` (thread)."""
-        from tui_lab.core.analysis.text_ablation import text_ids, text_importance
+        from tui_lab.core.analysis.heads.text_ablation import text_ids, text_importance
 
         progress = self._progress(f"{mode}, loss on the text")
         try:
@@ -123,7 +123,7 @@ class ImportancePanel(ImportanceView):
 
     def _exact_table(self, ask: ImportanceAsk, n: int) -> tuple[Any, bool, str]:
         """The table, whether it came from the run folder's cache, and what it was measured on."""
-        from tui_lab.core.analysis.head_importance import (
+        from tui_lab.core.analysis.heads.head_importance import (
             cached_importance,
             importance,
             probe_means,

@@ -17,8 +17,8 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Static
 
-from tui_lab.core.decoding.model_handle import opened_from_files
 from tui_lab.core.errors import one_line
+from tui_lab.core.opening.model_handle import opened_from_files
 from tui_lab.core.visible_text import NEWLINE, VISIBLE_WHITESPACE
 from tui_lab.ui import keys
 from tui_lab.ui.messages import Decoded
@@ -81,7 +81,7 @@ def visible(text: str) -> str:
 def input_loss_note(run: Any, model: Any, result: Any, ablated: str) -> str | None:
     """The loss of a real language model on the typed text (with the heads off, and with none
     off); None for a translator, whose input is not text it predicts."""
-    from tui_lab.core.analysis.text_ablation import text_ids, text_loss
+    from tui_lab.core.analysis.heads.text_ablation import text_ids, text_loss
     from tui_lab.core.errors import LabError
 
     if getattr(run.task, "name", None) == "translation":
@@ -447,7 +447,7 @@ class DecodePane(Pane, Vertical):
         if self.run is None:
             self._error("no model yet: train one in the Train pane (2, then space)")
             return
-        from tui_lab.core.hooked.handle import hooked
+        from tui_lab.core.opening.hooked_model import hooked
         from tui_lab.ui.screens.steer import SteerScreen
 
         handle = hooked(self.run)
@@ -464,7 +464,7 @@ class DecodePane(Pane, Vertical):
     @work(thread=True, exclusive=True, exit_on_error=False, group="decode-steer")
     def _steer_worker(self, handle: Any, request: Any) -> None:
         """The vector from the two prompt sets (thread); then decode again, steered."""
-        from tui_lab.core.analysis.steering import steering_vector
+        from tui_lab.core.analysis.patching.steering import steering_vector
 
         try:
             vector = steering_vector(handle, request.hook, request.positive, request.negative)

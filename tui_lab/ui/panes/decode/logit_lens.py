@@ -21,7 +21,7 @@ from tui_lab.ui.state.decoding import is_fill_result
 from tui_lab.ui.widgets.lens_table import LensView
 
 if TYPE_CHECKING:
-    from tui_lab.core.analysis.logit_lens import LensTable
+    from tui_lab.core.analysis.lenses.logit_lens import LensTable
     from tui_lab.core.decoding.decode import DecodeResult
 
 
@@ -69,7 +69,7 @@ class LogitLens(LensView):
     @work(thread=True, exclusive=True, exit_on_error=False, group="lens")
     def _lens_worker(self, model: Any, task: Any, result: DecodeResult) -> None:
         """Read each layer's stream through the final norm and output head (thread)."""
-        from tui_lab.core.analysis.logit_lens import fill_lens, logit_lens
+        from tui_lab.core.analysis.lenses.logit_lens import fill_lens, logit_lens
 
         try:
             lens = fill_lens(model, task, result) if is_fill_result(result) else logit_lens(model, task, result)

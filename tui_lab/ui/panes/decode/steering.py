@@ -19,6 +19,6 @@ class Steering:
         return f"{self.hook} + {self.coef:g} x vector (norm {float(self.vector.norm()):.3g})"
 
     def hooks(self) -> list[Any]:
-        from tui_lab.core.analysis.steering import steering_hooks
+        from tui_lab.core.analysis.patching.steering import steering_hooks
 
         return steering_hooks(self.hook, self.vector, self.coef)

@@ -333,8 +333,8 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     # ---- workers (threads) ---------------------------------------------------------
     def _hooked(self, run: Any, training: bool) -> Any:
         """The run as a hooked handle; its model copied unless it was opened from files."""
-        from tui_lab.core.decoding.model_handle import opened_from_files
-        from tui_lab.core.hooked.handle import hooked
+        from tui_lab.core.opening.hooked_model import hooked
+        from tui_lab.core.opening.model_handle import opened_from_files
         from tui_lab.ui.state.model_copies import settled
 
         # An opened model's background layout first: its replaced weights' pages are handed back.

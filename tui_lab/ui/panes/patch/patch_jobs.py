@@ -37,8 +37,8 @@ def private_handle(run: Any) -> Any:
     """``run`` as a hooked handle on a model of its own: a lab run's model copied whole (it may
     be training, and history stepping loads other weights into it); a model opened from files
     shares its weights (they never change here)."""
-    from tui_lab.core.decoding.model_handle import opened_from_files
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.opening.hooked_model import hooked
+    from tui_lab.core.opening.model_handle import opened_from_files
     from tui_lab.ui.state.model_copies import settled, shared_clone
 
     if opened_from_files(run):
@@ -52,14 +52,14 @@ def private_handle(run: Any) -> Any:
 
 def ready_names(handle: Any) -> list[str]:
     """The ready-made pairs this model takes (the core's names)."""
-    from tui_lab.core.analysis.patch_pair import ready_pairs
+    from tui_lab.core.analysis.patching.patch_pair import ready_pairs
 
     return list(ready_pairs(handle))
 
 
 def make_pair(handle: Any, source: PairSource) -> Any:
     """The ``PatchPair`` of ``source`` (PatchError, one line, for bad input)."""
-    from tui_lab.core.analysis import patch_pair
+    from tui_lab.core.analysis.patching import patch_pair
 
     if source.custom:
         return patch_pair.make_pair(handle, source.clean, source.corrupt, source.answer, source.wrong,
@@ -87,8 +87,8 @@ def pair_texts(handle: Any, pair: Any) -> PairSource:
 def patch_site(handle: Any, pair: Any, site: str, method: str,
                progress: Progress | None = None, cancelled: Cancelled | None = None) -> Any:
     """``site``'s ``PatchResult`` by exact patching (batched, cancellable) or attribution."""
-    from tui_lab.core.analysis.activation_patching import activation_patch
-    from tui_lab.core.analysis.attribution_patching import attribution_patch
+    from tui_lab.core.analysis.patching.activation_patching import activation_patch
+    from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
 
     if method == "attribution":
         result = attribution_patch(handle, pair, site)
@@ -102,7 +102,7 @@ def logit_attribution(handle: Any, pair: Any) -> Any:
     """Direct logit attribution of the clean input's answer over the wrong one."""
     import torch
 
-    from tui_lab.core.analysis.direct_logit_attribution import direct_logit_attribution
+    from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
 
     ids = torch.tensor([pair.clean], device=handle.device)
     return direct_logit_attribution(handle, ids, pair.answer, pair.wrong, pair.target_ids(1, handle.device))
@@ -128,8 +128,8 @@ def patch_over_history(handle: Any, run_dir: Path, pair: Any, site: str, method:
                        progress: Progress | None = None, cancelled: Cancelled | None = None) -> Any:
     """``site`` patched at every snapshot of ``run_dir`` (``HistoryPatching``), on a copy of
     the handle's model (the handle keeps its own weights)."""
-    from tui_lab.core.analysis.patching_history import patch_history
-    from tui_lab.core.hooked.handle import hooked
+    from tui_lab.core.analysis.patching.patching_history import patch_history
+    from tui_lab.core.opening.hooked_model import hooked
 
     model = copy.deepcopy(handle.model)
     travelled = hooked(SimpleNamespace(model=model, task=handle.task, config=handle.config,
@@ -141,8 +141,8 @@ def patch_over_history(handle: Any, run_dir: Path, pair: Any, site: str, method:
 def atlas_curves(run_dir: Path, cancelled: Cancelled | None = None) -> Any:
     """The atlas's score curves over ``run_dir``'s history (``ScoreCurves``); stops after the
     snapshot where ``cancelled()`` says so."""
-    from tui_lab.core.analysis.activation_patching import PatchingCancelled
-    from tui_lab.core.analysis.head_curves import score_curves
+    from tui_lab.core.analysis.heads.head_curves import score_curves
+    from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
 
     def on_step(_step: int, _heads: list[Any]) -> None:
         if cancelled is not None and cancelled():

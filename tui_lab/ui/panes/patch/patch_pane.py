@@ -357,7 +357,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
     def _agreement(self, pair: Any, result: Any) -> str:
         """How attribution agrees with exact patching at this site, once both were run on
         this pair (m toggles between them): their correlation over the cells."""
-        from tui_lab.core.analysis.attribution_patching import correlation
+        from tui_lab.core.analysis.patching.attribution_patching import correlation
 
         if pair != self._results_pair:
             self._results, self._results_pair = {}, pair
@@ -407,7 +407,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
     def _patch_worker(self, run: Any, source: PairSource, site: str, method: str,
                       score_atlas: bool) -> None:
         """The pair, the site's grid, the DLA and (when asked) the atlas, on a private copy."""
-        from tui_lab.core.analysis.activation_patching import PatchingCancelled
+        from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
 
         worker = get_current_worker()
         try:
@@ -437,7 +437,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
     def _history_worker(self, handle: Any, run_dir: Path, pair: Any, site: str, method: str,
                         curves: Any, move: str | None) -> None:
         """The grid at every snapshot; the atlas's curves when the lab has none yet."""
-        from tui_lab.core.analysis.activation_patching import PatchingCancelled
+        from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
 
         worker = get_current_worker()
         try:

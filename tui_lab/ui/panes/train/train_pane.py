@@ -436,7 +436,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
                 timeout=3,
             )
             return
-        from tui_lab.ui.screens.fourier import FourierScreen
+        from tui_lab.ui.screens.fourier_screen import FourierScreen
 
         self.app.push_screen(FourierScreen(run, self.run_dir, self.host.state.travel, self.host.training_active))
 

@@ -13,13 +13,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tui_lab.core.decoding.model_handle import opened_from_files
+from tui_lab.core.opening.model_handle import opened_from_files
 
 if TYPE_CHECKING:  # torch loads only when compute() runs
-    from tui_lab.core.analysis.basics_masks import MaskPicture
-    from tui_lab.core.analysis.basics_positions import PositionPicture
-    from tui_lab.core.analysis.basics_scaling import ScalingRow
-    from tui_lab.core.analysis.basics_schedule import SchedulePicture
+    from tui_lab.core.analysis.basics.basics_masks import MaskPicture
+    from tui_lab.core.analysis.basics.basics_positions import PositionPicture
+    from tui_lab.core.analysis.basics.basics_scaling import ScalingRow
+    from tui_lab.core.analysis.basics.basics_schedule import SchedulePicture
     from tui_lab.core.config.lab_config import LabConfig
 
 LENGTH = 16  # positions shown
@@ -62,10 +62,10 @@ class BasicsData:
 
 def compute(source: BasicsSource) -> BasicsData:
     """All four pictures of ``source``'s model (thread)."""
-    from tui_lab.core.analysis.basics_masks import mask_picture
-    from tui_lab.core.analysis.basics_positions import position_picture
-    from tui_lab.core.analysis.basics_scaling import scaling_random, scaling_real
-    from tui_lab.core.analysis.basics_schedule import schedule_picture
+    from tui_lab.core.analysis.basics.basics_masks import mask_picture
+    from tui_lab.core.analysis.basics.basics_positions import position_picture
+    from tui_lab.core.analysis.basics.basics_scaling import scaling_random, scaling_real
+    from tui_lab.core.analysis.basics.basics_schedule import schedule_picture
     from tui_lab.core.errors import one_line
 
     run = source.run
@@ -109,7 +109,7 @@ _built: list[tuple[Any, Any, Any]] = []  # (config, model, task): the last confi
 def _fresh(config: LabConfig) -> tuple[Any, Any]:
     """The config's untrained model, built once while the config stays the same
     (paper-base's takes seconds); only the screen's worker thread calls this."""
-    from tui_lab.core.analysis.basics_example import fresh_model
+    from tui_lab.core.analysis.basics.basics_example import fresh_model
 
     if not _built or _built[0][0] != config:
         _built[:] = [(config, *fresh_model(config))]

@@ -1,0 +1,1 @@
+"""The tutorials' pictures: positions, masks, scaling, the schedule, and the attention walkthrough."""

@@ -1,0 +1,1 @@
+"""Interventions on activations: activation and attribution patching, causal tracing, feature patching, steering."""

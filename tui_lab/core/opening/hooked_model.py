@@ -1,0 +1,176 @@
+"""``open_model(source)``: any model the lab opens, with its tokenizer and its hook points.
+
+For notebooks and scripts, as researchers use TransformerLens::
+
+    from tui_lab.core import open_model
+
+    lab = open_model("runs/induction-2026...")      # a run folder, a model folder, a hub name
+    logits, cache = lab.run_with_cache("abcabc", names=lambda n: n.endswith("hook_pattern"))
+    cache["blocks.1.attn.hook_pattern"].shape        # (1, heads, pos, pos)
+
+    def no_head_2(z, name):                          # (batch, pos, head, d_head)
+        z = z.clone(); z[:, :, 2] = 0; return z
+    logits = lab.run_with_hooks("abcabc", hooks=[("blocks.1.attn.hook_z", no_head_2)])
+
+Each call makes its hooks active for itself alone (``hook_points.using_hooks``):
+two threads may call one handle at once, and nothing is left on the model.
+An encoder-decoder reads the text as its source; its decoder input is the
+start token unless ``target`` (text or ids) is given.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from tui_lab.core.decoding.decode import is_decoder_only
+from tui_lab.core.errors import LabError
+from tui_lab.core.model.hook_points import HookFn, names_filter, using_hooks
+from tui_lab.core.opening.from_run import LoadedModel
+from tui_lab.core.runs.run_files import CONFIG_FILE
+from tui_lab.core.tasks.vocab import BOS
+
+TokensLike = str | list[int] | Tensor
+Names = Iterable[str] | Callable[[str], bool] | str | None
+
+
+class HookError(LabError):
+    """A hook name the model does not have, or input it cannot take; one line."""
+
+
+class HookedModel:
+    """A loaded model (a run's or one opened from files) seen through its hook points."""
+
+    def __init__(self, loaded: LoadedModel) -> None:
+        self.loaded = loaded
+        self.model = loaded.model.eval()
+        self.task = loaded.task
+        self.config = loaded.config
+        self.card = loaded.card
+        self.device = loaded.device
+        self._names: list[str] | None = None
+
+    @property
+    def decoder_only(self) -> bool:
+        return is_decoder_only(self.model)
+
+    def to_tokens(self, text: str) -> Tensor:
+        """(1, T) ids of ``text`` as the model reads it (its tokenizer or the task's vocabulary)."""
+        ids = self.task.vocab.encode(text)
+        if not ids:
+            raise HookError("empty input: give some text")
+        return torch.tensor([ids], device=self.device)
+
+    def to_str_tokens(self, text_or_ids: TokensLike) -> list[str]:
+        """The pieces of ``text_or_ids``, one label per token."""
+        ids = self._ids(text_or_ids)[0].tolist()
+        return [self.task.vocab.label(int(i)) for i in ids]
+
+    def _ids(self, text_or_ids: TokensLike) -> Tensor:
+        if isinstance(text_or_ids, str):
+            return self.to_tokens(text_or_ids)
+        ids = torch.as_tensor(text_or_ids, dtype=torch.long, device=self.device)
+        return ids[None] if ids.dim() == 1 else ids  # (B, T)
+
+    def _forward(self, ids: Tensor, target: TokensLike | None) -> Tensor:
+        if self.decoder_only:
+            limit = int(self.config.model.max_len)
+            if ids.size(1) > limit:
+                raise HookError(f"input of {ids.size(1)} tokens: the model reads at most {limit}")
+            return self.model(ids)
+        if target is None:
+            start = getattr(self.task, "decoder_start_id", BOS)
+            tgt = torch.full((ids.size(0), 1), start, dtype=torch.long, device=self.device)
+        else:
+            tgt = self._ids(target)
+        return self.model(ids, tgt)
+
+    def hook_names(self) -> list[str]:
+        """Every hook point of the model, in the order a forward pass reaches them."""
+        if self._names is None:
+            seen: dict[str, None] = {}
+            probe = torch.tensor([[self._probe_id()] * 2], device=self.device)
+            with torch.no_grad(), using_hooks([(lambda _n: True, lambda _x, n: seen.setdefault(n))]):
+                self._forward(probe, None)
+            self._names = list(seen)
+        return list(self._names)
+
+    def _probe_id(self) -> int:
+        vocab = self.task.vocab
+        ids = vocab.encode("a") or vocab.encode("1") or [min(3, len(vocab) - 1)]
+        return int(ids[0])
+
+    def _check(self, names: Iterable[str]) -> None:
+        known = set(self.hook_names())
+        for name in names:
+            if name not in known:
+                near = difflib.get_close_matches(name, sorted(known), n=2)
+                hint = f" (did you mean {' or '.join(near)}?)" if near else " (tfx-lab hooks lists them)"
+                raise HookError(f"no hook point {name!r} in this model{hint}")
+
+    def run_with_hooks(
+        self,
+        text_or_ids: TokensLike,
+        hooks: Iterable[tuple[str | Callable[[str], bool], HookFn]] = (),
+        *,
+        target: TokensLike | None = None,
+    ) -> Tensor:
+        """Logits (B, T, V) with each ``fn(activation, name)`` applied at its hook point
+        (by name or by a filter over names); a returned tensor replaces the activation."""
+        hooks = list(hooks)
+        self._check(name for name, _ in hooks if isinstance(name, str))
+        with using_hooks(hooks):
+            return self._forward(self._ids(text_or_ids), target)
+
+    def run_with_cache(
+        self, text_or_ids: TokensLike, names: Names = None, *, target: TokensLike | None = None
+    ) -> tuple[Tensor, dict[str, Tensor]]:
+        """(logits, cache): every activation ``names`` selects (all when None; a name, a
+        list, or a filter), detached, by hook name."""
+        if isinstance(names, str):
+            names = [names]
+        if names is not None and not callable(names):
+            names = list(names)
+            self._check(names)
+        cache: dict[str, Tensor] = {}
+        with using_hooks([(names_filter(names), lambda x, n: cache.__setitem__(n, x.detach()))]):
+            logits = self._forward(self._ids(text_or_ids), target)
+        return logits, cache
+
+
+def is_run_folder(source: str | Path) -> bool:
+    """Whether ``source`` is a folder of the lab's runs (it holds ``config.yaml``)."""
+    return (Path(source) / CONFIG_FILE).is_file()
+
+
+def open_model(
+    source: str | Path,
+    device: str = "cpu",
+    at_step: int | None = None,
+    revision: str | None = None,
+    dtype: str = "float32",
+) -> HookedModel:
+    """A run folder, a model folder or a hub name in the local cache (offline, as
+    ``--model``), with its tokenizer and its hook points. LabError (one line) if not.
+    ``dtype``: a model from files in float32 (exact) or bfloat16 (as stored)."""
+    if is_run_folder(source):
+        from tui_lab.core.opening.from_run import load_for_inference
+
+        if revision is not None:
+            raise HookError("a revision goes with a model from the hub cache, not a run folder")
+        return HookedModel(load_for_inference(source, device, at_step))
+    if at_step is not None:
+        raise HookError(f"{source}: not a run folder, so it has no history for at_step")
+    from tui_lab.core.opening.from_files import open_model as open_files
+
+    return HookedModel(open_files(str(source), device, revision, dtype=dtype))
+
+
+def hooked(loaded: LoadedModel | Any) -> HookedModel:
+    """A model already loaded (``load_for_inference``, ``opened.open_model``) as a handle."""
+    return HookedModel(loaded)

@@ -1,0 +1,131 @@
+"""The Fourier screen: a modular-addition run's embedding spectrum, stepped through its history.
+
+Opened with ``f`` on the Train pane. ``[`` ``]`` ``{`` ``}`` and ``p`` move
+through the run's history snapshots as time travel does in Attention and
+Decode (the same ``TimeTravel`` state class, snapshot strip and snapshot
+cache; a state of its own, so the decode on show elsewhere stays where it
+is): the spectrum sharpens onto a few frequencies before held-out accuracy
+jumps. ``]`` past the last snapshot is the run's model now.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from tui_lab.core.errors import one_line
+from tui_lab.ui import keys
+from tui_lab.ui.state.travel import TimeTravel
+from tui_lab.ui.widgets.fourier_view import FourierView
+from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
+
+PLAY_SECONDS = 0.35
+
+
+class FourierScreen(Screen[None]):
+    """The spectrum of the run's model now or of one history snapshot."""
+
+    BINDINGS = keys.FOURIER
+
+    class Shown(Message):
+        """A spectrum was worked out (``spec`` None: ``error`` says why)."""
+
+        def __init__(self, index: int | None, spec: Any, error: str | None = None) -> None:
+            super().__init__()
+            self.index, self.spec, self.error = index, spec, error
+
+    def __init__(self, run: Any, run_dir: Path | None, travel: Any, training: bool = False) -> None:
+        super().__init__()
+        self.lab_run, self.run_dir, self.travel, self.training = run, run_dir, travel, training
+        self.travel_state = TimeTravel()
+        self._modular_task: Any = None
+
+    def compose(self) -> ComposeResult:
+        """The snapshot strip over the spectrum, and the footer."""
+        with Vertical(id="fourier"):
+            yield SnapshotStrip()
+            with VerticalScroll():
+                yield FourierView("working out the spectrum…", id="fourier-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show the spectrum of the run's model now."""
+        self._refresh_steps()
+        self._go(None)
+
+    def _refresh_steps(self) -> None:
+        from tui_lab.core.runs.snapshots import list_snapshots
+
+        self.travel_state.set_run(self.run_dir, list_snapshots(self.run_dir) if self.run_dir else [])
+
+    def action_snapshot(self, move: str) -> None:
+        """Show the spectrum of an earlier/later/first/last history snapshot."""
+        self.travel_state.playing = False
+        self._refresh_steps()
+        if not self.travel_state.steps:
+            self.notify("this run has no history snapshots", severity="warning", timeout=3)
+            return
+        self._go(self.travel_state.target(move))
+
+    def action_play(self) -> None:
+        """Play the spectrum through every snapshot (p again stops)."""
+        if self.travel_state.playing:
+            self.travel_state.playing = False
+            return
+        self._refresh_steps()
+        if self.travel_state.steps:
+            self.travel_state.playing = True
+            self._go(self.travel_state.play_start())
+
+    def action_close(self) -> None:
+        """Back to the Train pane."""
+        self.travel_state.playing = False
+        self.dismiss(None)
+
+    def _go(self, index: int | None) -> None:
+        step = None if index is None else self.travel_state.steps[index]
+        self._spectrum_worker(index, step)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="fourier")
+    def _spectrum_worker(self, index: int | None, step: int | None) -> None:
+        """Load the snapshot's weights (or take the live model) and take its spectrum (thread)."""
+        from tui_lab.core.analysis.lenses.embedding_fourier import model_spectrum
+        from tui_lab.core.tasks import make_task
+
+        try:
+            if self._modular_task is None:
+                self._modular_task = make_task(self.lab_run.config.task)
+            live = self.lab_run.model
+            if step is None or self.run_dir is None:
+                model = copy.deepcopy(live) if self.training else live
+            else:
+                model = self.travel.snapshot_model(self.run_dir, step, live)
+            spec = model_spectrum(model, self._modular_task)
+        except Exception as exc:  # noqa: BLE001 - say it on the screen, never crash the lab
+            self.post_message(self.Shown(index, None, one_line(exc)))
+            return
+        self.post_message(self.Shown(index, spec))
+
+    def on_fourier_screen_shown(self, message: FourierScreen.Shown) -> None:
+        """Draw the spectrum and the strip; while playing, go on to the next snapshot."""
+        self.travel_state.index = message.index
+        view = self.query_one(FourierView)
+        total = self.lab_run.config.train.steps
+        curves = self.travel.read_curves(self.run_dir) if self.run_dir else None
+        self.query_one(SnapshotStrip).show(self.travel_state, curves, total)
+        if message.spec is None:
+            view.show_message(f"no spectrum: {message.error}")
+            return
+        view.show(message.spec, self.travel_state.describe(total))
+        if self.travel_state.playing:
+            nxt = self.travel_state.play_next()
+            if nxt is not None:
+                self.set_timer(PLAY_SECONDS, lambda: self._go(nxt) if self.travel_state.playing else None)
