@@ -35,7 +35,7 @@ from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.model.models import build_model
 from tui_lab.core.opening.from_run import LoadedModel
-from tui_lab.core.opening.hooked_model import HookedModel
+from tui_lab.core.opening.model_in_hand import HookedModel
 
 SPEED_GOAL = 3.0
 ATTRIBUTION_GOAL = 3.0

@@ -127,7 +127,7 @@ def _browse(run: Path, sae_dir: Path, hook: str
     after training (from the activations it kept), seconds to reopen it, (p50, p95) ms a feature,
     torch's threads: as the command and the lab set them for passes over many tokens)."""
     from tui_lab.core.model.device import set_threads
-    from tui_lab.core.opening.hooked_model import open_model
+    from tui_lab.core.opening.model_in_hand import open_model
     from tui_lab.core.sae.activations import token_windows
     from tui_lab.core.sae.feature_cache import cached_feature_table
     from tui_lab.core.sae.feature_table import logit_effects, unembedding

@@ -102,7 +102,7 @@ def test_patch_an_saes_features(tmp_path: Path) -> None:
     """--site sae: the features of an SAE folder at its hook, as the core patches them."""
     from tui_lab.core.analysis.patching.feature_patching import feature_patch
     from tui_lab.core.analysis.patching.patch_pair import ready_pair
-    from tui_lab.core.opening.hooked_model import open_model
+    from tui_lab.core.opening.model_in_hand import open_model
     from tui_lab.core.sae.folder import save_sae
     from tui_lab.core.sae.recipe import new_sae
     from tui_lab.core.sae.source import open_sae

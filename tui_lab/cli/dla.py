@@ -33,7 +33,7 @@ def dla(args: argparse.Namespace) -> int:
     """Each component's direct contribution at the last position, their total and the model's own."""
     from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
     from tui_lab.core.analysis.patching.patch_pair import single_input, single_token
-    from tui_lab.core.opening.hooked_model import hooked
+    from tui_lab.core.opening.model_in_hand import hooked
 
     lab = hooked(load_target(args, "cpu", args.at_step))
     read = single_input(lab, args.input, args.target)

@@ -30,7 +30,7 @@ def hooks(args: argparse.Namespace) -> int:
     """Run the model once on the input with every hook point cached; print name and shape."""
     import torch
 
-    from tui_lab.core.opening.hooked_model import hooked
+    from tui_lab.core.opening.model_in_hand import hooked
 
     lab = hooked(load_target(args, "cpu", args.at_step))
     text = args.input if args.input is not None else _default_input(lab.task)

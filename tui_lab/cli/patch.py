@@ -69,7 +69,7 @@ def patch(args: argparse.Namespace) -> int:
     from tui_lab.core.analysis.patching.activation_patching import activation_patch, site_named
     from tui_lab.core.analysis.patching.attribution_patching import attribution_patch, correlation
     from tui_lab.core.analysis.patching.patch_pair import PatchError
-    from tui_lab.core.opening.hooked_model import hooked
+    from tui_lab.core.opening.model_in_hand import hooked
 
     if args.method not in ("exact", "attribution", "both"):
         raise PatchError(f"unknown method {args.method!r}: exact, attribution or both")

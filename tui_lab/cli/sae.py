@@ -83,7 +83,7 @@ def _add_sae_and_model(s: argparse.ArgumentParser) -> None:
 def _open(args: argparse.Namespace) -> Any:
     """The model handle of ``--run`` or ``--model`` (offline)."""
     from tui_lab.core.model.device import set_threads
-    from tui_lab.core.opening.hooked_model import open_model
+    from tui_lab.core.opening.model_in_hand import open_model
 
     handle = open_model(args.model if args.model is not None else args.run, args.device, revision=args.revision)
     set_threads(0)  # passes over many tokens split well across cores (device.bulk_threads)

@@ -35,7 +35,7 @@ def steer(args: argparse.Namespace) -> int:
     """Build the vector, decode plainly and steered, print both."""
     from tui_lab.core.analysis.patching.steering import read_prompts, steering_vector
     from tui_lab.core.analysis.patching.steering import steer as run_steer
-    from tui_lab.core.opening.hooked_model import hooked
+    from tui_lab.core.opening.model_in_hand import hooked
 
     positive, negative = read_prompts(args.positive), read_prompts(args.negative)
     lab = hooked(load_target(args, "cpu", args.at_step))

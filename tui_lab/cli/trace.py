@@ -40,7 +40,7 @@ def trace(args: argparse.Namespace) -> int:
     from tui_lab.core.analysis.patching.activation_patching import Reading
     from tui_lab.core.analysis.patching.causal_tracing import causal_trace, subject_span
     from tui_lab.core.analysis.patching.patch_pair import single_input, single_token
-    from tui_lab.core.opening.hooked_model import hooked
+    from tui_lab.core.opening.model_in_hand import hooked
 
     lab = hooked(load_target(args, "cpu", args.at_step))
     read = single_input(lab, args.input, args.target)

@@ -16,7 +16,7 @@ _FACE = {
     "scaled_dot_product_attention": "tui_lab.core.model.attention",
     "MultiHeadAttention": "tui_lab.core.model.attention",
     "capture_attention": "tui_lab.core.model.capture",
-    "open_model": "tui_lab.core.opening.hooked_model",
+    "open_model": "tui_lab.core.opening.model_in_hand",
     "using_hooks": "tui_lab.core.model.hook_points",
     "parameter_report": "tui_lab.core.model.params",
     "LabConfig": "tui_lab.core.config.lab_config",
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from tui_lab.core.model.hook_points import using_hooks
     from tui_lab.core.model.params import parameter_report
     from tui_lab.core.opening.from_run import load_for_inference
-    from tui_lab.core.opening.hooked_model import open_model
+    from tui_lab.core.opening.model_in_hand import open_model
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ from tui_lab.core.config.lab_config import ModelConfig
 from tui_lab.core.model import attention
 from tui_lab.core.model.hook_points import active_hooks, using_hooks
 from tui_lab.core.model.models import build_model
-from tui_lab.core.opening.hooked_model import HookError, open_model
+from tui_lab.core.opening.model_in_hand import HookError, open_model
 
 D, H, VOCAB = 16, 4, 11
 

@@ -19,7 +19,7 @@ from tests.core.model.test_models import PAD, VOCAB, _batch, _map_weights, _rand
 from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.core.config.lab_config import ModelConfig
 from tui_lab.core.model.models import build_model
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 
 FAMILIES = ["gpt2", "gpt_neox", "llama", "gpt_neo"]
 

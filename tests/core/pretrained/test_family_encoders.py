@@ -17,7 +17,7 @@ from tui_lab.core.decoding.fill_mask import fill_mask
 from tui_lab.core.model.capture import capture_attention
 from tui_lab.core.model.params import parameter_report
 from tui_lab.core.opening.from_files import open_model
-from tui_lab.core.opening.hooked_model import hooked
+from tui_lab.core.opening.model_in_hand import hooked
 
 pytestmark = pytest.mark.usefixtures("no_network")
 FAMILIES = ("bert", "distilbert", "roberta")

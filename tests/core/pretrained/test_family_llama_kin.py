@@ -191,7 +191,7 @@ def test_bfloat16_holds_the_files_tensors_and_follows_the_reference(saved, tmp_p
 def test_tokenization_equals_transformers(tmp_path: Path) -> None:
     import transformers
 
-    from tui_lab.core.opening.hooked_model import open_model
+    from tui_lab.core.opening.model_in_hand import open_model
 
     save_family(tmp_path, "qwen2", tokenizer=True)
     lab = open_model(tmp_path)

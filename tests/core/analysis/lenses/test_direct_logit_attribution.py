@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import torch
-from tests.core.analysis.patching.test_activation_patching import family, make_pair, run  # noqa: F401
 
 from tests.cli.helpers import DATA
+from tests.core.analysis.patching.test_activation_patching import family, make_pair, run  # noqa: F401
 from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 
 
 def test_parts_sum_to_the_models_logit_difference(family: tuple[str, Any, Any]) -> None:  # noqa: F811

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.core.analysis.patching.activation_patching import activation_patch
 from tui_lab.core.analysis.patching.patch_pair import PatchPair
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 
 FAMILIES = ["gpt2", "gpt_neox", "llama", "gpt_neo"]
 T = 8

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 import torch
-from tests.core.analysis.patching.test_activation_patching import family, make_pair  # noqa: F401  (fixture)
 
 from tests.cli.helpers import DATA
+from tests.core.analysis.patching.test_activation_patching import family, make_pair  # noqa: F401  (fixture)
 from tui_lab.core.analysis.patching.activation_patching import activation_patch
 from tui_lab.core.analysis.patching.attribution_patching import attribution_patch, correlation
 from tui_lab.core.analysis.patching.patch_pair import PatchPair
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 
 INDUCTION = DATA / "induction-run"
 

@@ -11,7 +11,7 @@ import torch
 
 from tests.cli.helpers import DATA
 from tui_lab.core.analysis.patching.causal_tracing import causal_trace, embedding_std, subject_span
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 
 TEXT = "tdkywbzxtdk"
 

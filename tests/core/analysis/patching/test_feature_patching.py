@@ -12,7 +12,7 @@ import torch
 from tests.cli.helpers import DATA
 from tui_lab.core.analysis.patching.feature_patching import feature_patch
 from tui_lab.core.analysis.patching.patch_pair import PatchError, logit_diff, ready_pair
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 from tui_lab.core.sae.recipe import new_sae
 
 

@@ -18,7 +18,7 @@ from tui_lab.core.analysis.patching.patch_pair import (
 )
 from tui_lab.core.model.models import build_model
 from tui_lab.core.opening.from_run import LoadedModel
-from tui_lab.core.opening.hooked_model import HookedModel
+from tui_lab.core.opening.model_in_hand import HookedModel
 from tui_lab.core.tasks import make_task
 from tui_lab.core.tasks.vocab import SEP
 

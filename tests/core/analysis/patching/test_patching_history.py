@@ -14,7 +14,7 @@ from tests.cli.helpers import DATA, tfx
 from tui_lab.core.analysis.patching.activation_patching import activation_patch
 from tui_lab.core.analysis.patching.patch_pair import ready_pair
 from tui_lab.core.analysis.patching.patching_history import patch_history
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.snapshots import History
 

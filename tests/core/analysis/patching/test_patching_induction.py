@@ -15,7 +15,7 @@ from tests.cli.helpers import DATA
 from tui_lab.core.analysis.heads.head_scores import atlas_for
 from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled, activation_patch
 from tui_lab.core.analysis.patching.patch_pair import logit_diff, ready_pair
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from tui_lab.core.analysis.patching.activation_patching import activation_patch
 from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
 from tui_lab.core.analysis.patching.causal_tracing import causal_trace
 from tui_lab.core.analysis.patching.patch_pair import PatchError, PatchPair, make_pair, ready_pair
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 
 pytestmark = pytest.mark.usefixtures("no_network")
 ATOL = 1e-4

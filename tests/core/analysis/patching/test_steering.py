@@ -12,7 +12,7 @@ import torch
 from tests.cli.helpers import DATA
 from tui_lab.core.analysis.patching.patch_pair import PatchError
 from tui_lab.core.analysis.patching.steering import steer, steering_hooks, steering_vector
-from tui_lab.core.opening.hooked_model import open_model
+from tui_lab.core.opening.model_in_hand import open_model
 
 HOOK = "blocks.1.hook_resid_pre"
 POSITIVE, NEGATIVE = ["abcabc", "abab"], ["xyzxyz", "xyxy"]

@@ -13,7 +13,7 @@ from tui_lab.core.analysis.patching.steering import steering_hooks, steering_vec
 from tui_lab.core.decoding.decode import generate
 from tui_lab.core.model.hook_points import using_hooks
 from tui_lab.core.opening.from_run import load_for_inference
-from tui_lab.core.opening.hooked_model import hooked
+from tui_lab.core.opening.model_in_hand import hooked
 from tui_lab.ui.screens.steer import SteerScreen, prompt_set
 
 LEARNED = Path(__file__).resolve().parents[3] / "data" / "learned-copy"

@@ -447,7 +447,7 @@ class DecodePane(Pane, Vertical):
         if self.run is None:
             self._error("no model yet: train one in the Train pane (2, then space)")
             return
-        from tui_lab.core.opening.hooked_model import hooked
+        from tui_lab.core.opening.model_in_hand import hooked
         from tui_lab.ui.screens.steer import SteerScreen
 
         handle = hooked(self.run)

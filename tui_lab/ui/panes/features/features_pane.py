@@ -333,7 +333,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     # ---- workers (threads) ---------------------------------------------------------
     def _hooked(self, run: Any, training: bool) -> Any:
         """The run as a hooked handle; its model copied unless it was opened from files."""
-        from tui_lab.core.opening.hooked_model import hooked
+        from tui_lab.core.opening.model_in_hand import hooked
         from tui_lab.core.opening.model_handle import opened_from_files
         from tui_lab.ui.state.model_copies import settled
 

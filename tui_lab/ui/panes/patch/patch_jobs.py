@@ -37,7 +37,7 @@ def private_handle(run: Any) -> Any:
     """``run`` as a hooked handle on a model of its own: a lab run's model copied whole (it may
     be training, and history stepping loads other weights into it); a model opened from files
     shares its weights (they never change here)."""
-    from tui_lab.core.opening.hooked_model import hooked
+    from tui_lab.core.opening.model_in_hand import hooked
     from tui_lab.core.opening.model_handle import opened_from_files
     from tui_lab.ui.state.model_copies import settled, shared_clone
 
@@ -129,7 +129,7 @@ def patch_over_history(handle: Any, run_dir: Path, pair: Any, site: str, method:
     """``site`` patched at every snapshot of ``run_dir`` (``HistoryPatching``), on a copy of
     the handle's model (the handle keeps its own weights)."""
     from tui_lab.core.analysis.patching.patching_history import patch_history
-    from tui_lab.core.opening.hooked_model import hooked
+    from tui_lab.core.opening.model_in_hand import hooked
 
     model = copy.deepcopy(handle.model)
     travelled = hooked(SimpleNamespace(model=model, task=handle.task, config=handle.config,

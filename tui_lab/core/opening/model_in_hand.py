@@ -43,7 +43,7 @@ class HookError(LabError):
     """A hook name the model does not have, or input it cannot take; one line."""
 
 
-class HookedModel:
+class ModelInHand:
     """A loaded model (a run's or one opened from files) seen through its hook points."""
 
     def __init__(self, loaded: LoadedModel) -> None:
@@ -154,7 +154,7 @@ def open_model(
     at_step: int | None = None,
     revision: str | None = None,
     dtype: str = "float32",
-) -> HookedModel:
+) -> ModelInHand:
     """A run folder, a model folder or a hub name in the local cache (offline, as
     ``--model``), with its tokenizer and its hook points. LabError (one line) if not.
     ``dtype``: a model from files in float32 (exact) or bfloat16 (as stored)."""
@@ -163,14 +163,18 @@ def open_model(
 
         if revision is not None:
             raise HookError("a revision goes with a model from the hub cache, not a run folder")
-        return HookedModel(load_for_inference(source, device, at_step))
+        return ModelInHand(load_for_inference(source, device, at_step))
     if at_step is not None:
         raise HookError(f"{source}: not a run folder, so it has no history for at_step")
     from tui_lab.core.opening.from_files import open_model as open_files
 
-    return HookedModel(open_files(str(source), device, revision, dtype=dtype))
+    return ModelInHand(open_files(str(source), device, revision, dtype=dtype))
 
 
-def hooked(loaded: LoadedModel | Any) -> HookedModel:
+def hooked(loaded: LoadedModel | Any) -> ModelInHand:
     """A model already loaded (``load_for_inference``, ``opened.open_model``) as a handle."""
-    return HookedModel(loaded)
+    return ModelInHand(loaded)
+
+
+# The name the handle had before it became the one model in hand.
+HookedModel = ModelInHand
