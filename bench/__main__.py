@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         info["threads_choice"] = f"{threads} (the lab's choice for models of these sizes)"
     if default_threads() > 1 and not args.only:
         # Evidence for (or against) that rule on this machine, right now.
-        from bench.common import thread_probe
+        from bench.thread_probe import thread_probe
 
         info["thread_probe"] = probe = thread_probe(default_threads())
         err.print(f"[dim]thread probe: {probe['threads']} threads run a copy training step at "

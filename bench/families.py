@@ -40,7 +40,7 @@ def write_model(folder: Path) -> Any:
     """The random Qwen2.5-0.5B-shaped model, saved in bfloat16 with a BPE; the transformers model."""
     import transformers
 
-    from tests.hf_fixtures.hf_factory import save_tokenizer
+    from bench.hf_factory import save_tokenizer
 
     torch.manual_seed(0)
     with torch.device("cpu"):

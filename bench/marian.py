@@ -6,7 +6,7 @@ The model: opus-mt-en-zh's shape (d_model 512, 6 + 6 layers, 8 heads, feed-forwa
 2,048, vocabulary 58,101, shared embeddings, swish; about 77 M parameters) with
 random weights, built by ``transformers`` and written with ``save_pretrained`` to
 a temporary folder beside the tests' small SentencePiece tokenizer
-(``tests/hf_fixtures/hf_factory.py``; fewer pieces than the vocabulary, which the
+(``bench/hf_factory.py``; fewer pieces than the vocabulary, which the
 lab accepts). The lab opens that folder with ``open_model`` (as ``--model``
 does); ``transformers`` keeps the model it saved, so both hold the same weights.
 The logits bias is pushed down on ``</s>`` so neither side stops early: both
@@ -41,7 +41,7 @@ SPEED_GOAL = 1.2  # lab tokens/s over transformers'
 
 def write_model(folder: Path) -> Any:
     """A random opus-mt-shaped MarianMTModel saved to ``folder`` with a tokenizer; the reference."""
-    from tests.hf_fixtures.hf_factory import marian_config, save_marian_tokenizer
+    from bench.hf_factory import marian_config, save_marian_tokenizer
 
     torch.manual_seed(0)
     import transformers

@@ -3,7 +3,7 @@
 The model: GPT-2 small's shape (n_embd 768, 12 layers, 12 heads, vocabulary
 50,257, 1,024 positions; 124 M parameters) with random weights, built by
 ``transformers`` and written with ``save_pretrained`` to a temporary folder
-beside a small byte-level BPE (``tests/hf_fixtures/hf_factory.py``; fewer tokens
+beside a small byte-level BPE (``bench/hf_factory.py``; fewer tokens
 than the model's vocabulary, which the lab accepts). The lab opens that folder
 with ``open_model``, as ``--model`` does; ``transformers`` keeps the model it
 saved (the same weights). Speed does not depend on the weights' values.
@@ -61,7 +61,7 @@ def write_model(folder: Path) -> Any:
     """A random GPT-2-small-shaped model and a BPE into ``folder``; the transformers model (eval)."""
     import transformers
 
-    from tests.hf_fixtures.hf_factory import save_tokenizer
+    from bench.hf_factory import save_tokenizer
 
     # Token 0 (the BPE's <|endoftext|>) ends a continuation on both sides, as in GPT-2.
     config = transformers.GPT2Config(**SHAPE, bos_token_id=0, eos_token_id=0)
@@ -199,7 +199,7 @@ def time_per_token(lab: Any, hf: Any, new_tokens: int, rounds: int) -> dict[str,
 
 def text_of(tokenizer: Any, n: int) -> tuple[str, list[int]]:
     """A text that the tokenizer encodes as exactly ``n`` tokens (as near as it gets), and its ids."""
-    from tests.hf_fixtures.hf_factory import TEXT
+    from bench.hf_factory import TEXT
 
     ids = tokenizer.encode(TEXT * (1 + n // 20))
     best: tuple[str, list[int]] | None = None

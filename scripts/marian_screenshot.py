@@ -4,7 +4,7 @@
 
 Real weights cannot be fetched here, so the translator is a random-weight
 ``MarianMTModel`` at the tests' small shape with their SentencePiece tokenizer
-(``tests/hf_fixtures/hf_factory.py``; ``transformers`` is a test-only dependency),
+(``bench/hf_factory.py``; ``transformers`` is a test-only dependency),
 written by ``save_pretrained``. The lab opens the folder with ``--model``,
 translates a sentence and shows decoder layer 1's cross attention: target pieces
 down the side, source pieces along the top. The PNG needs ``rsvg-convert``.
@@ -29,7 +29,7 @@ def marian_folder(folder: Path) -> Path:
     """A random-weight Marian folder (written once; reused if present)."""
     if not (folder / "model.safetensors").is_file():
         sys.path.insert(0, str(ROOT))
-        from tests.hf_fixtures.hf_factory import save_marian
+        from bench.hf_factory import save_marian
 
         save_marian(folder)
     return folder

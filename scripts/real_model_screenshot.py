@@ -5,7 +5,7 @@
 Real weights cannot be fetched here, so the model is GPT-2 small's layout (12
 layers x 12 heads, d_model 768, context 1,024, 124 M parameters) with random
 weights and a small byte-level BPE, written by ``transformers``' ``save_pretrained``
-(``tests/hf_fixtures/hf_factory.py``; ``transformers`` is a test-only dependency).
+(``bench/hf_factory.py``; ``transformers`` is a test-only dependency).
 The small tokenizer has a few hundred pieces, not GPT-2's 50,257: the embedding
 rows past it are zeroed (the head is tied), so a greedy continuation picks
 pieces the tokenizer has and every label reads as text. The lab opens the folder
@@ -33,7 +33,7 @@ def gpt2_small_folder(folder: Path) -> Path:
     """A random-weight folder at GPT-2 small's layout (written once; reused if present)."""
     if not (folder / "model.safetensors").is_file():
         sys.path.insert(0, str(ROOT))
-        from tests.hf_fixtures.hf_factory import save_family
+        from bench.hf_factory import save_family
 
         save_family(folder, "gpt2", **GPT2_SMALL)
         zero_rows_past_tokenizer(folder)

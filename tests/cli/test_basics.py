@@ -60,7 +60,7 @@ def test_one_line_errors() -> None:
 
 @pytest.fixture(scope="module")
 def real_models(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from tests.hf_fixtures.hf_factory import save_family
+    from bench.hf_factory import save_family
 
     root = tmp_path_factory.mktemp("basics-models")
     return {family: (root / family, save_family(root / family, family)) for family in ("gpt2", "llama")}

@@ -119,8 +119,8 @@ def test_usage_mistakes(argv: list[str], fragment: str) -> None:
 
 @pytest.mark.parametrize("family", ["gpt2", "gpt_neox", "llama", "gpt_neo"])
 def test_a_fine_tuned_run_exports_as_its_family_with_its_tokenizer(tmp_path: Path, family: str) -> None:
+    from bench.hf_factory import TEXT, save_family
     from tests.core.pretrained.family_reference import lab_greedy, prompt, reference_greedy
-    from tests.hf_fixtures.hf_factory import TEXT, save_family
     from tui_lab.core.opening.from_run import load_for_inference
 
     source, text, run, out = tmp_path / "source", tmp_path / "text.txt", tmp_path / "run", tmp_path / "hf"

@@ -55,7 +55,7 @@ def test_no_mask_and_eval_and_hooks(mlm_run: Path) -> None:
 
 
 def test_fine_tuning_an_encoder_is_refused_in_one_line(tmp_path: Path) -> None:
-    from tests.hf_fixtures.hf_factory import save_masked_lm
+    from bench.hf_factory import save_masked_lm
 
     save_masked_lm(tmp_path / "bert", "bert")
     (tmp_path / "text.txt").write_text("hello world. " * 400)

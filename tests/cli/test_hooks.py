@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench.hf_factory import save_family
 from tests.cli.helpers import TINY_RUN
-from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.cli import main
 
 

@@ -172,7 +172,7 @@ def test_model_refuses_a_bad_source_in_one_line_before_the_lab_starts(
 
 def test_model_opens_the_lab_on_that_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """``tfx-lab --model FOLDER``: the lab comes up and opens the model (Build shows its card)."""
-    from tests.hf_fixtures.hf_factory import save_family
+    from bench.hf_factory import save_family
 
     folder = tmp_path / "tiny-gpt2"
     reference = save_family(folder, "gpt2")

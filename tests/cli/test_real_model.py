@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.hf_factory import save_family
 from tests.cli.helpers import assert_one_line_error, tfx
-from tests.hf_fixtures.hf_factory import save_family
 
 PROMPT = "The cat sat on the mat. The dog"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.hf_factory import TEXT, save_family
 from tests.cli.helpers import assert_one_line_error, tfx
-from tests.hf_fixtures.hf_factory import TEXT, save_family
 
 
 @pytest.fixture(scope="module")

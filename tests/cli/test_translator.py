@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.hf_factory import save_marian
 from tests.cli.helpers import assert_one_line_error, tfx
-from tests.hf_fixtures.hf_factory import save_marian
 
 SOURCE = "The cat sat on the mat."
 

@@ -4,7 +4,7 @@
 small files, sha256 for LFS ones such as weights), ``snapshots/<commit>/<file>`` is a
 relative symlink to its blob, and ``refs/<branch>`` holds the commit (no newline), as
 ``hf_hub_download`` leaves them. Nothing is downloaded: the files come from a folder
-(``hf_factory.save_family``'s, say).
+(``bench.hf_factory.save_family``'s, say).
 """
 
 from __future__ import annotations

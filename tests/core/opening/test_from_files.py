@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.hf_factory import save_family
 from tests.hf_fixtures.hf_cache import write_cache
-from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.core.decoding.decode import DecodeInputError, generate
 from tui_lab.core.opening.from_files import open_model
 from tui_lab.core.pretrained.errors import PretrainedError

@@ -15,8 +15,8 @@ import pytest
 import torch
 from torch import nn
 
+from bench.hf_factory import save_family
 from tests.core.model.test_models import PAD, VOCAB, _batch, _map_weights, _randomise
-from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.core.config.lab_config import ModelConfig
 from tui_lab.core.model.models import build_model
 from tui_lab.core.opening.model_in_hand import open_model

@@ -1,5 +1,5 @@
 """What every family's reference test checks, against ``transformers`` on a
-``save_pretrained`` folder (``tests/hf_fixtures/hf_factory.py``):
+``save_pretrained`` folder (``bench/hf_factory.py``):
 
 - logits within 1e-4 of the reference's (fp32);
 - every layer's attention weights within 1e-5 of ``output_attentions=True``;

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from tests.hf_fixtures.hf_factory import save_masked_lm, write_slow_vocab
+from bench.hf_factory import save_masked_lm, write_slow_vocab
 from tui_lab.core.decoding.decode import DecodeInputError
 from tui_lab.core.decoding.fill_mask import fill_mask
 from tui_lab.core.model.capture import capture_attention

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.hf_factory import save_family
 from tests.core.pretrained.family_reference import load_lab, rewrite
-from tests.hf_fixtures.hf_factory import save_family
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families import FAMILIES, family_for

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.hf_factory import hf_config, save_family
 from tests.core.pretrained.family_reference import (
     assert_attention_matches,
     assert_greedy_matches,
@@ -23,7 +24,6 @@ from tests.core.pretrained.family_reference import (
     rewrite,
     without_prefix,
 )
-from tests.hf_fixtures.hf_factory import hf_config, save_family
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.files import open_tensors, read_config
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.hf_factory import save_family
 from tests.core.pretrained.family_reference import (
     assert_attention_matches,
     assert_greedy_matches,
@@ -24,7 +25,6 @@ from tests.core.pretrained.family_reference import (
     rewrite,
     without_prefix,
 )
-from tests.hf_fixtures.hf_factory import save_family
 
 
 @pytest.fixture(scope="module")

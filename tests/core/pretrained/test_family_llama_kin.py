@@ -1,7 +1,7 @@
 """The families built on Llama (Qwen2, Qwen3, Gemma 1/2/3, Mistral, Phi-3, OLMo-2, and
 Llama 3's scaled rotary), loaded into the lab's own model, against ``transformers``.
 
-Each small model (``tests/hf_fixtures/hf_factory.py``) exercises its family's
+Each small model (``bench/hf_factory.py``) exercises its family's
 differences: odd head counts, grouped key/value heads, ``head_dim`` apart from
 hidden / heads, windows shorter than the 12-token prompts, soft-caps that bite. For
 each: logits within 1e-4, attention within 1e-5, 32 greedy tokens identical, the
@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import torch
 
+from bench.hf_factory import save_family, save_tokenizer
 from tests.core.pretrained.family_reference import (
     assert_attention_matches,
     assert_greedy_matches,
@@ -29,7 +30,6 @@ from tests.core.pretrained.family_reference import (
     prompt,
     reference_greedy,
 )
-from tests.hf_fixtures.hf_factory import save_family, save_tokenizer
 from tui_lab.core.model.attention import MultiHeadAttention
 
 FAMILIES = ["qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "mistral", "phi3", "olmo2", "llama3"]

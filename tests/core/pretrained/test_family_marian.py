@@ -1,7 +1,7 @@
 """Marian (opus-mt) loaded into the lab's own EncoderDecoder, against ``transformers``' MarianMTModel.
 
 On a random-weight ``save_pretrained`` folder with its own SentencePiece
-tokenizer (``tests/hf_fixtures/hf_factory.py``): logits within 1e-4, every
+tokenizer (``bench/hf_factory.py``): logits within 1e-4, every
 encoder self, decoder self and cross attention map within 1e-5 of
 ``output_attentions``, the sinusoid table equal to Marian's own, and a greedy
 translation through ``open_model`` + ``generate`` identical to
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.hf_factory import MARIAN_VOCAB, save_marian
 from tests.core.pretrained.family_reference import rewrite
-from tests.hf_fixtures.hf_factory import MARIAN_VOCAB, save_marian
 from tui_lab.core.decoding.decode import generate
 from tui_lab.core.model.capture import capture_attention
 from tui_lab.core.model.params import parameter_report

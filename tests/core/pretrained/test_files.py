@@ -242,7 +242,7 @@ def test_config_errors_are_one_line_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_a_save_pretrained_folder_holds_the_reference_models_weights(tmp_path: Path) -> None:
-    from tests.hf_fixtures.hf_factory import save_family
+    from bench.hf_factory import save_family
 
     model = save_family(tmp_path, "gpt2", tokenizer=False)
     tensors = open_tensors(tmp_path)
@@ -257,7 +257,7 @@ def test_a_save_pretrained_folder_holds_the_reference_models_weights(tmp_path: P
 @pytest.mark.usefixtures("no_network")
 def test_a_cached_model_is_read_whole_without_any_socket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A save_pretrained folder put in a hub cache: config, weights and tokenizer, offline."""
-    from tests.hf_fixtures.hf_factory import save_family
+    from bench.hf_factory import save_family
     from tui_lab.core.pretrained.source import resolve_source
     from tui_lab.core.pretrained.tokenizer import load_tokenizer
 

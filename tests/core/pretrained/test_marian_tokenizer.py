@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hf_fixtures.hf_factory import save_marian_tokenizer
+from bench.hf_factory import save_marian_tokenizer
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.marian_tokenizer import load_marian_tokenizer
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from tests.hf_fixtures.hf_factory import save_family
+from bench.hf_factory import save_family
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.files import open_tensors, read_config
 from tui_lab.core.pretrained.relayout import lay_out, preferred, relaid

@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.hf_fixtures.hf_factory import save_family
+from bench.hf_factory import save_family
 from tui_lab.core.opening.from_files import open_model
 from tui_lab.core.pretrained import relayout as layout
 from tui_lab.core.pretrained.relayout import PendingLayout, preferred

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.hf_fixtures.hf_factory import save_tokenizer, train_bpe
+from bench.hf_factory import save_tokenizer, train_bpe
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.tokenizer import load_tokenizer
 

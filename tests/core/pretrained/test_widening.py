@@ -12,8 +12,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from bench.hf_factory import hf_model, save_tokenizer
 from tests.core.pretrained.family_reference import prompt
-from tests.hf_fixtures.hf_factory import hf_model, save_tokenizer
 from tui_lab.core.pretrained.files import open_tensors
 from tui_lab.core.pretrained.widening import Widened, Widening, start_widening
 

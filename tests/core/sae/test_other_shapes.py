@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.hf_fixtures.hf_factory import save_marian, save_masked_lm
+from bench.hf_factory import save_marian, save_masked_lm
 from tui_lab.core.opening.model_in_hand import open_model
 from tui_lab.core.sae.activations import logits_under, scored_text, site_width
 from tui_lab.core.sae.errors import SAEError

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hf_fixtures.hf_factory import save_tokenizer
+from bench.hf_factory import save_tokenizer
 from tui_lab.core.config.error import ConfigError
 from tui_lab.core.config.lab_config import TaskConfig
 from tui_lab.core.pretrained.tokenizer import load_tokenizer

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.hf_fixtures.hf_factory import TEXT, save_family
+from bench.hf_factory import TEXT, save_family
 from tui_lab.core.config.error import ConfigError
 from tui_lab.core.opening.from_files import open_model
 from tui_lab.core.opening.from_run import load_for_inference

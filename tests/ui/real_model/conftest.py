@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.hf_fixtures.hf_factory import save_family
+from bench.hf_factory import save_family
 
 
 @pytest.fixture(scope="module")

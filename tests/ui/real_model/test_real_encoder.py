@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from tests.hf_fixtures.hf_factory import save_masked_lm
+from bench.hf_factory import save_masked_lm
 from tests.ui.helpers import decode, plain
 from tests.ui.real_model.helpers import SIZE, model_app, opened
 

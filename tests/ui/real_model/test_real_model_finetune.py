@@ -8,7 +8,7 @@ from typing import Any
 
 from textual.widgets import Input
 
-from tests.hf_fixtures.hf_factory import TEXT
+from bench.hf_factory import TEXT
 from tests.ui.helpers import wait_until
 from tests.ui.real_model.helpers import SIZE, model_app, opened
 

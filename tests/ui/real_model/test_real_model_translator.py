@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from tests.hf_fixtures.hf_factory import save_marian
+from bench.hf_factory import save_marian
 from tests.ui.helpers import plain, wait_until
 from tests.ui.real_model.helpers import SIZE, model_app, opened
 from tests.ui.real_model.test_real_model_panes import decode_text

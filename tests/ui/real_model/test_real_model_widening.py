@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from tests.hf_fixtures.hf_factory import hf_model, save_tokenizer
+from bench.hf_factory import hf_model, save_tokenizer
 from tests.ui.real_model.helpers import SIZE, model_app, opened
 
 

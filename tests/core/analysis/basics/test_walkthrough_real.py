@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hf_fixtures.hf_factory import save_family
+from bench.hf_factory import save_family
 from tui_lab.core.analysis.basics.walkthrough import collect_projections, walk
 from tui_lab.core.decoding.decode import generate
 from tui_lab.core.opening.from_files import open_model

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.hf_fixtures.hf_factory import save_marian
+from bench.hf_factory import save_marian
 from tui_lab.core.analysis.heads.alignment import monotonicity, self_patterns, sharpness
 from tui_lab.core.analysis.heads.head_scores import atlas_for
 from tui_lab.core.opening.from_files import open_model

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from tests.hf_fixtures.hf_factory import read_config, save_family
+from bench.hf_factory import read_config, save_family
 from tui_lab.core.analysis.heads.head_probes import standard_probe
 from tui_lab.core.analysis.heads.head_scores import score_atlas_on_repeats
 from tui_lab.core.pretrained.build import build_pretrained

@@ -87,7 +87,7 @@ def test_an_encoder_decoder_run_sums_with_its_cross_attention_heads() -> None:
 
 
 def test_an_encoder_only_model_is_refused_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.hf_fixtures.hf_factory import save_masked_lm
+    from bench.hf_factory import save_masked_lm
     from tui_lab.core.analysis.patching.patch_pair import PatchError
 
     save_masked_lm(tmp_path, "bert")

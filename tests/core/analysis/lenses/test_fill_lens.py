@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from tests.hf_fixtures.hf_factory import save_masked_lm
+from bench.hf_factory import save_masked_lm
 from tui_lab.core.analysis.basics.basics_example import fresh_model
 from tui_lab.core.analysis.lenses.logit_lens import fill_lens
 from tui_lab.core.config.presets import load_preset

@@ -25,7 +25,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from tests.hf_fixtures.hf_factory import save_family
+from bench.hf_factory import save_family
 from tui_lab.core.analysis.patching.activation_patching import activation_patch
 from tui_lab.core.analysis.patching.patch_pair import PatchPair
 from tui_lab.core.opening.model_in_hand import open_model

@@ -26,7 +26,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from tests.hf_fixtures.hf_factory import save_marian, save_masked_lm
+from bench.hf_factory import save_marian, save_masked_lm
 from tui_lab.core.analysis.patching.activation_patching import activation_patch
 from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
 from tui_lab.core.analysis.patching.causal_tracing import causal_trace

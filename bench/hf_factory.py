@@ -4,6 +4,11 @@
 writes the folder exactly as a downloaded checkpoint is laid out, and the
 tests load that folder into the lab and compare. Nothing here is downloaded:
 the tokenizer is a small byte-level BPE trained on a text in this file.
+
+In ``bench/`` rather than among the tests' fixtures because the benchmarks and the
+screenshot scripts build these folders too, and they import no test code; the tests
+import it from here. ``transformers`` is a test-only dependency (``.[test]``), so
+callers outside the tests import this module where they need it, not at the top.
 """
 
 from __future__ import annotations
