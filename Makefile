@@ -13,14 +13,25 @@ ARGS ?=
 
 .PHONY: lab test test-portable lint bench screenshots clean
 
-$(VENV)/.installed: pyproject.toml
+# Two stamps: the lab's own dependencies, then the test extras on top (tests, lint, the
+# transformers reference, playwright, tensorboard), which the lab never imports and which
+# would double a newcomer's wait before the first frame. `make test` after `make lab` adds
+# the extras to the same .venv; either stamp is redone when pyproject.toml changes.
+LAB_STAMP := $(VENV)/.installed-lab
+TEST_STAMP := $(VENV)/.installed-test
+
+$(LAB_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	if [ -n "$(TORCH)" ] && ! $(PY) -c "import torch" 2>/dev/null; then \
 		$(PY) -m pip install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"; fi
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(TEST_STAMP): $(LAB_STAMP)
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-lab: $(VENV)/.installed
+lab: $(LAB_STAMP)
 	$(VENV)/bin/tfx-lab $(ARGS)
 
 # The suite on one worker more than there are cores (pytest-xdist; JOBS=0 runs it in one
@@ -36,7 +47,7 @@ lab: $(VENV)/.installed
 JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 DIST ?= worksteal
 CACHED := env -u PYTHONDONTWRITEBYTECODE
-test: $(VENV)/.installed
+test: $(TEST_STAMP)
 	bash scripts/ensure_chromium.sh
 	$(CACHED) $(PY) -m compileall -q tui_lab bench tests
 	$(CACHED) $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(ARGS)
@@ -45,7 +56,7 @@ test: $(VENV)/.installed
 # floats as another would (MKL's reproducible mode, AVX2 only, torch's plain kernels): a
 # test or snapshot that hangs on float rounding fails here.
 PORTABLE_TESTS ?= tests/ui tests/core
-test-portable: $(VENV)/.installed
+test-portable: $(TEST_STAMP)
 	$(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
 	MKL_CBWR=COMPATIBLE $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
 	MKL_ENABLE_INSTRUCTIONS=AVX2 $(PY) -m pytest -q -n $(JOBS) --dist $(DIST) $(PORTABLE_TESTS) $(ARGS)
@@ -54,15 +65,16 @@ test-portable: $(VENV)/.installed
 # ruff over the code; import-linter's contracts (pyproject.toml: core's layers, core free of
 # textual/rich, ui below cli, the ui's layers, panes independent, no cycle); mypy over the
 # whole package, core, ui and cli ([tool.mypy] there).
-lint: $(VENV)/.installed
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check tui_lab tests bench scripts
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-bench: $(VENV)/.installed
+# The benchmarks set the lab beside transformers' own models: the test extras.
+bench: $(TEST_STAMP)
 	$(PY) -m bench $(ARGS)
 
-screenshots: $(VENV)/.installed
+screenshots: $(LAB_STAMP)
 	$(PY) scripts/screenshots.py
 
 clean:
