@@ -31,16 +31,11 @@ def add_parser(sub: Subparsers) -> None:
 
 def dla(args: argparse.Namespace) -> int:
     """Each component's direct contribution at the last position, their total and the model's own."""
-    from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
-    from tui_lab.core.analysis.patching.patch_pair import single_input, single_token
     from tui_lab.core.opening.model_in_hand import hooked
+    from tui_lab.core.verbs.dla import Request, run
 
-    lab = hooked(load_target(args, "cpu", args.at_step))
-    read = single_input(lab, args.input, args.target)
-    ids, _ = read.ids(lab.device)
-    answer = single_token(lab, args.answer)
-    wrong = None if args.wrong is None else single_token(lab, args.wrong, "wrong answer")
-    result = direct_logit_attribution(lab, ids, answer, wrong, read.target_ids(1, lab.device))
+    request = Request(args.input, args.answer, args.wrong, args.target)
+    result = run(request, hooked(load_target(args, "cpu", args.at_step))).attribution
     which = "model" if args.model is not None else "run"
     if args.json:
         emit_json({which: target_name(args), **result.to_dict()})

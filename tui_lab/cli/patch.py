@@ -16,9 +16,6 @@ from .shared import (
     target_name,
 )
 
-PAIR_OPTIONS = ("clean", "corrupt", "answer", "wrong")
-
-
 def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser("patch", help="activation patching: which activations carry the answer")
     add_run_or_model(s)
@@ -47,66 +44,33 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=patch)
 
 
-def pair_from_args(lab: Any, args: argparse.Namespace) -> Any:
-    """The pair the options give: all four texts, a named pair, or the model's default."""
-    from tui_lab.core.analysis.patching.patch_pair import PatchError, make_pair, ready_pair
+def request_from_args(args: argparse.Namespace) -> Any:
+    """The patch request the options give (checked: refused in one line before any loading)."""
+    from tui_lab.core.verbs.patch import Request
 
-    given = [name for name in PAIR_OPTIONS if getattr(args, name) is not None]
-    if given and args.pair is not None:
-        raise PatchError("give either --pair or --clean/--corrupt/--answer/--wrong, not both")
-    if given:
-        missing = [f"--{name}" for name in PAIR_OPTIONS if name not in given]
-        if missing:
-            raise PatchError(f"a pair needs --clean, --corrupt, --answer and --wrong (missing {', '.join(missing)})")
-        return make_pair(lab, args.clean, args.corrupt, args.answer, args.wrong, getattr(args, "target", None))
-    if getattr(args, "target", None) is not None:
-        raise PatchError("--target goes with --clean/--corrupt/--answer/--wrong (a ready-made pair has its own)")
-    return ready_pair(lab, args.pair)
+    return Request(site=args.site, method=args.method, pair=args.pair, clean=args.clean, corrupt=args.corrupt,
+                   answer=args.answer, wrong=args.wrong, target=getattr(args, "target", None),
+                   stack=args.stack, sae=args.sae)
 
 
 def patch(args: argparse.Namespace) -> int:
     """Patch every cell of the site and print the grid (0: corrupted run, 1: clean run)."""
-    from tui_lab.core.analysis.patching.activation_patching import activation_patch, site_named
-    from tui_lab.core.analysis.patching.attribution_patching import attribution_patch, correlation
-    from tui_lab.core.analysis.patching.patch_pair import PatchError
     from tui_lab.core.opening.model_in_hand import hooked
+    from tui_lab.core.verbs.patch import run
 
-    if args.method not in ("exact", "attribution", "both"):
-        raise PatchError(f"unknown method {args.method!r}: exact, attribution or both")
-    if (args.site == "sae") != (args.sae is not None):
-        raise PatchError("--site sae and --sae DIR go together")
-    if args.site == "sae" and args.method != "exact":
-        raise PatchError("--site sae is patched exactly (--method exact)")
-    if args.site != "sae":
-        site_named(args.site)
-    lab = hooked(load_target(args, "cpu", args.at_step))
-    pair = pair_from_args(lab, args)
-    results = []
-    if args.site == "sae":
-        from tui_lab.core.analysis.patching.feature_patching import feature_patch
-        from tui_lab.core.sae.source import open_sae
-
-        results.append(feature_patch(lab, pair, open_sae(args.sae)))
-    elif args.method in ("exact", "both"):
-        results.append(activation_patch(lab, pair, args.site, stack=args.stack))
-    if args.method in ("attribution", "both") and args.site != "sae":
-        results.append(attribution_patch(lab, pair, args.site, stack=args.stack))
+    request = request_from_args(args)
+    result = run(request, hooked(load_target(args, "cpu", args.at_step)))
     which = "model" if args.model is not None else "run"
     if args.json:
-        head = {which: target_name(args), "pair": pair.name}
-        if len(results) == 1:
-            emit_json({**head, **results[0].to_dict()})
-        else:
-            emit_json({**head, "exact": results[0].to_dict(), "attribution": results[1].to_dict(),
-                       "correlation": correlation(*results)})
+        emit_json({which: target_name(args), **result.to_json()})
         return 0
-    for result in results:
-        print(f"{target_name(args)}: {result.method} patching of {result.site} ({result.direction}); "
-              f"logit difference clean {result.clean:.3f}, corrupted {result.corrupt:.3f}")
-        print_grid(result.rows, result.cols, result.values)
-    if len(results) == 2:
-        print(f"correlation of attribution with exact patching over {len(results[0].rows) * len(results[0].cols)} "
-              f"cells: {correlation(*results):.3f}")
+    for grid in result.grids:
+        print(f"{target_name(args)}: {grid.method} patching of {grid.site} ({grid.direction}); "
+              f"logit difference clean {grid.clean:.3f}, corrupted {grid.corrupt:.3f}")
+        print_grid(grid.rows, grid.cols, grid.values)
+    if result.correlation is not None:
+        cells = len(result.grids[0].rows) * len(result.grids[0].cols)
+        print(f"correlation of attribution with exact patching over {cells} cells: {result.correlation:.3f}")
     return 0
 
 

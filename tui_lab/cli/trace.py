@@ -35,24 +35,16 @@ def add_parser(sub: Subparsers) -> None:
 
 def trace(args: argparse.Namespace) -> int:
     """Restore each state in turn; print tokens x layers as a fraction of the clean probability."""
-    import torch
-
-    from tui_lab.core.analysis.patching.activation_patching import Reading
-    from tui_lab.core.analysis.patching.causal_tracing import causal_trace, subject_span
-    from tui_lab.core.analysis.patching.patch_pair import single_input, single_token
     from tui_lab.core.opening.model_in_hand import hooked
+    from tui_lab.core.verbs.trace import Request, run
 
-    lab = hooked(load_target(args, "cpu", args.at_step))
-    read = single_input(lab, args.input, args.target)
-    ids = read.clean
-    span = subject_span(lab, ids, args.subject)
-    answer = single_token(lab, args.answer)
-    result = causal_trace(lab, torch.tensor([ids], device=lab.device), span, answer,
-                          reading=Reading(read.position, read.target_ids(1, lab.device)),
-                          noise=args.noise, samples=args.samples, seed=args.seed)
+    request = Request(args.input, args.subject, args.answer, args.target, noise=args.noise,
+                      samples=args.samples, seed=args.seed)
+    traced = run(request, hooked(load_target(args, "cpu", args.at_step)))
+    result, span = traced.trace, traced.span
     which = "model" if args.model is not None else "run"
     if args.json:
-        emit_json({which: target_name(args), "input": args.input, **result.to_dict()})
+        emit_json({which: target_name(args), **traced.to_json()})
         return 0
     print(f"{target_name(args)}: p({result.answer!r}) clean {result.clean:.3f}, subject noised "
           f"{result.corrupt:.3f}; restored, as a fraction of clean")

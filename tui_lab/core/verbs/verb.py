@@ -13,8 +13,9 @@ result (``to_json()`` for ``--json``); a pane's worker calls the same ``run`` wi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
+from tui_lab.core.checks import check_context
 from tui_lab.core.errors import LabError
 
 # (done, total, what): ``total`` 0 when unknown. Called from the verb's thread.
@@ -50,3 +51,11 @@ def stop_if(cancelled: Cancelled) -> None:
     """Raise ``Stopped`` when the caller has asked the verb to stop."""
     if cancelled():
         raise Stopped("stopped")
+
+
+def check_text(model: Any, text: str, what: str) -> None:
+    """Refuse ``text`` longer than ``model``'s context in one line, before any model work
+    (the text is only tokenized)."""
+    limit = int(getattr(model.config.model, "max_len", 0) or 0)
+    if limit > 0 and text:
+        check_context(len(model.task.vocab.encode(text)), limit, what)
