@@ -18,14 +18,23 @@ logit lens read off the metric).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import Tensor, nn
 
 from tui_lab.core.analysis.patching.patch_pair import PatchError, logit_diff, model_shape
 from tui_lab.core.analysis.patching.patch_rows import answer_stack, stack_layers
+from tui_lab.core.config.shape import Shape
+from tui_lab.core.model.layers import CrossAttentionBlock, TransformerBlock
+from tui_lab.core.model.models import DecoderOnly, EncoderDecoder
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
+
+Linear = Callable[[Tensor], Tensor]
 
 
 @dataclass
@@ -33,15 +42,15 @@ class DlaResult:
     """Each part's direct share (``components``, in the residual stream's order), their
     sum, the model's own value, and the accumulated residual stream by layer."""
 
-    components: list[dict[str, Any]]
+    components: list[dict[str, str | float]]
     total: float
     model: float
-    accumulated: list[dict[str, Any]] = field(default_factory=list)
+    accumulated: list[dict[str, str | float]] = field(default_factory=list)
     answer: str = ""
     wrong: str | None = None
     tokens: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "components": self.components, "total": self.total, "model": self.model,
             "accumulated": self.accumulated, "answer": self.answer, "wrong": self.wrong,
@@ -49,27 +58,35 @@ class DlaResult:
         }
 
 
-def frozen_norm(norm: nn.Module | None, final: Tensor) -> tuple[Any, Tensor]:
+def _gamma(weight: Tensor | None, final: Tensor) -> Tensor:
+    """A norm's scale (ones when it has none), in ``final``'s dtype."""
+    return torch.ones_like(final) if weight is None else weight.detach().to(final.dtype)
+
+
+def frozen_norm(norm: nn.Module | None, final: Tensor) -> tuple[Linear, Tensor]:
     """(the linear part of the final norm with its scale from ``final`` (d,), its constant
     (d,)); a stack without a final norm is the identity."""
     if norm is None:
         return (lambda c: c), torch.zeros_like(final)
-    weight = getattr(norm, "weight", None)
-    gamma = torch.ones_like(final) if weight is None else weight.detach().to(final.dtype)
-    eps = getattr(norm, "eps", None)
-    eps = torch.finfo(final.dtype).eps if eps is None else float(eps)
     if isinstance(norm, nn.LayerNorm):
-        scale = torch.sqrt(final.var(unbiased=False) + eps)
-        bias = getattr(norm, "bias", None)
+        gamma = _gamma(norm.weight, final)
+        scale = torch.sqrt(final.var(unbiased=False) + float(norm.eps))
+        bias = norm.bias
         shift = torch.zeros_like(final) if bias is None else bias.detach().to(final.dtype)
         return (lambda c: gamma * (c - c.mean(-1, keepdim=True)) / scale), shift
     if isinstance(norm, nn.RMSNorm):
+        gamma = _gamma(norm.weight, final)
+        eps = torch.finfo(final.dtype).eps if norm.eps is None else float(norm.eps)
         rms = torch.sqrt(final.pow(2).mean() + eps)
         return (lambda c: gamma * c / rms), torch.zeros_like(final)
     raise PatchError(f"direct logit attribution cannot freeze a {type(norm).__name__} final norm")
 
 
-def _residual_parts(lab: Any, cache: dict[str, Tensor], final: Tensor, stack: str) -> list[tuple[str, Tensor]]:
+def _blocks(lab: DecoderOnly | EncoderDecoder) -> list[TransformerBlock | CrossAttentionBlock]:
+    return cast("list[TransformerBlock | CrossAttentionBlock]", list(lab.decoder.layers))
+
+
+def _residual_parts(lab: DecoderOnly | EncoderDecoder, cache: dict[str, Tensor], final: Tensor, stack: str) -> list[tuple[str, Tensor]]:
     """The last position's residual stream split into what wrote it: the embeddings, each
     head (its ``z`` through its slice of ``w_o``; an encoder-decoder's decoder's cross-attention
     heads too), each MLP, and the output biases."""
@@ -78,8 +95,9 @@ def _residual_parts(lab: Any, cache: dict[str, Tensor], final: Tensor, stack: st
         (name.split(".")[-1].removeprefix("hook_"), cache[name][0, -1].float()) for name in embeds if name in cache
     ]
     biases = torch.zeros_like(final)
-    for i, block in enumerate(lab.decoder.layers):
-        for kind, attn in (("attn", block.self_attn), ("cross_attn", getattr(block, "cross_attn", None))):
+    for i, block in enumerate(_blocks(lab)):
+        cross = block.cross_attn if isinstance(block, CrossAttentionBlock) else None
+        for kind, attn in (("attn", block.self_attn), ("cross_attn", cross)):
             if attn is None:
                 continue
             z = cache[f"{stack}.{i}.{kind}.hook_z"][0, -1].float()  # (H, d_head)
@@ -95,7 +113,7 @@ def _residual_parts(lab: Any, cache: dict[str, Tensor], final: Tensor, stack: st
     return parts
 
 
-def _dla_hooks(model: Any, stack: str, n: int) -> list[str]:
+def _dla_hooks(model: ModelInHand, stack: str, n: int) -> list[str]:
     names = set(model.hook_names())
     embeds = ("hook_embed", "hook_pos_embed") if stack == "blocks" else (f"{stack}.hook_embed", f"{stack}.hook_pos_embed")
     wanted = [h for h in embeds if h in names]
@@ -105,19 +123,21 @@ def _dla_hooks(model: Any, stack: str, n: int) -> list[str]:
     return [*wanted, f"{stack}.{n - 1}.hook_resid_post"]
 
 
-def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | None = None,
+def direct_logit_attribution(model: ModelInHand, ids: Tensor, answer: int, wrong: int | None = None,
                              target: Tensor | None = None) -> DlaResult:
     """Each head's, each MLP's, the embeddings' and the biases' direct contribution to
     ``logit[answer] - logit[wrong]`` at the last position of ``ids`` (1, T); an
     encoder-decoder's at its decoder's last position (``target``: its decoder input)."""
     shape = model_shape(model)
-    if shape == "encoder-only":
+    if shape is Shape.ENCODER_ONLY:
         raise PatchError("direct logit attribution reads the logits as linear in the residual stream; "
                          "an encoder-only model's MLM head (dense, activation, norm) is not")
     lab = model.model
+    if not isinstance(lab, (DecoderOnly, EncoderDecoder)):
+        raise PatchError(f"direct logit attribution reads the lab's own models, not {type(lab).__name__}")
     stack = answer_stack(model)
     n = stack_layers(model, stack)
-    if not lab.decoder.layers[0].norm_first:
+    if not _blocks(lab)[0].norm_first:
         raise PatchError("direct logit attribution needs a pre-LN model (a post-LN stack normalises inside it)")
     with torch.no_grad():
         logits, cache = model.run_with_cache(ids, names=_dla_hooks(model, stack, n), target=target)
@@ -137,7 +157,7 @@ def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | 
             raise PatchError("this model's residual stream is not the sum of its heads, MLPs and embeddings: "
                              "no direct logit attribution")
         constant = float(shift @ direction) + head_bias
-        components: list[dict[str, Any]] = []
+        components: list[dict[str, str | float]] = []
         for name, vec in parts:
             value = float(linear(vec) @ direction) + (constant if name == "biases" else 0.0)
             components.append({"name": name, "value": value})
@@ -145,7 +165,7 @@ def direct_logit_attribution(model: Any, ids: Tensor, answer: int, wrong: int | 
         if abs(total - own) > 1e-3 * (1 + abs(own)):
             raise PatchError("this model's logits are not linear in its final residual stream "
                              "(soft-capped?): no direct logit attribution")
-        accumulated = [
+        accumulated: list[dict[str, str | float]] = [
             {"name": f"{stack}.{i}.hook_resid_pre", "value": float(linear(cache[f"{stack}.{i}.hook_resid_pre"][0, -1].float()) @ direction) + constant}
             for i in range(n)
         ]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -52,7 +52,11 @@ from tui_lab.core.analysis.patching.patch_rows import (
     site_rows,
     stack_layers,
 )
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 Progress = Callable[[int, int], None]  # (cells done, cells in all)
 Cancelled = Callable[[], bool]
@@ -104,22 +108,22 @@ def site_named(name: str) -> Site:
 # --- the model's shape, as patching sees it ------------------------------------------
 
 
-def require_decoder_only(model: Any, what: str = "patching") -> None:
+def require_decoder_only(model: ModelInHand, what: str = "patching") -> None:
     """PatchError (one line) unless ``model`` is a decoder-only stack (what direct logit
     attribution decomposes: an encoder's MLM head and a decoder's cross-attention are
     read otherwise)."""
     shape = model_shape(model)
-    if shape != "decoder-only":
-        raise PatchError(f"{what} works on decoder-only models; this one is {shape} "
+    if shape is not Shape.DECODER_ONLY:
+        raise PatchError(f"{what} works on decoder-only models; this one is {shape.value} "
                          "(activation and attribution patching and causal tracing take it)")
 
 
-def n_layers(model: Any) -> int:
+def n_layers(model: ModelInHand) -> int:
     """The blocks of a one-stack model."""
     return stack_layers(model, "blocks")
 
 
-def layer_rows(model: Any, site: Site, stack: str | None = None) -> list[Row]:
+def layer_rows(model: ModelInHand, site: Site, stack: str | None = None) -> list[Row]:
     """The rows a site has (the final norm: one row, after the last layer)."""
     if site.name == "resid_final":
         last = answer_stack(model)
@@ -144,7 +148,7 @@ class Cell:
     write: Callable[[Tensor], None]
 
 
-def default_rows(model: Any, length: int) -> int:
+def default_rows(model: ModelInHand, length: int) -> int:
     """How many rows one pass may hold: about 2**26 floats per activation at most."""
     cfg = model.config.model
     width = max(int(cfg.d_model), int(cfg.d_ff or 0), int(cfg.n_heads) * length)
@@ -165,7 +169,7 @@ AT_THE_END = Reading()  # the last position, one stack
 
 
 def run_cells(
-    model: Any,
+    model: ModelInHand,
     ids: Tensor,
     cells: Sequence[Cell],
     reduce: Callable[[Tensor], Tensor],
@@ -191,7 +195,7 @@ def run_cells(
         # eight passes: a few more forward passes, and escape is heard between them.
         per_pass = min(per_pass, max(8, -(-len(cells) // 8)))
     order = sorted(range(len(cells)), key=lambda i: cells[i].layer)
-    two_stacks = model_shape(model) == "encoder-decoder"
+    two_stacks = not model_shape(model).one_stack
     base: Tensor | None = None
     out = torch.empty(len(cells), b0)
     done = 0
@@ -214,7 +218,7 @@ def run_cells(
     return base, out
 
 
-def _run_chunk(model: Any, ids: Tensor, chunk: list[Cell], base_hooks: Hooks, position: int) -> Tensor:
+def _run_chunk(model: ModelInHand, ids: Tensor, chunk: list[Cell], base_hooks: Hooks, position: int) -> Tensor:
     """One forward pass: the base rows, then b0 rows per cell of ``chunk`` (in order),
     each added where its layer starts; logits (B, V) at ``position``."""
     b0 = ids.size(0)
@@ -249,7 +253,7 @@ def _run_chunk(model: Any, ids: Tensor, chunk: list[Cell], base_hooks: Hooks, po
         return model.run_with_hooks(ids, hooks)[:, -1]  # (B, V)
 
 
-def _run_copies(model: Any, ids: Tensor, chunk: list[Cell], base_hooks: Hooks, reading: Reading) -> Tensor:
+def _run_copies(model: ModelInHand, ids: Tensor, chunk: list[Cell], base_hooks: Hooks, reading: Reading) -> Tensor:
     """One forward pass of an encoder-decoder over 1 + len(chunk) copies of ``ids``, each
     cell writing into its own copy; logits (B, V) at ``reading.position``."""
     b0, copies = ids.size(0), 1 + len(chunk)
@@ -289,7 +293,7 @@ class PatchResult:
     values: list[list[float]] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "site": self.site, "method": self.method, "direction": self.direction,
             "clean": self.clean, "corrupt": self.corrupt, "rows": self.rows, "cols": self.cols,
@@ -313,7 +317,7 @@ class Grid:
     layers: list[int]
 
 
-def site_grid(model: Any, site: Site, rows: list[Row], clean_cache: dict[str, Tensor], tokens: list[str]) -> Grid:
+def site_grid(model: ModelInHand, site: Site, rows: list[Row], clean_cache: dict[str, Tensor], tokens: list[str]) -> Grid:
     """The cells of ``site`` over ``rows``: positions (``tokens``) or heads (from the shapes)."""
     positions = list(range(len(tokens)))
     cells: list[tuple[int, int, tuple[int, ...]]]
@@ -356,7 +360,7 @@ def writer(layout: str, clean: Tensor, index: tuple[int, ...]) -> Callable[[Tens
     return write
 
 
-def clean_run(model: Any, pair: PatchPair, names: list[str]) -> tuple[float, dict[str, Tensor]]:
+def clean_run(model: ModelInHand, pair: PatchPair, names: list[str]) -> tuple[float, dict[str, Tensor]]:
     """The clean logit difference and the clean activations at ``names``."""
     clean_ids, _ = pair.ids(model.device)
     with torch.no_grad():
@@ -364,7 +368,7 @@ def clean_run(model: Any, pair: PatchPair, names: list[str]) -> tuple[float, dic
     return float(logit_diff(logits, pair.answer, pair.wrong, pair.position)[0]), cache
 
 
-def row_tokens(model: Any, pair: PatchPair, rows: list[Row]) -> list[str]:
+def row_tokens(model: ModelInHand, pair: PatchPair, rows: list[Row]) -> list[str]:
     """The columns' tokens: the decoder's input for a decoder's rows, else the input."""
     ids = pair.target if rows and rows[0].stack == "decoder" and pair.target else pair.clean
     return [model.task.vocab.label(int(i)) for i in ids]
@@ -380,7 +384,7 @@ def grid_values(grid: Grid, values: Tensor, fill: float) -> list[list[float]]:
 
 
 def activation_patch(
-    model: Any,
+    model: ModelInHand,
     pair: PatchPair,
     site: str = "resid_pre",
     *,

@@ -17,7 +17,7 @@ disturbed. This module owns the gradient-enabled run the handle's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -33,9 +33,12 @@ from tui_lab.core.analysis.patching.activation_patching import (
 from tui_lab.core.analysis.patching.patch_pair import Metric, PatchPair, logit_diff
 from tui_lab.core.analysis.patching.patch_rows import final_hook
 
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
+
 
 def run_with_grad_cache(
-    model: Any, ids: Tensor, names: list[str], metric_row: int, pair: PatchPair
+    model: ModelInHand, ids: Tensor, names: list[str], metric_row: int, pair: PatchPair
 ) -> tuple[Tensor, dict[str, Tensor], dict[str, Tensor]]:
     """One forward over ``ids`` (B, T) keeping ``names``' activations in the graph and
     one backward from row ``metric_row``'s logit difference (read where ``pair`` says).
@@ -80,7 +83,7 @@ def _reduce(layout: str, product: Tensor) -> Tensor:
     return product.sum((1, 2))  # (H, Tq, Tk) -> (H,)
 
 
-def attribution_patch(model: Any, pair: PatchPair, site: str = "resid_pre", stack: str | None = None
+def attribution_patch(model: ModelInHand, pair: PatchPair, site: str = "resid_pre", stack: str | None = None
                       ) -> PatchResult:
     """Attribution patching of ``site`` (denoising: corrupted run, clean activations);
     ``raw``: the estimated patched logit differences, ``values`` normalised."""

@@ -18,8 +18,9 @@ so the noise and the restored states are its encoder's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -34,6 +35,11 @@ from tui_lab.core.analysis.patching.activation_patching import (
 )
 from tui_lab.core.analysis.patching.patch_pair import PatchError
 from tui_lab.core.analysis.patching.patch_rows import stack_layers, stacks
+from tui_lab.core.model.models import EmbeddingsAndHead, EncoderDecoder
+from tui_lab.core.tasks.tokenized import TokenVocab
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 KINDS = {"resid": "hook_resid_post", "attn": "hook_attn_out", "mlp": "hook_mlp_out"}
 
@@ -54,7 +60,7 @@ class TraceResult:
     probs: dict[str, list[list[float]]] = field(default_factory=dict)
     values: dict[str, list[list[float]]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "tokens": self.tokens, "rows": self.tokens, "cols": self.layers,
             "subject": list(self.subject), "answer": self.answer, "clean": self.clean,
@@ -63,11 +69,11 @@ class TraceResult:
         }
 
 
-def subject_span(model: Any, ids: list[int], subject: str) -> tuple[int, int]:
+def subject_span(model: ModelInHand, ids: list[int], subject: str) -> tuple[int, int]:
     """[start, end) of ``subject``'s tokens in ``ids`` (its last occurrence);
     PatchError when the input does not hold them."""
     vocab = model.task.vocab
-    bos = getattr(getattr(vocab, "tokenizer", None), "bos_id", None)
+    bos = vocab.tokenizer.bos_id if isinstance(vocab, TokenVocab) else None
     tried = []
     for text in (subject, " " + subject.strip(), subject.strip()):
         sub = list(vocab.encode(text)) if text else []
@@ -80,17 +86,18 @@ def subject_span(model: Any, ids: list[int], subject: str) -> tuple[int, int]:
     raise PatchError(f"the subject {subject!r} is not among the input's tokens")
 
 
-def embedding_std(model: Any) -> float:
+def embedding_std(model: ModelInHand) -> float:
     """The standard deviation of the input's token embeddings as the blocks see them
     (scaled; an encoder-decoder's source embeddings)."""
     lab = model.model
-    table = getattr(lab, "src_embed", None) if not model.decoder_only else None
-    table = table if table is not None else lab.tgt_embed
-    return float(table.weight.detach().float().std()) * float(getattr(lab, "embed_scale", 1.0))
+    if not isinstance(lab, EmbeddingsAndHead):
+        raise PatchError("causal tracing reads the embeddings of a model the lab builds or opens")
+    table = lab.src_embed if isinstance(lab, EncoderDecoder) else lab.tgt_embed
+    return float(table.weight.detach().float().std()) * float(lab.embed_scale)
 
 
 def causal_trace(
-    model: Any,
+    model: ModelInHand,
     ids: Tensor,
     subject: tuple[int, int],
     answer: int,
@@ -142,14 +149,14 @@ def causal_trace(
                    kinds, restored.mean(1).view(len(kinds), t, n))
 
 
-def _restore(act: Tensor, p: int) -> Any:
+def _restore(act: Tensor, p: int) -> Callable[[Tensor], None]:
     def write(rows: Tensor) -> None:
         rows[:, p] = act[0, p]  # (samples, T, d)
 
     return write
 
 
-def _result(model: Any, ids: Tensor, subject: tuple[int, int], answer: int, probs: tuple[float, float],
+def _result(model: ModelInHand, ids: Tensor, subject: tuple[int, int], answer: int, probs: tuple[float, float],
             noise: tuple[float, int], kinds: tuple[str, ...], mean: Tensor) -> TraceResult:
     """The trace's result: ``mean`` (kinds, T, layers) restored probabilities."""
     vocab = model.task.vocab

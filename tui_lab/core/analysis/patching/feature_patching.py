@@ -14,7 +14,8 @@ those features, largest effect first (``F12``).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -30,9 +31,13 @@ from tui_lab.core.analysis.patching.activation_patching import (
 from tui_lab.core.analysis.patching.patch_pair import Metric, PatchError, PatchPair, logit_diff
 from tui_lab.core.analysis.patching.patch_rows import answer_stack, stack_layers
 from tui_lab.core.sae.activations import flat_site
+from tui_lab.core.sae.sae import SparseAutoencoder
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 
-def _layer(model: Any, hook: str) -> int:
+def _layer(model: ModelInHand, hook: str) -> int:
     """The block a hook lies in (the engine grows its batch there); after the last for the rest."""
     parts = hook.split(".")
     if len(parts) > 2 and parts[1].isdigit():
@@ -40,13 +45,13 @@ def _layer(model: Any, hook: str) -> int:
     return stack_layers(model, answer_stack(model))
 
 
-def _write(delta: Tensor, shape: torch.Size) -> Any:
+def _write(delta: Tensor, shape: torch.Size) -> Callable[[Tensor], None]:
     def write(rows: Tensor) -> None:
         rows += delta.reshape(shape[1:]).to(rows.dtype)  # every copy of the corrupted input
     return write
 
 
-def feature_patch(model: Any, pair: PatchPair, sae: Any, hook: str | None = None, *,
+def feature_patch(model: ModelInHand, pair: PatchPair, sae: SparseAutoencoder, hook: str | None = None, *,
                   max_rows: int | None = None, progress: Progress | None = None,
                   cancelled: Cancelled | None = None) -> PatchResult:
     """Denoising patching of each active feature of ``sae`` at its hook (``hook``: another)."""

@@ -36,12 +36,20 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor
 
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
+from tui_lab.core.tasks.protocol import Vocabulary
+from tui_lab.core.tasks.tokenized import TokenizedText, TokenVocab
+from tui_lab.core.tasks.translation import Translation
+from tui_lab.core.tasks.vocab import Vocab
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 
 class PatchError(LabError):
@@ -106,16 +114,25 @@ class Metric:
         return (value - self.corrupt) / span
 
 
-def _vocab(model: Any) -> Any:
-    return model.task.vocab
+@runtime_checkable
+class TargetTokenizer(Protocol):
+    """A translator's tokenizer, which spells the decoder's side its own way (Marian's)."""
+
+    def encode_target(self, text: str) -> list[int]: ...
 
 
-def _bos_id(model: Any) -> int | None:
-    tokenizer = getattr(_vocab(model), "tokenizer", None)
-    return getattr(tokenizer, "bos_id", None)
+def _vocab(model: ModelInHand) -> Vocabulary:
+    vocab: Vocabulary = model.task.vocab
+    return vocab
 
 
-def encode_text(model: Any, text: str) -> list[int]:
+def _bos_id(model: ModelInHand) -> int | None:
+    """A real tokenizer's BOS id (the lab's own vocabularies put none before a text)."""
+    vocab = _vocab(model)
+    return vocab.tokenizer.bos_id if isinstance(vocab, TokenVocab) else None
+
+
+def encode_text(model: ModelInHand, text: str) -> list[int]:
     """``text``'s ids as the model reads it (with the special tokens its tokenizer adds)."""
     ids = list(_vocab(model).encode(text))
     if not ids:
@@ -123,9 +140,9 @@ def encode_text(model: Any, text: str) -> list[int]:
     return ids
 
 
-def _added_ids(model: Any) -> set[int]:
+def _added_ids(model: ModelInHand) -> set[int]:
     """The ids an encoder-only model's tokenizer puts around every text (none for the rest)."""
-    if model_shape(model) != "encoder-only":
+    if model_shape(model) is not Shape.ENCODER_ONLY:
         return set()
     try:
         return set(_vocab(model).encode(""))
@@ -133,12 +150,12 @@ def _added_ids(model: Any) -> set[int]:
         return set()
 
 
-def single_token(model: Any, text: str, what: str = "answer") -> int:
+def single_token(model: ModelInHand, text: str, what: str = "answer") -> int:
     """The one token id of ``text`` (a tokenizer's leading BOS left out; an
     encoder-decoder's answer as its decoder writes it); PatchError naming the pieces
     when it is more or less than one token."""
     vocab = _vocab(model)
-    if model_shape(model) == "encoder-decoder":
+    if model_shape(model) is Shape.ENCODER_DECODER:
         ids = list(decoder_input(model, text)[1:])
     else:
         ids = list(vocab.encode(text))
@@ -154,54 +171,49 @@ def single_token(model: Any, text: str, what: str = "answer") -> int:
     return int(ids[0])
 
 
-def make_pair(model: Any, clean: str, corrupt: str, answer: str, wrong: str,
+def make_pair(model: ModelInHand, clean: str, corrupt: str, answer: str, wrong: str,
               target: str | None = None) -> PatchPair:
     """A pair from text: the two inputs (same token length) and one-token answers;
     ``target``: an encoder-decoder's decoder prefix (none: its start token alone)."""
     shape = model_shape(model)
-    if target is not None and shape != "encoder-decoder":
+    if target is not None and shape is not Shape.ENCODER_DECODER:
         raise PatchError("--target is the decoder's start of an encoder-decoder; this model has one stack")
-    if shape == "encoder-only":
+    if shape is Shape.ENCODER_ONLY:
         a, c = masked_ids(model, clean), masked_ids(model, corrupt)
     else:
         a, c = encode_text(model, clean), encode_text(model, corrupt)
     if len(a) != len(c):  # before the answers: the lengths are the first thing to fix
         return PatchPair(a, c, 0, 0)  # raises, naming both lengths
     answers = single_token(model, answer), single_token(model, wrong, "wrong answer")
-    if shape == "encoder-only":
+    if shape is Shape.ENCODER_ONLY:
         return PatchPair(a, c, *answers, position=mask_position(model, a, c))
-    if shape == "encoder-decoder":
+    if shape is Shape.ENCODER_DECODER:
         return PatchPair(a, c, *answers, target=decoder_input(model, target or ""))
     return PatchPair(a, c, *answers)
 
 
-def single_input(model: Any, text: str, target: str | None = None) -> PatchPair:
+def single_input(model: ModelInHand, text: str, target: str | None = None) -> PatchPair:
     """One input read as patching reads it (causal tracing's): its ids, where the answer
     is read (an encoder-only model's mask), an encoder-decoder's decoder input; the
     answers are left unset (0)."""
     shape = model_shape(model)
-    if target is not None and shape != "encoder-decoder":
+    if target is not None and shape is not Shape.ENCODER_DECODER:
         raise PatchError("--target is the decoder's start of an encoder-decoder; this model has one stack")
-    if shape == "encoder-only":
+    if shape is Shape.ENCODER_ONLY:
         ids = masked_ids(model, text)
         return PatchPair(ids, ids, 0, 0, position=mask_position(model, ids, ids))
     ids = encode_text(model, text)
-    if shape == "encoder-decoder":
+    if shape is Shape.ENCODER_DECODER:
         return PatchPair(ids, ids, 0, 0, target=decoder_input(model, target or ""))
     return PatchPair(ids, ids, 0, 0)
 
 
-def model_shape(model: Any) -> str:
-    """``decoder-only``, ``encoder-only`` or ``encoder-decoder``: where patching reads the answer."""
-    if getattr(model.config.model, "arch", "") == "encoder-only":
-        return "encoder-only"
-    decoder_only = getattr(model, "decoder_only", None)  # a hooked handle's; a run's model says
-    if decoder_only is None:
-        decoder_only = not hasattr(model.model, "encode")
-    return "decoder-only" if decoder_only else "encoder-decoder"
+def model_shape(model: ModelInHand) -> Shape:
+    """The model's shape, which says where patching reads the answer (the module docstring)."""
+    return model.config.model.shape
 
 
-def masked_ids(model: Any, text: str) -> list[int]:
+def masked_ids(model: ModelInHand, text: str) -> list[int]:
     """An encoder-only model's ids of ``text``, its typed mask as the mask id (one line if none)."""
     from tui_lab.core.decoding.fill_mask import encode_masked
 
@@ -211,7 +223,7 @@ def masked_ids(model: Any, text: str) -> list[int]:
         raise PatchError(str(exc)) from None
 
 
-def mask_position(model: Any, clean: list[int], corrupt: list[int]) -> int:
+def mask_position(model: ModelInHand, clean: list[int], corrupt: list[int]) -> int:
     """The one mask's position, the same in both inputs; PatchError otherwise."""
     mask = int(model.task.mask_id)
     where = [i for i, t in enumerate(clean) if t == mask]
@@ -222,12 +234,17 @@ def mask_position(model: Any, clean: list[int], corrupt: list[int]) -> int:
     return where[0]
 
 
-def decoder_input(model: Any, prefix: str) -> tuple[int, ...]:
+def decoder_input(model: ModelInHand, prefix: str) -> tuple[int, ...]:
     """An encoder-decoder's decoder input: its start token, then ``prefix``'s target tokens."""
     task = model.task
-    encode = getattr(getattr(task, "tokenizer", None), "encode_target", None)
-    ids = list(encode(prefix)) if encode is not None and prefix else list(task.vocab.encode(prefix)) if prefix else []
-    eos = getattr(task, "eos_id", None)
+    tokenizer = task.tokenizer if isinstance(task, (Translation, TokenizedText)) else None
+    if not prefix:
+        ids: list[int] = []
+    elif isinstance(tokenizer, TargetTokenizer):
+        ids = list(tokenizer.encode_target(prefix))
+    else:
+        ids = list(task.vocab.encode(prefix))
+    eos = task.eos_id
     if ids and eos is not None and ids[-1] == eos:
         ids = ids[:-1]
     return (int(task.decoder_start_id), *ids)
@@ -237,18 +254,18 @@ IOI_CLEAN = "When Mary and John went to the store, John gave a drink to"
 IOI_CORRUPT = "When John and Mary went to the store, Mary gave a drink to"
 
 
-def ioi_pair(model: Any) -> PatchPair:
+def ioi_pair(model: ModelInHand) -> PatchPair:
     """The IOI template: " Mary" over " John", names swapped for the corruption."""
     pair = make_pair(model, IOI_CLEAN, IOI_CORRUPT, " Mary", " John")
     return PatchPair(pair.clean, pair.corrupt, pair.answer, pair.wrong, "ioi")
 
 
-def induction_pair(model: Any, block: int = 8, shown: int = 3, seed: int = 0) -> PatchPair:
+def induction_pair(model: ModelInHand, block: int = 8, shown: int = 3, seed: int = 0) -> PatchPair:
     """A random block of ``block`` distinct tokens, then its first ``shown`` tokens
     again; the answer is the block's next token. The corruption replaces the first
     copy with other tokens, so the wrong answer is what that copy would predict."""
     vocab = _vocab(model)
-    letters = list(getattr(vocab, "chars", "")) or []
+    letters = list(vocab.chars) if isinstance(vocab, Vocab) else []
     if len(letters) < 2 * block:
         raise PatchError("the induction pair needs a vocabulary of letters (an induction run)")
     rng = random.Random(f"induction-pair:{seed}")
@@ -262,7 +279,7 @@ def induction_pair(model: Any, block: int = 8, shown: int = 3, seed: int = 0) ->
     )
 
 
-def sequence_task_pair(model: Any, seed: int = 0, tries: int = 2000) -> PatchPair:
+def sequence_task_pair(model: ModelInHand, seed: int = 0, tries: int = 2000) -> PatchPair:
     """Two inputs of the task with one token length whose answers start differently,
     as a decoder-only model reads them (input then SEP); the answer's first token."""
     from tui_lab.core.tasks.vocab import SEP
@@ -283,7 +300,7 @@ def sequence_task_pair(model: Any, seed: int = 0, tries: int = 2000) -> PatchPai
     raise PatchError(f"no pair of {task.config.name} inputs with one length and different answers")
 
 
-def divergence_pair(model: Any, clean: str, corrupt: str, name: str) -> PatchPair | None:
+def divergence_pair(model: ModelInHand, clean: str, corrupt: str, name: str) -> PatchPair | None:
     """An encoder-decoder's pair from two sources of one token length: both decoded
     greedily, ``target`` what the outputs share at the start, the answers the first
     tokens where they part; None when they never part."""
@@ -306,7 +323,7 @@ TRANSLATION_PAIRS = (("The cat sat on the mat.", "The dog sat on the mat."),
                      ("She reads a book in the garden.", "He reads a book in the garden."))
 
 
-def encoder_decoder_pair(model: Any, name: str, seed: int = 0, tries: int = 200) -> PatchPair:
+def encoder_decoder_pair(model: ModelInHand, name: str, seed: int = 0, tries: int = 200) -> PatchPair:
     """A translator's pair from fixed sentences, or a lab task's from its own examples:
     the first two inputs of one length that the model answers differently."""
     if name == "translation":
@@ -322,14 +339,14 @@ def encoder_decoder_pair(model: Any, name: str, seed: int = 0, tries: int = 200)
                      "(give --clean, --corrupt, --answer and --wrong)")
 
 
-def ready_pairs(model: Any) -> list[str]:
+def ready_pairs(model: ModelInHand) -> list[str]:
     """The names of the ready-made pairs this model can take."""
     shape = model_shape(model)
-    if shape == "encoder-only":
+    if shape is Shape.ENCODER_ONLY:
         return []
-    if shape == "encoder-decoder":
-        return ["translation" if getattr(model, "card", None) is not None else model.task.config.name]
-    if getattr(model, "card", None) is not None:
+    if shape is Shape.ENCODER_DECODER:
+        return ["translation" if model.card is not None else model.task.config.name]
+    if model.card is not None:
         return ["ioi"]
     name = model.task.config.name
     if name == "induction":
@@ -339,7 +356,7 @@ def ready_pairs(model: Any) -> list[str]:
     return []
 
 
-def ready_pair(model: Any, name: str | None = None) -> PatchPair:
+def ready_pair(model: ModelInHand, name: str | None = None) -> PatchPair:
     """A ready-made pair by name (None: the model's first); PatchError when it has none."""
     names = ready_pairs(model)
     if name is None:
@@ -354,7 +371,7 @@ def ready_pair(model: Any, name: str | None = None) -> PatchPair:
         return ioi_pair(model)
     if name == "induction" and "induction" in names:
         return induction_pair(model)
-    if name in names and model_shape(model) == "encoder-decoder":
+    if name in names and model_shape(model) is Shape.ENCODER_DECODER:
         return encoder_decoder_pair(model, name)
     if name in names:
         return sequence_task_pair(model)

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.analysis.patching.patch_pair import PatchError, model_shape
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 STACK_LABELS = {"blocks": "", "encoder": "enc ", "decoder": "dec "}
 FINAL_NORMS = ("ln_final.hook_normalized", "decoder_final_ln.hook_normalized")
@@ -36,24 +39,24 @@ class Row:
     stack: str
 
 
-def stacks(model: Any) -> list[str]:
+def stacks(model: ModelInHand) -> list[str]:
     """The stacks of blocks, in the order a forward pass runs them."""
-    return ["encoder", "decoder"] if model_shape(model) == "encoder-decoder" else ["blocks"]
+    return ["blocks"] if model_shape(model).one_stack else ["encoder", "decoder"]
 
 
-def answer_stack(model: Any) -> str:
+def answer_stack(model: ModelInHand) -> str:
     """The stack whose last layer the answer is read from."""
     return stacks(model)[-1]
 
 
-def stack_layers(model: Any, stack: str) -> int:
+def stack_layers(model: ModelInHand, stack: str) -> int:
     """How many blocks ``stack`` has (counted from its ``hook_resid_pre`` hooks)."""
     pattern = re.compile(rf"^{re.escape(stack)}\.(\d+)\.hook_resid_pre$")
     found = [int(m.group(1)) for n in model.hook_names() if (m := pattern.match(n))]
     return max(found) + 1 if found else 0
 
 
-def final_hook(model: Any) -> str:
+def final_hook(model: ModelInHand) -> str:
     """The last hook before the unembedding (and an MLM head): the final norm's output,
     or the last block's output when the stack has no final norm (post-LN)."""
     names = model.hook_names()
@@ -71,7 +74,7 @@ def _cross(hook: str) -> str | None:
     return "hook_cross_attn_out" if hook == "hook_attn_out" else None
 
 
-def position_stack(model: Any, stack: str | None) -> str:
+def position_stack(model: ModelInHand, stack: str | None) -> str:
     """The one stack a position-laid site walks; PatchError for a stack the model lacks."""
     own = stacks(model)
     if stack is None:
@@ -81,7 +84,7 @@ def position_stack(model: Any, stack: str | None) -> str:
     return stack
 
 
-def site_rows(model: Any, hook: str, by_position: bool, stack: str | None = None) -> list[Row]:
+def site_rows(model: ModelInHand, hook: str, by_position: bool, stack: str | None = None) -> list[Row]:
     """The rows of a site at ``hook`` (under each block): one stack's layers for a site
     laid out by position, every stack's (cross-attention too) for one laid out by head."""
     names = set(model.hook_names())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.analysis.patching.activation_patching import (
     Cancelled,
@@ -23,6 +23,9 @@ from tui_lab.core.analysis.patching.activation_patching import (
 from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
 from tui_lab.core.analysis.patching.patch_pair import PatchError, PatchPair
 from tui_lab.core.runs.snapshots import list_snapshots, load_snapshot
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 
 @dataclass
@@ -43,13 +46,13 @@ class HistoryPatching:
                     curves.setdefault(f"{row}:{col}", []).append(result.values[r][c])
         return curves
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"site": self.site, "method": self.method, "steps": self.steps,
                 "results": [r.to_dict() for r in self.results]}
 
 
 def patch_history(
-    model: Any,
+    model: ModelInHand,
     run_dir: str | Path,
     pair: PatchPair,
     site: str = "z",

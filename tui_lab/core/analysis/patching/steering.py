@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -23,6 +23,9 @@ from tui_lab.core.decoding.decode import generate
 from tui_lab.core.decoding.fill_mask import fill_mask, is_fill_mask
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.hook_points import HookSpec, using_hooks
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 
 @dataclass
@@ -36,12 +39,12 @@ class SteerResult:
     plain: str
     steered: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"input": self.input, "hook": self.hook, "coef": self.coef, "norm": self.norm,
                 "plain": self.plain, "steered": self.steered}
 
 
-def _check_hook(model: Any, hook: str) -> None:
+def _check_hook(model: ModelInHand, hook: str) -> None:
     if hook not in set(model.hook_names()):
         import difflib
 
@@ -68,7 +71,7 @@ def read_prompts(path: str | Path) -> list[str]:
     return prompts
 
 
-def mean_activation(model: Any, hook: str, prompts: Sequence[str]) -> Tensor:
+def mean_activation(model: ModelInHand, hook: str, prompts: Sequence[str]) -> Tensor:
     """The mean over ``prompts`` of each prompt's activation at ``hook`` averaged over
     its positions: (d,) for the residual stream, (heads, d_head) for q, k, v, z."""
     if not prompts:
@@ -83,7 +86,7 @@ def mean_activation(model: Any, hook: str, prompts: Sequence[str]) -> Tensor:
     return total / len(prompts)
 
 
-def steering_vector(model: Any, hook: str, positive: Sequence[str], negative: Sequence[str]) -> Tensor:
+def steering_vector(model: ModelInHand, hook: str, positive: Sequence[str], negative: Sequence[str]) -> Tensor:
     """mean(positive) - mean(negative) at ``hook``."""
     _check_hook(model, hook)
     return mean_activation(model, hook, positive) - mean_activation(model, hook, negative)
@@ -98,7 +101,7 @@ def steering_hooks(hook: str, vector: Tensor, coef: float) -> list[HookSpec]:
 
 
 def steer(
-    model: Any,
+    model: ModelInHand,
     text: str,
     hook: str,
     vector: Tensor,
