@@ -17,12 +17,14 @@ than ``KEY_FACTOR`` times the mean share (a random embedding has none).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from tui_lab.core.errors import LabError
+from tui_lab.core.model.models import EmbeddingsAndHead
+from tui_lab.core.tasks.modular import ModularTask
+from tui_lab.core.tasks.protocol import Task
 from tui_lab.core.tasks.vocab import N_SPECIALS
 
 TOP = 8
@@ -42,7 +44,7 @@ class Spectrum:
     key_frequencies: list[int]  # ascending; never 0 (the constant)
     top8_share: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The JSON of ``tfx-lab fourier --json``."""
         return {
             "p": self.p,
@@ -72,15 +74,14 @@ def spectrum(rows: Tensor) -> Spectrum:
 
 def residue_rows(model: nn.Module, p: int) -> Tensor:
     """The input embedding's rows for residues 0..p-1 (p, d_model)."""
-    embed = getattr(model, "tgt_embed", None)
+    embed = model.tgt_embed if isinstance(model, EmbeddingsAndHead) else None
     if not isinstance(embed, nn.Embedding) or embed.num_embeddings < N_SPECIALS + p:
         raise FourierError(f"the model has no embedding for {p} residues")
     return embed.weight[N_SPECIALS : N_SPECIALS + p]
 
 
-def model_spectrum(model: nn.Module, task: Any) -> Spectrum:
+def model_spectrum(model: nn.Module, task: Task) -> Spectrum:
     """The spectrum of a modular-arithmetic model's input embedding."""
-    p = getattr(task, "p", None)
-    if not isinstance(p, int) or task.name != "modular-addition":
+    if not isinstance(task, ModularTask) or task.name != "modular-addition":
         raise FourierError(f"fourier needs a modular-addition run, this one is {task.name}")
-    return spectrum(residue_rows(model, p))
+    return spectrum(residue_rows(model, task.p))

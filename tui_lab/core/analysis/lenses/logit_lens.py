@@ -26,17 +26,21 @@ masks, in text order, read as the fill read them first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import torch
 from torch import Tensor, nn
 
 from tui_lab.core.decoding.decode import DecodeResult, is_decoder_only, max_positions
+from tui_lab.core.decoding.fill_mask import FillMaskResult
 from tui_lab.core.eval_mode import evaluating
+from tui_lab.core.model.encoder_only import EncoderOnly
 from tui_lab.core.model.hook_points import using_hooks
 from tui_lab.core.model.layers import CrossAttentionBlock, TransformerBlock
 from tui_lab.core.model.models import CausalDecoder, Decoder, DecoderOnly, EncoderDecoder
+from tui_lab.core.tasks.protocol import Task
 from tui_lab.core.tasks.vocab import BOS, SEP
 
 
@@ -55,7 +59,7 @@ class LensTable:
     rows: list[list[LensCell]] = field(default_factory=list)
     probs: Tensor | None = None  # (L, steps, V) full distributions, for tests and the lab
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "layers": self.layers,
             "steps": self.steps,
@@ -74,7 +78,7 @@ def _stack(model: nn.Module) -> Decoder | CausalDecoder:
     return _lab_model(model).decoder
 
 
-def layer_streams(model: nn.Module, run_forward: Any) -> list[Tensor]:
+def layer_streams(model: nn.Module, run_forward: Callable[[], object]) -> list[Tensor]:
     """The output of every decoder layer (``hook_resid_post``) during ``run_forward()``,
     (B, T, d_model) each, in layer order."""
     layers = cast("list[TransformerBlock | CrossAttentionBlock]", list(_stack(model).layers))
@@ -98,7 +102,7 @@ def lens_probs(model: nn.Module, stream: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
+def logit_lens(model: nn.Module, task: Task, result: DecodeResult) -> LensTable:
     """The lens over ``result``'s decode: one teacher-forced pass over what it fed the model.
 
     Step s's row reads the position whose output chose step s's token: the
@@ -135,12 +139,12 @@ def logit_lens(model: nn.Module, task: Any, result: DecodeResult) -> LensTable:
 
 
 @torch.no_grad()
-def fill_lens(model: nn.Module, task: Any, result: Any) -> LensTable:
+def fill_lens(model: nn.Module, task: Task, result: FillMaskResult | DecodeResult) -> LensTable:
     """The lens of a fill-mask result: each encoder layer's top filler at each mask."""
-    from tui_lab.core.model.encoder_only import EncoderOnly
-
     if not isinstance(model, EncoderOnly) or not model.has_mlm_head:
         raise TypeError("the fill-mask lens reads an encoder-only model with its MLM head")
+    if not isinstance(result, FillMaskResult):
+        raise TypeError("the fill-mask lens reads a fill-mask result, not a greedy decode")
     device = next(model.parameters()).device
     tokens = torch.tensor([result.tokens], device=device)
     layers = cast("list[TransformerBlock]", list(model.encoder.layers))
@@ -159,8 +163,9 @@ def fill_lens(model: nn.Module, task: Any, result: Any) -> LensTable:
     return LensTable([f"encoder.{i}" for i in range(len(layers))], steps, rows, probs)
 
 
-def _fill_probs(model: Any, stream: Tensor) -> Tensor:
+def _fill_probs(model: EncoderOnly, stream: Tensor) -> Tensor:
     """Filler probabilities (..., V) read from one encoder layer's stream (..., d_model)."""
+    assert model.mlm is not None  # fill_lens refuses a model without its MLM head
     x = stream if model.encoder.norm is None else model.encoder.norm(stream)
     x = model.mlm(x)
     return model.unembed(x.to(model.lm_head.weight.dtype)).float().softmax(dim=-1)
