@@ -16,6 +16,7 @@ from .shared import (
     target_name,
 )
 
+
 def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser("patch", help="activation patching: which activations carry the answer")
     add_run_or_model(s)

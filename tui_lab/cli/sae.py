@@ -18,13 +18,9 @@ import time
 from typing import Any
 
 from tui_lab.core.sae import defaults as DEFAULT
+from tui_lab.core.verbs.sae_train import ARCHS
 
 from .shared import Subparsers, add_device, add_json, add_run_or_model, emit_json, target_name
-
-ARCHS = {"topk": "topk", "relu": "standard", "standard": "standard", "jumprelu": "jumprelu"}
-HELD_OUT = 0.1  # the share of the text kept out of training
-CE_WINDOWS = 8  # held-out windows CE loss recovered is measured on
-CONTEXTS = 10  # top contexts kept per feature in the cached table (more with --top)
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -90,97 +86,21 @@ def _open(args: argparse.Namespace) -> Any:
     return handle
 
 
-def _texts(args: argparse.Namespace, handle: Any) -> tuple[str, str]:
-    """(training text, held-out text): ``--text`` split 90/10, else the run's own split."""
-    from tui_lab.core.errors import LabError
-
-    if getattr(args, "text", None):
-        try:
-            with open(args.text, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LabError(f"--text {args.text}: cannot read it ({exc.__class__.__name__})") from None
-        cut = int(len(text) * (1 - HELD_OUT))
-        return text[:cut], text[cut:]
-    task = handle.task
-    if hasattr(task, "train_text") and hasattr(task, "val_text"):
-        return task.train_text, task.val_text
-    raise LabError(f"--text FILE: {target_name(args)} has no text of its own to read activations from")
-
-
-def _windows(handle: Any, text: str) -> Any:
-    """The text's ids cut into windows of the model's context (at most 128 tokens)."""
-    from tui_lab.core.sae.recipe import text_windows
-
-    return text_windows(handle, text)
-
-
-def _scored(handle: Any, held_out: Any) -> Any:
-    """The few held-out windows CE loss recovered is measured on (``scored_text``), once."""
-    from tui_lab.core.sae.activations import scored_text
-
-    return scored_text(handle, held_out[:CE_WINDOWS])
-
-
-def _ce(handle: Any, sae: Any, hook: str, scored: Any) -> Any:
-    """CE clean, zero-ablated and reconstructed on the scored windows."""
-    from tui_lab.core.sae.activations import logits_under, reconstruction
-    from tui_lab.core.sae.metrics import ce_losses
-
-    return ce_losses(logits_under(handle, scored.ids, hook, scored.target), scored.tokens, reconstruction(sae),
-                     scored.shift)
-
-
 def train(args: argparse.Namespace) -> int:
     """Train (or resume) an SAE at ``--hook``; the folder opens with open_sae and SAELens."""
-    from tui_lab.core.sae.activations import check_width, hook_activations, site_width
-    from tui_lab.core.sae.feature_cache import recorder
-    from tui_lab.core.sae.trainer import SAETrainer
+    from tui_lab.core.verbs.sae_train import Request, run
 
+    request = Request(args.out, args.hook, args.text, args.d_sae, args.arch, args.k, args.l1, args.tokens,
+                      args.batch, args.lr, args.seed, args.resume, args.device, target_name(args))
     handle = _open(args)
-    train_text, held_text = _texts(args, handle)
-    windows, held_out = _windows(handle, train_text), _windows(handle, held_text)
-    width = site_width(handle, args.hook, windows[:1])
-    if args.resume:
-        trainer = SAETrainer.resume(args.out, tokens=args.tokens, device=args.device)
-    else:
-        trainer = SAETrainer(*_new_sae(args, width, windows.shape[1]), args.out)
-    check_width(trainer.sae, args.hook, width)
     progress = Progress(args.json, args.tokens)
-    trainer.on_event = progress.on_event
-    scored = _scored(handle, held_out)
-    trainer.evaluate = lambda sae: {"ce_loss_recovered": _ce(handle, sae, args.hook, scored).recovered}
-    per_pass = max(1, 4096 // windows.shape[1])
     try:
-        # the first windows' activations are kept for the feature table (sae features, the lab)
-        kept = recorder(handle, windows, args.hook)
-        end = trainer.train(kept.wrap(hook_activations(handle, windows, args.hook, per_pass, epochs=None,
-                                                       seed=args.seed)))
+        result = run(request, handle, on_event=progress.on_event)
     finally:
         progress.close()
-    summary = {"out": str(args.out), "hook": args.hook, "step": end.step, "tokens": end.tokens,
-               "reason": end.reason, "seconds": round(end.elapsed, 2), **progress.last}
     if args.json:
-        emit_json(summary)
+        emit_json(result.to_json())
     return 0
-
-
-def _new_sae(args: argparse.Namespace, width: int, context: int) -> tuple[Any, Any]:
-    """A fresh SAE and its settings from the command's options."""
-    from pathlib import Path
-
-    from tui_lab.core.errors import LabError
-    from tui_lab.core.sae.checkpoint import STATE_FILE
-    from tui_lab.core.sae.recipe import new_sae, train_settings
-
-    if (Path(args.out) / STATE_FILE).exists():
-        raise LabError(f"--out {args.out} holds an SAE training run: --resume continues it, or choose another")
-    if args.d_sae is None:
-        raise LabError("--d-sae N: how many features (such as 1024)")
-    arch = ARCHS[args.arch]
-    sae = new_sae(width, args.d_sae, arch, args.k, args.hook, target_name(args), context, args.device, args.seed)
-    coefficient = {} if args.l1 is None else {"l1_coefficient": args.l1, "l0_coefficient": args.l1}
-    return sae, train_settings(args.tokens, args.batch, args.lr, args.seed, **coefficient)
 
 
 class Progress:
@@ -188,7 +108,6 @@ class Progress:
 
     def __init__(self, quiet: bool, total: int) -> None:
         self.quiet, self.total = quiet, total
-        self.last: dict[str, Any] = {}
         self._said = 0.0
         self.bar: Any = None
         if not quiet and sys.stdout.isatty():
@@ -203,9 +122,6 @@ class Progress:
     def on_event(self, event: Any) -> None:
         if event.kind != "step":
             return
-        self.last = {k: event.record()[k] for k in ("l0", "explained_variance", "fvu", "mse", "dead_fraction")}
-        if "ce_loss_recovered" in event.extra:
-            self.last["ce_loss_recovered"] = event.extra["ce_loss_recovered"]
         stats = (f"mse {event.mse:.4g} L0 {event.l0:.1f} EV {event.explained_variance:.3f} "
                  f"dead {event.dead_fraction:.1%}")
         if self.bar is not None:
@@ -221,96 +137,37 @@ class Progress:
 
 def evaluate(args: argparse.Namespace) -> int:
     """The SAE's metrics on held-out text at its hook."""
-    from tui_lab.core.sae.activations import check_width, hook_activations, site_width
-    from tui_lab.core.sae.evaluation import evaluate_sae
-    from tui_lab.core.sae.source import open_sae
+    from tui_lab.core.verbs.sae_eval import KEYS, Request, run
 
-    sae = open_sae(args.dir, device=args.device)
-    hook = _hook_of(sae)
-    handle = _open(args)
-    held_out = _windows(handle, _texts(args, handle)[1])
-    check_width(sae, hook, site_width(handle, hook, held_out[:1]))
-    acts = hook_activations(handle, held_out, hook, max(1, 4096 // held_out.shape[1]))
-    result = evaluate_sae(sae, acts, args.tokens, _ce(handle, sae, hook, _scored(handle, held_out)))
+    request = Request(args.dir, args.text, args.tokens, args.device, target_name(args))
+    result = run(request, _open(args))
     if args.json:
-        emit_json({"sae": str(args.dir), "hook": hook, **result})
+        emit_json(result.to_json())
         return 0
-    print(f"{args.dir} at {hook}, {result['tokens']:,} held-out tokens")
-    for key in ("l0", "explained_variance", "fvu", "mse", "dead_fraction", "ce_loss_recovered"):
-        print(f"  {key:<20} {result[key]:.4f}")
+    print(f"{args.dir} at {result.hook}, {result.metrics['tokens']:,} held-out tokens")
+    for key in KEYS:
+        print(f"  {key:<20} {result.metrics[key]:.4f}")
     return 0
-
-
-def _hook_of(sae: Any) -> str:
-    from tui_lab.core.errors import LabError
-
-    hook = sae.cfg.metadata.hook_name
-    if not hook:
-        raise LabError("the SAE's cfg.json names no hook_name (metadata.hook_name)")
-    return str(hook)
 
 
 def features(args: argparse.Namespace) -> int:
     """Features by density or largest activation, or one feature's card, or the features on --input."""
-    from tui_lab.core.errors import LabError
-    from tui_lab.core.sae.activations import check_width, site_width
-    from tui_lab.core.sae.feature_cache import cached_feature_table
-    from tui_lab.core.sae.source import open_sae
+    from tui_lab.core.verbs.sae_features import Request, run
 
-    sae = open_sae(args.dir, device=args.device)
-    hook = _hook_of(sae)
-    handle = _open(args)
-    if args.feature is not None and not 0 <= args.feature < sae.cfg.d_sae:
-        raise LabError(f"--feature {args.feature}: the SAE has features 0 to {sae.cfg.d_sae - 1}")
-    if args.top < 1:
-        raise LabError(f"--top {args.top}: show at least 1")
-    if args.input is not None:
-        return _on_input(args, sae, handle, hook)
-    windows = _windows(handle, _texts(args, handle)[0])
-    windows = windows[: max(1, args.tokens // windows.shape[1])]
-    check_width(sae, hook, site_width(handle, hook, windows[:1]))
-    table, _cached = cached_feature_table(handle, sae, windows, hook, top=max(args.top, CONTEXTS),
-                                          use_cache=not args.no_cache)
-    assert table is not None
-    if args.feature is not None:
-        return _show_feature(args, handle, sae, table)
-    key = table.density if args.sort == "density" else table.max
-    order = key.argsort(descending=True, stable=True)[: args.top].tolist()
-    rows = [{"index": i, "density": float(table.density[i]), "max_activation": float(table.max[i])}
-            for i in order]
+    request = Request(args.dir, args.text, args.input, args.feature, args.top, args.tokens, args.sort,
+                      not args.no_cache, args.device, target_name(args))
+    result = run(request, _open(args))
     if args.json:
-        emit_json({"sae": str(args.dir), "hook": hook, "tokens": table.tokens, "sort": args.sort,
-                   "features": rows})
+        emit_json(result.to_json())
+    elif result.card is not None:
+        _show_card(result.card)
+    elif result.on_input is not None:
+        for r in result.on_input:
+            print(f"{r['token']!r:>8}  " + "  ".join(f"{j}:{v:.2f}" for j, v in r["features"]))
     else:
-        for r in rows:
+        for r in result.features or []:
             print(f"feature {r['index']:>6}  density {r['density']:.4f}  max {r['max_activation']:.3f}")
     return 0
-
-
-def feature_card(handle: Any, sae: Any, table: Any, i: int, top: int) -> dict[str, Any]:
-    """One feature as ``sae features --feature I --json`` prints it."""
-    from tui_lab.core.sae.feature_table import logit_effects, shade_levels, unembedding
-
-    contexts = []
-    for c in table.contexts(i)[:top]:
-        contexts.append({"tokens": handle.to_str_tokens(c.ids), "activations": [round(a, 4) for a in c.activations],
-                         "peak": round(c.peak, 4), "peak_at": c.peak_at,
-                         "shade": shade_levels(c.activations, c.peak)})
-    card: dict[str, Any] = {
-        "feature": i, "density": float(table.density[i]), "max_activation": float(table.max[i]),
-        "tokens": table.tokens,
-        "histogram": [{"low": lo, "high": hi, "count": n} for lo, hi, n in table.histogram(i)],
-        "logit_effects": None, "contexts": contexts,
-    }
-    w_u = unembedding(handle.model)
-    if w_u is not None and w_u.shape[0] == sae.cfg.d_in:
-        effects = logit_effects(sae, i, w_u.to(sae.W_dec.device), top)
-        label = handle.task.vocab.label
-        card["logit_effects"] = {
-            "promoted": [{"token": label(t), "logit": round(v, 4)} for t, v in effects.promoted],
-            "suppressed": [{"token": label(t), "logit": round(v, 4)} for t, v in effects.suppressed],
-        }
-    return card
 
 
 SHADES = " ░▒▓█"
@@ -337,11 +194,8 @@ def context_lines(tokens: list[str], shade: list[int], peak_at: int, around: int
     return "".join(text), "".join(under)
 
 
-def _show_feature(args: argparse.Namespace, handle: Any, sae: Any, table: Any) -> int:
-    card = feature_card(handle, sae, table, args.feature, args.top)
-    if args.json:
-        emit_json({"sae": str(args.dir), "hook": _hook_of(sae), **card})
-        return 0
+def _show_card(card: dict[str, Any]) -> None:
+    """One feature: density, logit effects, histogram, top contexts shaded."""
     print(f"feature {card['feature']}: density {card['density']:.4%} of {card['tokens']:,} tokens, "
           f"max activation {card['max_activation']:.3f}")
     effects = card["logit_effects"]
@@ -361,29 +215,3 @@ def _show_feature(args: argparse.Namespace, handle: Any, sae: Any, table: Any) -
         text, under = context_lines(c["tokens"], c["shade"], c["peak_at"])
         print(f"  {c['peak']:8.3f}  {text}")
         print(f"  {'':8}  {under}")
-    return 0
-
-
-def _on_input(args: argparse.Namespace, sae: Any, handle: Any, hook: str) -> int:
-    """Each token of --input with the features that fire on it, strongest first."""
-    import torch
-
-    from tui_lab.core.sae.activations import check_width, flat_site
-
-    ids = handle.to_tokens(args.input)
-    with torch.no_grad():
-        _, cache = handle.run_with_cache(ids, names=[hook])
-        act = flat_site(cache[hook])[0]
-        check_width(sae, hook, act.shape[-1])
-        f = sae.encode(act)
-    rows = []
-    for token, acts in zip(handle.to_str_tokens(ids), f, strict=True):
-        values, index = acts.topk(min(args.top, acts.numel()))
-        rows.append({"token": token, "features": [[int(j), round(float(v), 4)]
-                                                 for v, j in zip(values, index, strict=True) if v > 0]})
-    if args.json:
-        emit_json({"sae": str(args.dir), "hook": hook, "tokens": rows})
-    else:
-        for r in rows:
-            print(f"{r['token']!r:>8}  " + "  ".join(f"{j}:{v:.2f}" for j, v in r["features"]))
-    return 0

@@ -1,23 +1,78 @@
 """The lab's recipe for an SAE on a model's hook: windows of its text, a fresh SAE, the settings.
 
 One place for what ``tfx-lab sae train`` and the lab's Features pane both do, so
-the two train alike: the text cut into windows of the model's context (at most
-128 tokens), a TopK/ReLU/JumpReLU SAE of the hook's width, and training
-settings scaled to the token count (buffer, dead-feature window, evaluation and
-learning-rate decay).
+the two train alike (``core/verbs/sae_train.py`` runs it): the text (a file's,
+split 90/10, or the model's own split) cut into windows of the model's context (at
+most 128 tokens), the hook (by default the last residual stream), a
+TopK/ReLU/JumpReLU SAE of the hook's width, training settings scaled to the token
+count (buffer, dead-feature window, evaluation and learning-rate decay), and CE
+loss recovered on a few held-out windows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from tui_lab.core.errors import LabError
 from tui_lab.core.sae.activations import token_windows
 from tui_lab.core.sae.config import SAEConfig, SAEMetadata
 from tui_lab.core.sae.defaults import BATCH, LR, TOKENS
 from tui_lab.core.sae.sae import SparseAutoencoder
 from tui_lab.core.sae.settings import TrainSettings
+
+HELD_OUT = 0.1  # the share of a text file kept out of training
+CE_WINDOWS = 8  # held-out windows CE loss recovered is measured on
+PASS_TOKENS = 4096  # tokens per forward pass when reading activations
+
+
+def read_texts(model: Any, path: str | None, name: str) -> tuple[str, str]:
+    """(training text, held-out text): the file at ``path`` split 90/10, else the model's own
+    split; LabError (one line) when the file cannot be read or the model ``name`` has no text."""
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LabError(f"--text {path}: cannot read it ({exc.__class__.__name__})") from None
+        cut = int(len(text) * (1 - HELD_OUT))
+        return text[:cut], text[cut:]
+    task = model.task
+    if hasattr(task, "train_text") and hasattr(task, "val_text"):
+        return task.train_text, task.val_text
+    raise LabError(f"--text FILE: {name} has no text of its own to read activations from")
+
+
+def rows_per_pass(windows: torch.Tensor) -> int:
+    """Windows per forward pass when reading activations (about PASS_TOKENS tokens)."""
+    return max(1, PASS_TOKENS // windows.shape[1])
+
+
+def last_resid(model: Any) -> str:
+    """The residual stream after the model's last block (an encoder-decoder's: its encoder's,
+    which reads the text)."""
+    names = [n for n in model.hook_names() if n.endswith("hook_resid_post")
+             and (model.decoder_only or n.startswith("encoder."))]
+    if not names:
+        raise LabError("this model has no residual-stream hook (hook_resid_post)")
+    return str(names[-1])
+
+
+def ce_scorer(model: Any, hook: str, held_out: torch.Tensor) -> Callable[[SparseAutoencoder], Any]:
+    """CE clean, zero-ablated and reconstructed (``CELosses``) of an SAE at ``hook`` on the
+    first CE_WINDOWS held-out windows (their clean run read once, here)."""
+    from tui_lab.core.sae.activations import logits_under, reconstruction, scored_text
+    from tui_lab.core.sae.metrics import ce_losses
+
+    scored = scored_text(model, held_out[:CE_WINDOWS])
+
+    def score(sae: SparseAutoencoder) -> Any:
+        return ce_losses(logits_under(model, scored.ids, hook, scored.target), scored.tokens,
+                         reconstruction(sae), scored.shift)
+
+    return score
 
 
 def text_windows(handle: Any, text: str) -> torch.Tensor:

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui_lab.core.errors import LabError
-from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, check_text, never, no_progress, stop_if
+from tui_lab.core.verbs.verb import (
+    JSON,
+    Cancelled,
+    Progress,
+    check_text,
+    never,
+    no_progress,
+    stop_if,
+)
 
 
 @dataclass(frozen=True)

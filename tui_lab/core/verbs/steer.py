@@ -14,7 +14,15 @@ from typing import Any
 
 from tui_lab.core.checks import at_least, finite
 from tui_lab.core.errors import LabError
-from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, check_text, never, no_progress, stop_if
+from tui_lab.core.verbs.verb import (
+    JSON,
+    Cancelled,
+    Progress,
+    check_text,
+    never,
+    no_progress,
+    stop_if,
+)
 
 
 @dataclass(frozen=True)
