@@ -28,7 +28,7 @@ HOOK = "blocks.3.hook_resid_post"
 
 
 async def make(run: Path, sae: Path, out: Path, prompt: str, feature: int | None) -> Path:
-    from tui_lab.ui import keys
+    from tui_lab.ui import pane_registry
     from tui_lab.ui.app import LabApp
     from tui_lab.ui.panes.features.features_pane import FeaturesPane
 
@@ -36,7 +36,7 @@ async def make(run: Path, sae: Path, out: Path, prompt: str, feature: int | None
     app.animation_level = "none"
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.core is not None and app.current_run is not None, 180, "the run")
-        await pilot.press(str(keys.PANES.index("features") + 1))
+        await pilot.press(pane_registry.spec("features").key)
         pane = app.query_one(FeaturesPane)
         await wait_for(pilot, lambda: pane.display, 30, "the Features pane")
         await pilot.press("o")

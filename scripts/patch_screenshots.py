@@ -26,7 +26,7 @@ from textual.widgets import Input
 
 async def make(run: Path, out: Path) -> list[Path]:
     """Open the lab on ``run``, patch ``z``, save the heatmap and the history view into ``out``."""
-    from tui_lab.ui import keys
+    from tui_lab.ui import pane_registry
     from tui_lab.ui.app import LabApp
     from tui_lab.ui.panes.patch.patch_pane import PatchPane
 
@@ -35,7 +35,7 @@ async def make(run: Path, out: Path) -> list[Path]:
     saved = []
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.core is not None and app.current_run is not None, 180, "the run")
-        await pilot.press(str(keys.PANES.index("patch") + 1))
+        await pilot.press(pane_registry.spec("patch").key)
         pane = app.query_one(PatchPane)
         await pilot.press("s", "s", "s", "r")
         await wait_for(pilot, lambda: pane.view.shown is not None and not pane.running, 300, "z")

@@ -63,13 +63,13 @@ async def train_endless(pilot: Pilot, steps: int = 3):  # type: ignore[no-untype
 async def ready(pilot: Pilot) -> LabApp:
     """Wait for torch, the first parameter count and every pane (the hidden ones are
     built once torch is in, after a refresh that a single pause does not always cover)."""
-    from tui_lab.ui.widgets.lazy_pane import LazyPane
+    from tui_lab.ui.widgets.pane_stand_in import PaneStandIn
 
     app = pilot.app
     assert isinstance(app, LabApp)
     await wait_until(pilot, lambda: app.core is not None, 60, "torch to load")
     await app.workers.wait_for_complete()
-    await wait_until(pilot, lambda: not app.query(LazyPane), 30, "the panes to be built")
+    await wait_until(pilot, lambda: not app.query(PaneStandIn), 30, "the panes to be built")
     await pilot.pause()
     return app
 

@@ -12,7 +12,7 @@ from textual.command import CommandPalette
 from textual.widgets import Input
 
 from tests.ui.helpers import SIZE, plain, ready, tiny_app, type_text, wait_until
-from tui_lab.ui import keys
+from tui_lab.ui import pane_registry
 from tui_lab.ui.screens.help import HelpScreen
 from tui_lab.ui.widgets.size_notice import SizeNotice
 
@@ -136,17 +136,17 @@ async def test_help_lists_every_binding() -> None:
 
 async def test_command_palette_offers_every_binding() -> None:
     """The palette's lab commands come from the bindings: one per pane action, with its key."""
-    from tui_lab.ui import keys
-    from tui_lab.ui.keymap import action_help
+    from tui_lab.ui import pane_registry
+    from tui_lab.ui.user_keymap import action_help
 
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
-        for pane_id in keys.PANES:
-            owner = type(app.pane(pane_id))  # every pane is mounted once torch is in
+        for spec in pane_registry.PANES:
+            owner = type(app.pane(spec.id))  # every pane is mounted once torch is in
             for binding in owner.BINDINGS:
-                title = f"{keys.PANE_TITLES[pane_id]}: {binding.description}"
+                title = f"{spec.title}: {binding.description}"
                 assert title in commands, title
                 key = app.get_key_display(Binding(binding.key.split(",")[0], binding.action))
                 what = action_help(owner, binding.action)  # the action's docstring
@@ -248,10 +248,10 @@ async def test_hidden_panes_are_drawn_once_out_of_sight() -> None:
             await pilot.pause(0.05)
             shown = app.export_screenshot()
             assert "Presets" in shown and not any(word in shown for word in others)
-            if app.core is not None and not switcher._warm_queue and len(app.panes) == len(keys.PANES):
+            if app.core is not None and not switcher._warm_queue and len(app.panes) == len(pane_registry.PANES):
                 break
         assert not switcher._warm_queue and switcher._warming is None
-        assert switcher.drawn_beneath == {f"{p}-pane" for p in keys.PANES if p != "build"}
+        assert switcher.drawn_beneath == {f"{p.id}-pane" for p in pane_registry.PANES if p.id != "build"}
         assert app.active_pane == "build" and [p for p in app.panes.values() if p.display] == [
             app.pane("build")
         ]
@@ -263,21 +263,21 @@ async def test_hidden_panes_wait_for_torch_and_a_shown_one_is_built_at_once(
     """While torch loads (held here: it never arrives) only Build exists; a pane key builds
     and shows that pane alone; once loaded (``loaded``), the rest are built."""
     from tui_lab.ui.app import LabApp
-    from tui_lab.ui.widgets.lazy_pane import LazyPane
+    from tui_lab.ui.widgets.pane_stand_in import PaneStandIn
 
     monkeypatch.setattr(LabApp, "_load_core_worker", lambda self: None)
     app = tiny_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.3)
-        assert set(app.panes) == {"build"} and len(app.query(LazyPane)) == len(keys.PANES) - 1
+        assert set(app.panes) == {"build"} and len(app.query(PaneStandIn)) == len(pane_registry.PANES) - 1
         await pilot.press("3")
         await wait_until(pilot, lambda: app.pane("decode") is not None, 30, "the decode pane")
         await pilot.pause(0.2)
         assert app.active_pane == "decode" and app.pane("decode").display
         assert set(app.panes) == {"build", "decode"}
         app.loaded()
-        await wait_until(pilot, lambda: len(app.panes) == len(keys.PANES), 30, "every pane")
-        assert not app.query(LazyPane)
+        await wait_until(pilot, lambda: len(app.panes) == len(pane_registry.PANES), 30, "every pane")
+        assert not app.query(PaneStandIn)
 
 
 async def test_a_pane_key_during_the_warm_up_shows_that_pane() -> None:

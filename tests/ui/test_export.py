@@ -17,7 +17,7 @@ from tests.data.make_pane_runs import write_pane_runs
 from tests.ui.helpers import SIZE, runs_pane, tiny_app, wait_until
 from tui_lab.core.runs.summary import CSV_COLUMNS, RunSummary
 from tui_lab.ui.export import SCREENSHOTS, save_svg, write_runs_table
-from tui_lab.ui.keymap import bindings_of
+from tui_lab.ui.user_keymap import bindings_of
 
 ROOT = Path("runs")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from tests.data.make_pane_runs import write_pane_runs
 from tests.ui.helpers import SIZE, plain, ready, runs_pane, tiny_app, wait_until
-from tui_lab.ui import keys
-from tui_lab.ui.keymap import check_keymap, keymap_path, read_keymap
+from tui_lab.ui import pane_registry
 from tui_lab.ui.screens.help import HelpScreen
+from tui_lab.ui.user_keymap import check_keymap, keymap_path, read_keymap
 
 
 def write_keymap(text: str) -> Path:
@@ -21,7 +21,7 @@ def write_keymap(text: str) -> Path:
 
 def test_every_binding_has_an_id_and_ids_name_one_action() -> None:
     actions: dict[str, set[str]] = {}
-    for binding in keys.all_bindings():
+    for binding in pane_registry.all_bindings():
         assert binding.id, binding
         owner, _, name = binding.id.partition(".")
         assert owner and name, binding.id

@@ -1,8 +1,8 @@
-"""The lab's Textual app: six panes behind a tab bar, a status bar, the footer and the palette.
+"""The lab's Textual app: the panes of ``pane_registry`` behind a tab bar, a status bar, the footer and the palette.
 
 Thin on purpose: the panes own their widgets and actions; ``routing.py``'s
 mixin hands the messages that cross panes on; the app owns the global keys
-(1-8, ?, q, escape, f12), holds the lab's config (a preset's, or an opened
+(1-N, ?, q, escape, f12), holds the lab's config (a preset's, or an opened
 run's) and loads torch in a thread after the first frame is on screen.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,19 +26,21 @@ from textual.widgets import Input
 
 from tui_lab.core.errors import one_line
 from tui_lab.core.runs.folder import runs_root
-from tui_lab.ui import compat, hangup, keys, torch_preload
+from tui_lab.ui import compat, hangup, pane_registry, torch_preload
 from tui_lab.ui.export import save_svg
-from tui_lab.ui.keymap import read_keymap
-from tui_lab.ui.lazy_panes import lazy_panes
+from tui_lab.ui.lazy_panes import panes_in_tab_order
+from tui_lab.ui.messages import ToPane
+from tui_lab.ui.pane_registry import PaneStart
 from tui_lab.ui.panes.builder.build_pane import BuildPane
 from tui_lab.ui.panes.params.param_count import ParamCounter
 from tui_lab.ui.routing import PaneRouting
 from tui_lab.ui.run_config import starting_config
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.state.lab_state import LabState
+from tui_lab.ui.user_keymap import read_keymap
 from tui_lab.ui.widgets.key_bar import KeyBar
-from tui_lab.ui.widgets.lazy_pane import LazyPane
-from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs, pane_widget_id
+from tui_lab.ui.widgets.pane_stand_in import PaneStandIn
+from tui_lab.ui.widgets.pane_tabs import PaneSwitcher, PaneTabs
 from tui_lab.ui.widgets.size_notice import MIN_HEIGHT, MIN_WIDTH, SizeNotice
 from tui_lab.ui.widgets.status_bar import StatusBar
 
@@ -46,7 +48,6 @@ compat.install()
 
 if TYPE_CHECKING:
     from tui_lab.ui.core_access import Core
-    from tui_lab.ui.panes.train.train_pane import TrainPane
     from tui_lab.ui.screens.help import PaneKeys
 
 class LabApp(PaneRouting):
@@ -60,21 +61,11 @@ class LabApp(PaneRouting):
         error: str | None = None
 
     TITLE = "tfx-lab"
-    CSS_PATH = [
-        "styles/app.tcss",
-        "styles/build.tcss",
-        "styles/train.tcss",
-        "styles/decode.tcss",
-        "styles/attention.tcss",
-        "styles/params.tcss",
-        "styles/runs.tcss",
-        "panes/features/features.tcss",
-        "panes/patch/patch.tcss",
-    ]
+    CSS_PATH = ["styles/app.tcss", *pane_registry.style_sheets()]
     # Screen classes the .tcss files use to fit 80x24 as well as large terminals.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
-    BINDINGS = keys.APP
+    BINDINGS = pane_registry.APP
 
     def __init__(
         self,
@@ -111,7 +102,7 @@ class LabApp(PaneRouting):
         self.follow_run = follow
         self.start_pane = "train" if follow else "build"  # watching a run is about its curves
         self.panes: dict[str, Pane] = {}  # pane id -> pane widget, once mounted
-        self.pane_waiters: dict[str, list[Callable[[Any], None]]] = {}
+        self.pane_waiters: dict[str, list[ToPane]] = {}
         self._load_core = load_core
         self._report_generation = 0
         self.counter = ParamCounter()
@@ -127,10 +118,10 @@ class LabApp(PaneRouting):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
-        yield PaneTabs(keys.PANE_TITLES, self.start_pane, id="tabs")
+        yield PaneTabs(pane_registry.tabs(), self.start_pane, id="tabs")
         yield PaneSwitcher(
-            BuildPane(self.config, self.user_dir, id=pane_widget_id("build")),
-            *lazy_panes(self.state, self.run_dir, self.follow_run, held=self._load_core),  # built after the first frame, see loaded()
+            # Build now; the others after the first frame (see loaded()).
+            *panes_in_tab_order(PaneStart(self.state, self.run_dir, self.follow_run), held=self._load_core),
             active=self.start_pane,
             warm=self.warm_hidden_panes,
             id="panes",
@@ -144,8 +135,8 @@ class LabApp(PaneRouting):
         self.panes[pane_id] = widget
         if self.active_pane == pane_id:
             self._focus_pane(pane_id)
-        for call in self.pane_waiters.pop(pane_id, []):
-            call(widget)
+        for message in self.pane_waiters.pop(pane_id, []):
+            widget.post_message(message)
 
     def on_mount(self) -> None:
         """Show the first frame now; load torch once it is painted."""
@@ -200,7 +191,7 @@ class LabApp(PaneRouting):
     def _update_status(self) -> None:
         if self.quitting:  # a message routed while the screens are pruned (a run ending at exit)
             return
-        train: TrainPane | None = self.pane("train")
+        train = self.train_pane()
         build = self.query_one(BuildPane)
         training = train.train_state.status_word if train is not None else ""
         if self.opened is not None:
@@ -213,19 +204,19 @@ class LabApp(PaneRouting):
 
     @property
     def active_pane(self) -> str:
-        """The pane on show: "build", "train", "decode", "attention", "params" or "runs"."""
+        """The id of the pane on show ("build", "train", ...: ``pane_registry.PANES``)."""
         return self.query_one(PaneSwitcher).active
 
     @property
     def in_text_field(self) -> bool:
-        """True while typed characters go into a field (so 1-8 and q type, not switch)."""
+        """True while typed characters go into a field (so the pane keys and q type, not switch)."""
         focused = self.focused
         return focused is not None and focused.check_consume_key("1", "1")
 
     @property
     def training_active(self) -> bool:
         """True while a training loop is running or paused."""
-        train = self.pane("train")
+        train = self.train_pane()
         return train is not None and train.train_state.active
 
     # ---- torch loading ----------------------------------------------------------------
@@ -274,7 +265,7 @@ class LabApp(PaneRouting):
         else:
             self.loaded()
         self._update_status()
-        if (train := self.pane("train")) is not None:
+        if (train := self.train_pane()) is not None:
             train.core_ready()
         build = self.query_one(BuildPane)
         self._request_report(build.config, build.edited)  # not while a model opens
@@ -282,7 +273,7 @@ class LabApp(PaneRouting):
     def loaded(self) -> None:
         """What the user waited for is here (torch, and the ``--model``, opened or not):
         the hidden panes are built now. Before, they would have slowed that wait."""
-        for stand_in in self.query(LazyPane):
+        for stand_in in self.query(PaneStandIn):
             stand_in.release()
 
     def _focus_pane(self, pane_id: str) -> None:
@@ -297,7 +288,7 @@ class LabApp(PaneRouting):
     # ---- actions ------------------------------------------------------------------
 
     def action_show_pane(self, pane: str) -> None:
-        """Switch to a pane (1-8)."""
+        """Switch to a pane (its key: 1-N)."""
         self.query_one(PaneSwitcher).show(pane)
         self.query_one(PaneTabs).active = pane
         self._focus_pane(pane)  # focus lands where the pane's keys work
@@ -317,20 +308,20 @@ class LabApp(PaneRouting):
         from tui_lab.ui.screens.help import lab_sections
 
         keymap = self.user_keymap.entries
-        return lab_sections(keys.APP, self.pane_keys(), self.get_key_display, keymap)
+        return lab_sections(pane_registry.APP, self.pane_keys(), self.get_key_display, keymap)
 
     def pane_keys(self) -> list[PaneKeys]:
         """What help lists for each mounted pane, in tab order."""
         from tui_lab.ui.screens.help import PaneKeys
 
         found = []
-        for number, pane_id in enumerate(keys.PANES, start=1):
-            pane = self.pane(pane_id)
+        for spec in pane_registry.PANES:
+            pane = self.pane(spec.id)
             if pane is None:
                 continue
             cls = type(pane)
-            sections: list[tuple[str, list[BindingType]]] = [("", cls.BINDINGS), *cls.KEY_SECTIONS]
-            found.append(PaneKeys(number, keys.PANE_TITLES[pane_id], sections, list(cls.HELP_EXTRA)))
+            sections: list[tuple[str, list[BindingType]]] = [("", spec.bindings), *cls.KEY_SECTIONS]
+            found.append(PaneKeys(spec.key, spec.title, sections, list(cls.HELP_EXTRA)))
         return found
 
     def action_basics(self, view: str = "positions") -> None:
@@ -349,7 +340,7 @@ class LabApp(PaneRouting):
 
     async def action_quit(self) -> None:
         """Quit at once; a training loop is told to stop and saves its checkpoint."""
-        if (train := self.pane("train")) is not None:
+        if (train := self.train_pane()) is not None:
             train.stop_training()
         self.exit()
 
@@ -365,7 +356,7 @@ class LabApp(PaneRouting):
         from tui_lab.ui.palette import lab_commands
 
         yield from super().get_system_commands(screen)
-        panes = [p for pane_id in keys.PANES if (p := self.pane(pane_id)) is not None]
+        panes = [p for spec in pane_registry.PANES if (p := self.pane(spec.id)) is not None]
         yield from lab_commands(self, panes, self.user_keymap.entries, self.run_pane_action)
 
 

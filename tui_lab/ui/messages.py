@@ -132,3 +132,105 @@ class ModelOpened(Message):
     source: str
     loaded: LoadedModel | None = None
     error: str | None = None
+
+
+# ---- from the app to one pane ---------------------------------------------------------
+# The routing (``routing.py``) posts these to the pane a message concerns; the pane
+# handles it (``on_<name>``). They do not bubble: a pane's message never comes back up.
+
+
+class ToPane(Message, bubble=False):
+    """A message the app posts to one pane."""
+
+    def __init_subclass__(cls, bubble: bool | None = False, **kwargs: Any) -> None:
+        super().__init_subclass__(bubble=bubble, **kwargs)  # Message's default is True
+
+
+@dataclass
+class ShowConfig(ToPane):
+    """Build shows ``config`` in its form (an opened run's), as unedited."""
+
+    config: LabConfig
+
+
+@dataclass
+class ShowForm(ToPane):
+    """Build shows its form again (a model's card gives way to the lab's own configs)."""
+
+
+@dataclass
+class ShowCard(ToPane):
+    """Build shows an opened model's card instead of its form."""
+
+    card: Any
+
+
+@dataclass
+class ShowCounts(ToPane):
+    """Build's summary and the Params table show ``report`` (the parameter counts of ``config``)."""
+
+    config: LabConfig
+    report: ParamReport
+    vocab_size: int
+    edited: bool = False
+
+
+@dataclass
+class CountsStale(ToPane):
+    """Params says its table is stale: ``reason`` (the form is invalid, or the count failed)."""
+
+    reason: str
+
+
+@dataclass
+class UseConfig(ToPane):
+    """Train trains ``config`` next; Attention sizes its layers and heads by it."""
+
+    config: LabConfig
+
+
+@dataclass
+class UseModel(ToPane):
+    """Decode decodes with ``run``'s model (None: no model)."""
+
+    run: Any
+
+
+@dataclass
+class UseTask(ToPane):
+    """Decode offers ``task``'s examples (None: the config has no task yet)."""
+
+    task: Task | None
+
+
+@dataclass
+class ShowDecode(ToPane):
+    """Attention shows this decode (its heads, for the model and task it used)."""
+
+    decoded: Decoded
+
+
+@dataclass
+class ClearDecode(ToPane):
+    """Attention drops the decode it shows (it was another model's)."""
+
+
+@dataclass
+class DecodeText(ToPane):
+    """Decode decodes ``text`` (again, with the heads as they are switched now)."""
+
+    text: str
+
+
+@dataclass
+class OpenRunFolder(ToPane):
+    """Train opens the run folder ``path``."""
+
+    path: Path
+
+
+@dataclass
+class OpenSaeFolder(ToPane):
+    """Features opens the SAE folder ``path``."""
+
+    path: Path

@@ -14,9 +14,9 @@ from typing import Any
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 
-from tui_lab.ui import keys
-from tui_lab.ui.keymap import action_help, as_bindings, bindings_of, first_key, rebound
+from tui_lab.ui import key_bindings, pane_registry
 from tui_lab.ui.state.host import Pane
+from tui_lab.ui.user_keymap import action_help, as_bindings, bindings_of, first_key, rebound
 
 # App keys with no place in the palette: Textual lists its own Quit, and
 # leaving a text field means nothing once the palette has the focus.
@@ -50,7 +50,7 @@ def lab_commands(
     yield from basics_commands(app, keymap)
     for pane in panes:
         owner = type(pane)
-        title = keys.PANE_TITLES[owner.PANE_ID]
+        title = pane_registry.spec(owner.PANE_ID).title
         for binding in bindings_of(owner):
             yield SystemCommand(
                 f"{title}: {binding.description}",
@@ -61,7 +61,7 @@ def lab_commands(
 
 def basics_commands(app: App[Any], keymap: Mapping[str, str]) -> Iterator[SystemCommand]:
     """One command per view of the basics screen ("Basics: Masks"), opening it on that view."""
-    for binding in as_bindings(keys.BASICS):
+    for binding in as_bindings(key_bindings.BASICS):
         if not binding.action.startswith("view("):
             continue
         key = app.get_key_display(first_key(rebound(binding, keymap)))

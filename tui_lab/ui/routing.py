@@ -3,8 +3,9 @@
 A pane posts a message (``ui/messages.py``) and never fetches another pane; the
 handlers here are the one place that knows which panes a message reaches, and
 what the lab keeps of it (its config, the model Decode uses, the last decode
-and report, where time travel stands). ``LabApp`` owns the state and the
-layout; this mixin only moves messages on.
+and report, where time travel stands). What a pane is to do is a message too
+(``ToPane``), posted to it (``tell``): this module calls no pane's methods.
+``LabApp`` owns the state and the layout; this mixin only moves messages on.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, cast, overload
 
 from textual import work
 from textual.app import App
@@ -21,19 +22,34 @@ from textual.message import Message
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.ui.messages import (
+    ClearDecode,
     ConfigChanged,
     ConfigInvalid,
+    CountsStale,
     Decoded,
     DecodeRequested,
+    DecodeText,
     ModelChanged,
     ModelOpened,
+    OpenRunFolder,
     OpenRunRequested,
+    OpenSaeFolder,
     OpenSaeRequested,
     ReportReady,
     RunConfigOpened,
+    ShowCard,
+    ShowConfig,
+    ShowCounts,
+    ShowDecode,
+    ShowForm,
     SnapshotDecoded,
+    ToPane,
     TravelMoved,
+    UseConfig,
+    UseModel,
+    UseTask,
 )
+from tui_lab.ui.pane_registry import spec
 from tui_lab.ui.state.ablation import AblationState
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.state.lab_state import LabState
@@ -47,13 +63,7 @@ if TYPE_CHECKING:  # the panes are imported when first built (lazy_panes.py), no
     from tui_lab.core.opening.from_run import LoadedModel
     from tui_lab.core.opening.model_handle import ModelHandle
     from tui_lab.ui.core_access import Core
-    from tui_lab.ui.panes.attention.attention_pane import AttentionPane
-    from tui_lab.ui.panes.builder.build_pane import BuildPane
-    from tui_lab.ui.panes.decode.decode_pane import DecodePane
-    from tui_lab.ui.panes.features.features_pane import FeaturesPane
     from tui_lab.ui.panes.params.param_count import ParamCounter
-    from tui_lab.ui.panes.params.params_pane import ParamsPane
-    from tui_lab.ui.panes.runs.runs_pane import RunsPane
     from tui_lab.ui.panes.train.train_pane import TrainPane
 
 
@@ -96,7 +106,7 @@ class PaneRouting(App[None]):
     runs_root: StateField[Path] = StateField()
     user_dir: StateField[Path | None] = StateField()
     panes: dict[str, Pane]
-    pane_waiters: dict[str, list[Callable[[Any], None]]]  # pane id -> calls for when it mounts
+    pane_waiters: dict[str, list[ToPane]]  # pane id -> messages for when it mounts
     counter: ParamCounter
     _report_generation: int
     # LabApp's: the status bar's text, and switching panes.
@@ -104,28 +114,24 @@ class PaneRouting(App[None]):
     action_show_pane: Callable[[str], None]
     loaded: Callable[[], None]  # torch (and --model) loaded: the hidden panes are built
 
-    @overload
-    def pane(self, pane_id: Literal["build"]) -> BuildPane | None: ...
-    @overload
-    def pane(self, pane_id: Literal["train"]) -> TrainPane | None: ...
-    @overload
-    def pane(self, pane_id: Literal["decode"]) -> DecodePane | None: ...
-    @overload
-    def pane(self, pane_id: Literal["attention"]) -> AttentionPane | None: ...
-    @overload
-    def pane(self, pane_id: Literal["params"]) -> ParamsPane | None: ...
-    @overload
-    def pane(self, pane_id: Literal["runs"]) -> RunsPane | None: ...
-    @overload
-    def pane(self, pane_id: Literal["features"]) -> FeaturesPane | None: ...
-    @overload
-    def pane(self, pane_id: str) -> Pane | None: ...
     def pane(self, pane_id: str) -> Pane | None:
-        """The pane widget with this id ('train'...), typed by its id; None before it is built
-        or while quitting. (A message the app routes while it quits would reach a pane whose
-        widgets are gone.) Each pane registers itself under its ``PANE_ID``, so the id names
-        its class."""
+        """The pane widget with this id ('train'...); None before it is built or while
+        quitting. (A message the app routes while it quits would reach a pane whose widgets
+        are gone.) Each pane registers itself under its ``PANE_ID``."""
         return None if self.quitting else self.panes.get(pane_id)
+
+    def train_pane(self) -> TrainPane | None:
+        """The Train pane, whose training state the status bar and the quit key read."""
+        return cast("TrainPane | None", self.pane("train"))
+
+    def tell(self, pane_id: str, message: ToPane, wait: bool = False) -> None:
+        """Post ``message`` to the pane ``pane_id``; one not built yet misses it, unless
+        ``wait``: then it gets it once it mounts (``LabApp.register_pane``)."""
+        pane = self.pane(pane_id)
+        if pane is not None:
+            pane.post_message(message)
+        elif wait and not self.quitting:
+            self.pane_waiters.setdefault(pane_id, []).append(message)
 
     @property
     def quitting(self) -> bool:
@@ -141,26 +147,21 @@ class PaneRouting(App[None]):
 
     def on_config_invalid(self, message: ConfigInvalid) -> None:
         """The form is invalid: Params says its table is stale."""
-        if (params := self.pane("params")) is not None:
-            params.show_invalid(message.message)
+        self.tell("params", CountsStale(message.message))
 
     def on_run_config_opened(self, message: RunConfigOpened) -> None:
         """An opened run's config becomes the lab's: status bar, Build, Params, Train, Decode, Attention."""
         config = message.config
         self._leave_model()  # the run's model replaces an opened one
-        if (build := self.pane("build")) is not None:
-            build.show_config(config)
+        self.tell("build", ShowConfig(config))
         self.last_decode = None  # a decode of another model
-        if (attention := self.pane("attention")) is not None:
-            attention.clear()
+        self.tell("attention", ClearDecode())
         self._use_config(config, edited=False)
 
     def _use_config(self, config: LabConfig, edited: bool) -> None:
         self.config = config
-        if (train := self.pane("train")) is not None:
-            train.config_changed(config)
-        if (attention := self.pane("attention")) is not None:
-            attention.show_config(config)
+        self.tell("train", UseConfig(config))
+        self.tell("attention", UseConfig(config))
         self._update_status()
         self._request_report(config, edited)
 
@@ -181,18 +182,14 @@ class PaneRouting(App[None]):
 
     def on_report_ready(self, message: ReportReady) -> None:
         """Show the new counts in Build's summary and the Params table; Decode's examples."""
-        params = self.pane("params")
         if message.report is None:
-            if params is not None:
-                params.show_invalid(message.error or "cannot count")
+            self.tell("params", CountsStale(message.error or "cannot count"))
             return
         self.last_report = message
-        if (build := self.pane("build")) is not None:
-            build.show_report(message.report, message.vocab_size)
-        if params is not None:
-            params.show_report(message.report, message.config, message.vocab_size, message.edited)
-        if (decode := self.pane("decode")) is not None:
-            decode.show_task(message.task)
+        counts = ShowCounts(message.config, message.report, message.vocab_size, message.edited)
+        self.tell("build", counts)
+        self.tell("params", counts)
+        self.tell("decode", UseTask(message.task))
 
     # ---- models and decodes ---------------------------------------------------------
 
@@ -200,8 +197,7 @@ class PaneRouting(App[None]):
         """Decode uses the newest model (an opened one when the Train pane has none)."""
         run = message.run if message.run is not None else self.opened
         self.current_run = run
-        if (decode := self.pane("decode")) is not None:
-            decode.set_run(run)
+        self.tell("decode", UseModel(run))
         self._update_status()
 
     # ---- a real model opened from files ----------------------------------------------
@@ -223,19 +219,15 @@ class PaneRouting(App[None]):
             )
             self._update_status()
             self._request_report(self.config, edited=False)
-            if (train := self.pane("train")) is not None:
-                train.config_changed(self.config)  # trains the preset again
-            if (build := self.pane("build")) is not None:
-                build.show_form()
+            self.tell("train", UseConfig(self.config))  # trains the preset again
+            self.tell("build", ShowForm())
             return
         self.opened = loaded
         self.core_state = f"torch {version} ready"
         self.last_decode = None
-        if (build := self.pane("build")) is not None:
-            build.show_card(loaded.card)
-        if (attention := self.pane("attention")) is not None:
-            attention.clear()
-            attention.show_config(loaded.config)
+        self.tell("build", ShowCard(loaded.card))
+        self.tell("attention", ClearDecode())
+        self.tell("attention", UseConfig(loaded.config))
         self.on_model_changed(ModelChanged(loaded))
         self._model_report_worker(loaded)
         for note in loaded.notes:
@@ -262,36 +254,32 @@ class PaneRouting(App[None]):
             return
         self.opened = None
         self.model_source = None
-        if (build := self.pane("build")) is not None:
-            build.show_form()
+        self.tell("build", ShowForm())
 
     def on_decoded(self, message: Decoded) -> None:
         """Attention shows the newest decode."""
         self.last_decode = message
-        if (attention := self.pane("attention")) is not None:
-            attention.set_result(
-                message.result, message.model, message.task, message.options
-            )
+        self.tell("attention", ShowDecode(message))
 
     def on_decode_requested(self, message: DecodeRequested) -> None:
         """Attention switched a head: Decode decodes the input on show again."""
-        decode = self.pane("decode")
-        if decode is not None:
-            decode.decode(message.text)
+        self.tell("decode", DecodeText(message.text))
 
     def on_snapshot_decoded(self, message: SnapshotDecoded) -> None:
         """A time-travel step: Attention shows it first (the next frame holds the new heatmap),
-        then the decode goes through Decode's handlers (output, top-k) and back here (last decode)."""
+        then the decode goes through Decode's handlers (output, top-k) and back here (last decode).
+        The repaint is timed from the first refresh after Attention has handled it."""
         decoded = message.decoded
         attention = self.pane("attention")
         if attention is not None:
-            attention.set_result(decoded.result, decoded.model, decoded.task, decoded.options)
+            attention.post_message(ShowDecode(decoded))
         decode = self.pane("decode")
         if decode is not None:
             decode.post_message(decoded)
         else:
             self.on_decoded(decoded)
-        self.call_after_refresh(self._travel_painted, decoded.result, message.started)
+        # Queued behind ShowDecode on Attention's queue: called after the refresh that shows it.
+        (attention or self).call_after_refresh(self._travel_painted, decoded.result, message.started)
 
     def _travel_painted(self, result: DecodeResult, started: float) -> None:
         now = perf_counter()
@@ -310,29 +298,21 @@ class PaneRouting(App[None]):
 
     def on_open_run_requested(self, message: OpenRunRequested) -> None:
         """The Runs pane's enter: the Train pane opens the folder and comes on show."""
-        train = self.pane("train")
+        train = self.train_pane()
         if train is None:
             self.notify("the Train pane is still loading", severity="warning")
             return
         if not train.train_state.can_open:
-            self.notify("stop training first (2, then s)", severity="warning")
+            self.notify(f"stop training first ({spec('train').key}, then s)", severity="warning")
             return
-        train.open_run_dir(message.path)
+        self.tell("train", OpenRunFolder(message.path))
         self.action_show_pane("train")
 
     def on_open_sae_requested(self, message: OpenSaeRequested) -> None:
         """The Runs pane's enter on an SAE: the Features pane comes on show and opens it
         (once built: shown, a pane not yet built is built now)."""
         self.action_show_pane("features")
-        self.when_pane("features", lambda features: features.open_folder(str(message.path)))
-
-    def when_pane(self, pane_id: str, call: Callable[[Any], None]) -> None:
-        """``call(pane)`` now if the pane is mounted, else as soon as it mounts."""
-        pane = self.pane(pane_id)
-        if pane is not None:
-            call(pane)
-        else:
-            self.pane_waiters.setdefault(pane_id, []).append(call)
+        self.tell("features", OpenSaeFolder(message.path), wait=True)
 
     def on_train_pane_phase_changed(self, message: Message) -> None:
         """Training started, paused, stopped...: the status bar says so."""

@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 from tui_lab.ui.state.travel import TimeTravel
 from tui_lab.ui.widgets.fourier_view import FourierView
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
@@ -33,7 +33,7 @@ PLAY_SECONDS = 0.35
 class FourierScreen(Screen[None]):
     """The spectrum of the run's model now or of one history snapshot."""
 
-    BINDINGS = keys.FOURIER
+    BINDINGS = key_bindings.FOURIER
 
     class Shown(Message):
         """A spectrum was worked out (``spec`` None: ``error`` says why)."""

@@ -14,11 +14,11 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui_lab.ui import keys
-from tui_lab.ui.keymap import UserKeymap, shown
+from tui_lab.ui import key_bindings, pane_registry
+from tui_lab.ui.user_keymap import UserKeymap, shown
 
 FIELD_KEYS = [
-    ("escape", f"leave the text field (then 1-{len(keys.PANES)}, q and ? work again)"),
+    ("escape", f"leave the text field (then {pane_registry.pane_keys_text()}, q and ? work again)"),
     ("enter", "submit (decode the input, save, open)"),
     ("tab / shift+tab", "next / previous control"),
 ]
@@ -39,9 +39,9 @@ Rows = list[tuple[str, str]]
 
 @dataclass(frozen=True)
 class PaneKeys:
-    """What help lists for one mounted pane: its number and title, and its key sections."""
+    """What help lists for one mounted pane: its key and title, and its key sections."""
 
-    number: int
+    key: str
     title: str
     sections: list[tuple[str, list[BindingType]]]  # ("" for the pane's own, "the form", ...)
     extra: Rows = field(default_factory=list)  # keys handled without a binding
@@ -73,17 +73,17 @@ def lab_sections(
         ("In text fields", FIELD_KEYS),
     ]
     for pane in panes:
-        title = f"{pane.number} {pane.title}"
+        title = f"{pane.key} {pane.title}"
         rows: Rows = []
         for section, bindings in pane.sections:
             section_rows = binding_rows(bindings, display, keymap)
             if section:
                 sections.append((title, rows))
-                title, rows = f"{pane.number} {pane.title}: {section}", section_rows
+                title, rows = f"{pane.key} {pane.title}: {section}", section_rows
             else:
                 rows += section_rows
         sections.append((title, rows + pane.extra))
-    sections.append(("b Basics (over any pane)", binding_rows(keys.BASICS, display, keymap)))
+    sections.append(("b Basics (over any pane)", binding_rows(key_bindings.BASICS, display, keymap)))
     return sections
 
 
@@ -91,7 +91,7 @@ class HelpScreen(ModalScreen[None]):
     """Lists the bindings of the app, each pane and text fields; any of ?/escape/q closes it."""
 
     CSS_PATH = "help.tcss"
-    BINDINGS = keys.HELP
+    BINDINGS = key_bindings.HELP
 
     def __init__(self, sections: list[tuple[str, Rows]], keymap: UserKeymap) -> None:
         super().__init__()

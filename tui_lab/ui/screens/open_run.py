@@ -13,14 +13,14 @@ from textual.widgets.option_list import Option
 
 from tui_lab.core.runs.sae_summary import is_sae_folder
 from tui_lab.core.runs.summary import list_run_folders
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 
 
 class OpenRunScreen(ModalScreen[Path | None]):
     """Lists the run folders under the runs root; Enter opens one."""
 
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = keys.OPEN_RUN
+    BINDINGS = key_bindings.OPEN_RUN
 
     def __init__(self, root: Path) -> None:
         super().__init__()

@@ -14,7 +14,7 @@ from textual.widgets import Input, Label, Static
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.config.presets import user_preset_dir
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -23,7 +23,7 @@ class SavePresetScreen(ModalScreen[Path | None]):
     """Asks for a preset name (and a description), then writes the YAML file."""
 
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = keys.SAVE_PRESET
+    BINDINGS = key_bindings.SAVE_PRESET
 
     def __init__(self, config: LabConfig, user_dir: Path | None = None) -> None:
         super().__init__()

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from tui_lab.core.errors import LabError
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class SteerScreen(ModalScreen[SteerRequest | None]):
     """Asks for the steering vector's hook, prompt sets and coefficient."""
 
     CSS_PATH = "dialogs.tcss"
-    BINDINGS = keys.STEER
+    BINDINGS = key_bindings.STEER
 
     def __init__(self, hook: str, hooks: list[str]) -> None:
         super().__init__()

@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from tui_lab.core.decoding.attention_text import shade
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 
 LOW = (40, 60, 110)  # dark blue for weights near 0
 HIGH = (255, 210, 80)  # warm yellow for weights near 1
@@ -56,7 +56,7 @@ def cell_text(value: float, width: int) -> str:
 class Heatmap(Widget, can_focus=True):
     """Rows are queries, columns keys; the arrow keys move a cursor over the cells."""
 
-    BINDINGS = keys.HEATMAP
+    BINDINGS = key_bindings.HEATMAP
 
     cursor: reactive[tuple[int, int]] = reactive((0, 0))
 

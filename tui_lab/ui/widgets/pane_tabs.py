@@ -1,4 +1,4 @@
-"""The six panes: one on show at a time, named in a one-line tab bar.
+"""The panes: one on show at a time, named in a one-line tab bar.
 
 Textual's TabbedContent nests three full-screen containers and a dozen tab
 widgets around each pane. Repainting them, and restyling the tabs, took about
@@ -37,16 +37,14 @@ class PaneTabs(Widget):
 
     active: reactive[str] = reactive("")
 
-    def __init__(self, titles: dict[str, str], active: str, **kwargs: Any) -> None:
+    def __init__(self, tabs: list[tuple[str, str]], active: str, **kwargs: Any) -> None:
+        """``tabs``: (pane id, its tab's text: "1 Build"), in order."""
         super().__init__(**kwargs)
-        self._titles = titles
+        self._tabs = tabs
         self.set_reactive(PaneTabs.active, active)
 
     def _labels(self) -> list[tuple[str, str]]:
-        return [
-            (name, f" {number} {title} ")
-            for number, (name, title) in enumerate(self._titles.items(), start=1)
-        ]
+        return [(name, f" {text} ") for name, text in self._tabs]
 
     def render(self) -> Content:
         parts: list[Content | str] = []
@@ -56,7 +54,7 @@ class PaneTabs(Widget):
         return Content.assemble(*parts)
 
     async def on_click(self, event: events.Click) -> None:
-        """A click on a tab shows its pane (through the app, as the 1-8 keys do)."""
+        """A click on a tab shows its pane (through the app, as the pane keys do)."""
         x = 0
         for name, label in self._labels():
             if x <= event.x < x + len(label):

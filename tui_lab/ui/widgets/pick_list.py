@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 
@@ -45,7 +45,7 @@ class PickList(ScrollView, QuietFocus, can_focus=True):
         "pick-list--focused",
     }
 
-    BINDINGS = keys.PICK_LIST
+    BINDINGS = key_bindings.PICK_LIST
 
     @dataclass
     class Picked(Message):

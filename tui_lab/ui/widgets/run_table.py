@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 GAP = 2  # spaces between columns
@@ -47,7 +47,7 @@ class RunTable(ScrollView, QuietFocus, can_focus=True):
     RunTable:focus > .run-table--cursor { background: $accent 60%; }
     RunTable > .run-table--header { text-style: bold; color: $text; }
     """
-    BINDINGS = keys.RUN_TABLE
+    BINDINGS = key_bindings.RUN_TABLE
 
     class Highlighted(Message):
         """The cursor is on another row (``key``)."""

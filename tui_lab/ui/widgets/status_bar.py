@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tui_lab.ui.keys import PANES
+from tui_lab.ui.pane_registry import pane_keys_text
 
 
 class StatusBar(Static):
@@ -28,5 +28,5 @@ class StatusBar(Static):
         if training:
             text.append("  ·  ", style="dim")
             text.append(training, style="bold")
-        text.append(f"   1-{len(PANES)} panes · ? help · ctrl+p commands", style="dim")
+        text.append(f"   {pane_keys_text()} panes · ? help · ctrl+p commands", style="dim")
         self.update(text, layout=False)  # one line, always: no re-layout of the screen

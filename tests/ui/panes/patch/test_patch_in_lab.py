@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 from tests.ui.helpers import SIZE, ready, tiny_app, wait_until
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings, pane_registry
 from tui_lab.ui.panes.patch.patch_pane import PatchPane
 
 
 async def test_its_key_shows_the_pane_help_and_the_palette_list_its_keys() -> None:
     app = tiny_app()
-    number = str(keys.PANES.index("patch") + 1)
+    number = pane_registry.spec("patch").key
     assert number == "7"  # the design's order: Patch 7, Features 8
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -25,7 +25,7 @@ async def test_its_key_shows_the_pane_help_and_the_palette_list_its_keys() -> No
         assert f"{number} Patch" in str(app.query_one("#tabs").render())
         found = {p.title: p.sections for p in app.pane_keys()}
         ids = {b.id for _, group in found["Patch"] for b in group}
-        every = {b.id for b in keys.PATCH}
+        every = {b.id for b in key_bindings.PATCH}
         assert every | {"heatmap.down", "pick_list.pick"} <= ids
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert {"Patch: Site", "Patch: Exact/attribution", "Patch: Logit attribution",
@@ -42,7 +42,7 @@ async def test_an_opened_run_is_patched_and_stepped_through_its_history(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await wait_until(pilot, lambda: app.state.current_run is not None, 60, "the run")
-        await pilot.press(str(keys.PANES.index("patch") + 1))
+        await pilot.press(pane_registry.spec("patch").key)
         pane = app.query_one(PatchPane)
         await pilot.press("s", "s", "s", "r")
         await wait_until(pilot, lambda: pane.view.shown is not None and not pane.running, 120, "z")

@@ -22,8 +22,9 @@ from textual.widgets import Static
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.core.opening.model_handle import opened_from_files
-from tui_lab.ui import keys
-from tui_lab.ui.messages import DecodeRequested
+from tui_lab.ui import key_bindings
+from tui_lab.ui.messages import ClearDecode, DecodeRequested, ShowDecode, UseConfig
+from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.attention.importance_panel import ImportanceAsk, ImportancePanel
 from tui_lab.ui.state.decoding import axis_labels
 from tui_lab.ui.state.host import Pane
@@ -69,9 +70,9 @@ class AttentionPane(Pane, Vertical):
             self.projections = projections
             self.error = error
 
-    PANE_ID = "attention"
-    KEY_SECTIONS = (("", keys.HEATMAP),)
-    BINDINGS = keys.ATTENTION
+    PANE_ID = pane_id(__name__)
+    KEY_SECTIONS = (("", key_bindings.HEATMAP),)
+    BINDINGS = key_bindings.ATTENTION
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -112,7 +113,7 @@ class AttentionPane(Pane, Vertical):
         opened = self.host.state.opened  # a real model opened from files: its own settings
         self.config = opened.config if opened is not None else self.host.state.config
         self.clear()
-        self.host.register_pane("attention", self)
+        self.host.register_pane(self.PANE_ID, self)
         last = self.host.state.last_decode
         if last is not None:
             self.set_result(last.result, last.model, last.task, last.options)
@@ -122,6 +123,19 @@ class AttentionPane(Pane, Vertical):
         self.query_one(Heatmap).focus()
 
     # ---- data ------------------------------------------------------------------
+
+    def on_clear_decode(self, message: ClearDecode) -> None:
+        """The decode on show was another model's."""
+        self.clear()
+
+    def on_use_config(self, message: UseConfig) -> None:
+        """The lab's config changed: its layers and heads."""
+        self.show_config(message.config)
+
+    def on_show_decode(self, message: ShowDecode) -> None:
+        """The newest decode (or a time-travel step's)."""
+        decoded = message.decoded
+        self.set_result(decoded.result, decoded.model, decoded.task, decoded.options)
 
     def clear(self) -> None:
         """Forget the decode on show (it came from another model): back to the empty state."""

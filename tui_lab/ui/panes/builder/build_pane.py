@@ -17,8 +17,16 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, check_fits_in_memory, load_file
-from tui_lab.ui import keys
-from tui_lab.ui.messages import ConfigChanged, ConfigInvalid
+from tui_lab.ui import key_bindings
+from tui_lab.ui.messages import (
+    ConfigChanged,
+    ConfigInvalid,
+    ShowCard,
+    ShowConfig,
+    ShowCounts,
+    ShowForm,
+)
+from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.builder.config_form import FIELDS, ConfigForm
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.highlight import highlighted
@@ -39,10 +47,10 @@ FINETUNE_HELP = ("above: the text file, then the steps · windows of 128 tokens 
 class BuildPane(Pane, Vertical):
     """Presets, the hyperparameter form, live size/cost and the YAML preview."""
 
-    PANE_ID = "build"
-    KEY_SECTIONS = (("the form", keys.FORM),)
+    PANE_ID = pane_id(__name__)
+    KEY_SECTIONS = (("the form", key_bindings.FORM),)
     HELP_EXTRA = (("0-9 . e -", "type into a number (backspace, delete, ←→, home, end, ctrl+u)"),)
-    BINDINGS = keys.BUILD
+    BINDINGS = key_bindings.BUILD
 
     def __init__(self, config: LabConfig, user_dir: Path | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -104,6 +112,22 @@ class BuildPane(Pane, Vertical):
         self.query_one(ModelCardView).show_opening(source)
         self.add_class("-model")
         self.refresh_bindings()
+
+    def on_show_config(self, message: ShowConfig) -> None:
+        """An opened run's config: the form shows it."""
+        self.show_config(message.config)
+
+    def on_show_form(self, message: ShowForm) -> None:
+        """Back to the lab's own configs: the form again."""
+        self.show_form()
+
+    def on_show_card(self, message: ShowCard) -> None:
+        """A model opened from files: its card."""
+        self.show_card(message.card)
+
+    def on_show_counts(self, message: ShowCounts) -> None:
+        """New parameter counts: the summary."""
+        self.show_report(message.report, message.vocab_size)
 
     def show_card(self, card: Any) -> None:
         """Show an opened model's card and config.json instead of the presets and the form."""

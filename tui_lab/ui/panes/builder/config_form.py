@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 from tui_lab.ui.panes.builder.form_draw import Cursor, draw_line
 from tui_lab.ui.panes.builder.form_fields import FIELDS, FormField, load_fields, read_fields
 from tui_lab.ui.panes.builder.form_layout import LABEL_WIDTH, Line, lay_out
@@ -52,7 +52,7 @@ class ConfigForm(LineView, can_focus=True):
         "config-form--option-highlighted",
     }
 
-    BINDINGS = keys.FORM
+    BINDINGS = key_bindings.FORM
 
     @dataclass
     class Edited(Message):

@@ -20,8 +20,9 @@ from textual.widgets import Checkbox, Input, Label, Static
 from tui_lab.core.errors import one_line
 from tui_lab.core.opening.model_handle import opened_from_files
 from tui_lab.core.visible_text import NEWLINE, VISIBLE_WHITESPACE
-from tui_lab.ui import keys
-from tui_lab.ui.messages import Decoded
+from tui_lab.ui import key_bindings
+from tui_lab.ui.messages import Decoded, DecodeText, UseModel, UseTask
+from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.decode import fill_view
 from tui_lab.ui.panes.decode.logit_lens import LogitLens
 from tui_lab.ui.panes.decode.steering import Steering
@@ -113,9 +114,9 @@ class DecodePane(Pane, Vertical):
 
         message: str
 
-    PANE_ID = "decode"
+    PANE_ID = pane_id(__name__)
     HELP_EXTRA = (("enter", "decode the input / the chosen example"),)
-    BINDINGS = keys.DECODE
+    BINDINGS = key_bindings.DECODE
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -171,7 +172,7 @@ class DecodePane(Pane, Vertical):
         self.query_one("#decode-output", Static).update(
             Text("Train a model (2, then space) or open a run (2, then o) to decode.", style="dim")
         )
-        self.host.register_pane("decode", self)
+        self.host.register_pane(self.PANE_ID, self)
         if self.host.state.last_report is not None:
             self.show_task(self.host.state.last_report.task)
         if self.host.state.current_run is not None:
@@ -182,6 +183,18 @@ class DecodePane(Pane, Vertical):
         self.query_one("#decode-input", Input).focus()
 
     # ---- model and task -------------------------------------------------------
+
+    def on_use_task(self, message: UseTask) -> None:
+        """The config's task: its examples."""
+        self.show_task(message.task)
+
+    def on_use_model(self, message: UseModel) -> None:
+        """The model to decode with."""
+        self.set_run(message.run)
+
+    def on_decode_text(self, message: DecodeText) -> None:
+        """Attention switched a head: decode the input again."""
+        self.decode(message.text)
 
     def show_task(self, task: Any) -> None:
         """The lab config's task: its examples are offered while there is no model."""

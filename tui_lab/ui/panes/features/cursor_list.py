@@ -16,14 +16,14 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 
 
 class CursorList(Widget, can_focus=True):
     """Rich ``Text`` lines; ``up``/``down``/page keys move the cursor (the pane's bindings
     call ``move``), ``enter`` chooses. The lines are given by ``show``."""
 
-    BINDINGS = keys.FEATURE_LIST
+    BINDINGS = key_bindings.FEATURE_LIST
     cursor: reactive[int] = reactive(0, layout=False)
 
     @dataclass

@@ -34,7 +34,9 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from tui_lab.core.sae import defaults as DEFAULT
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
+from tui_lab.ui.messages import OpenSaeFolder
+from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.features.browser import SORT_TITLES, FeatureBrowser
 from tui_lab.ui.panes.features.card_view import card_text, curves_text, shown
 from tui_lab.ui.panes.features.cursor_list import CursorList
@@ -54,9 +56,9 @@ def one_line(exc: BaseException) -> str:
 class FeaturesPane(Pane, Vertical, can_focus=False):
     """An SAE on the model in hand: train it live, open one, browse its features."""
 
-    PANE_ID = "features"
-    BINDINGS = keys.FEATURES
-    KEY_SECTIONS = (("Feature list and the typed text's tokens", keys.FEATURE_LIST),)
+    PANE_ID = pane_id(__name__)
+    BINDINGS = key_bindings.FEATURES
+    KEY_SECTIONS = (("Feature list and the typed text's tokens", key_bindings.FEATURE_LIST),)
 
     @dataclass
     class TrainProgress(Message):
@@ -137,7 +139,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         """Say how to start; register with the host."""
         if self.host.quitting:
             return
-        self.host.register_pane("features", self)
+        self.host.register_pane(self.PANE_ID, self)
         self.query_one("#features-path", Input).display = False
         self._title()
         self.query_one("#features-card", Static).update(self._hint())
@@ -231,6 +233,10 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         path = self.query_one("#features-path", Input)
         path.display = True
         path.focus()
+
+    def on_open_sae_folder(self, message: OpenSaeFolder) -> None:
+        """The Runs pane's enter on an SAE."""
+        self.open_folder(str(message.path))
 
     def open_folder(self, folder: str) -> None:
         """Open an SAE's folder on the model in hand and browse its features."""
@@ -333,8 +339,8 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     # ---- workers (threads) ---------------------------------------------------------
     def _hooked(self, run: Any, training: bool) -> Any:
         """The run as a hooked handle; its model copied unless it was opened from files."""
-        from tui_lab.core.opening.model_in_hand import hooked
         from tui_lab.core.opening.model_handle import opened_from_files
+        from tui_lab.core.opening.model_in_hand import hooked
         from tui_lab.ui.state.model_copies import settled
 
         # An opened model's background layout first: its replaced weights' pages are handed back.
@@ -343,42 +349,22 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         return hooked(SimpleNamespace(model=model, task=run.task, config=run.config,
                                       card=getattr(run, "card", None), device=device))
 
-    @staticmethod
-    def _last_resid(handle: Any) -> str:
-        # an encoder-decoder's text is read by its encoder (site_width refuses its decoder)
-        names = [n for n in handle.hook_names() if n.endswith("hook_resid_post")
-                 and (handle.decoder_only or n.startswith("encoder."))]
-        if not names:
-            raise ValueError("this model has no residual-stream hook (hook_resid_post)")
-        return str(names[-1])
-
-    def _windows(self, handle: Any) -> Any:
-        from tui_lab.core.sae.recipe import text_windows
-
-        text = getattr(handle.task, "train_text", None)
-        if not text:
-            raise ValueError("this model has no text of its own: tfx-lab sae train --text FILE, then o opens it")
-        return text_windows(handle, text)
-
     @work(thread=True, exclusive=True, exit_on_error=False, group="features-train")
     def _train_worker(self, run: Any, out: Path, training: bool) -> None:
-        """Train an SAE at the last residual stream (thread), posting merged progress."""
+        """Train an SAE at the last residual stream (thread, ``core/verbs/sae_train.py``), posting
+        merged progress."""
         from tui_lab.core.model.device import bulk_threads
-        from tui_lab.core.sae.activations import hook_activations, site_width
-        from tui_lab.core.sae.feature_cache import recorder
-        from tui_lab.core.sae.recipe import new_sae, train_settings
-        from tui_lab.core.sae.trainer import SAETrainer
+        from tui_lab.core.sae.recipe import last_resid
+        from tui_lab.core.verbs import sae_train
 
         worker = get_current_worker()
         try:
             handle = self._hooked(run, training)
-            hook = self._last_resid(handle)
-            self.hook = hook
-            windows = self._windows(handle)
-            width = site_width(handle, hook, windows[:1])
-            sae = new_sae(width, self.d_sae, "topk", self.k, hook, getattr(run.config, "name", None),
-                          windows.shape[1])
-            settings = train_settings(self.train_tokens or DEFAULT.TOKENS)
+            self.hook = last_resid(handle)
+            request = sae_train.Request(str(out), self.hook, d_sae=self.d_sae, k=self.k,
+                                        tokens=self.train_tokens or DEFAULT.TOKENS,
+                                        model_name=getattr(run.config, "name", None), score_ce=False,
+                                        keep_tokens=self.table_tokens)  # the table reads them after
             last = [0.0]
 
             def on_event(event: Any) -> None:
@@ -387,29 +373,25 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
                     last[0] = time.monotonic()
                     self.post_message(self.TrainProgress(event.record()))
 
-            trainer = SAETrainer(sae, settings, out, on_event)
-            per_pass = max(1, 4096 // windows.shape[1])
-            kept = recorder(handle, windows, hook, self.table_tokens)  # the table reads them after
             with bulk_threads(training):
-                end = trainer.train(kept.wrap(hook_activations(handle, windows, hook, per_pass, epochs=None)),
-                                    should_stop=lambda: worker.is_cancelled)
+                end = sae_train.run(request, handle, cancelled=lambda: worker.is_cancelled, on_event=on_event)
         except Exception as exc:
             self.post_message(self.Failed(one_line(exc)))
             return
-        self.post_message(self.TrainEnded(sae.eval(), handle, windows, str(out), end.reason))
+        self.post_message(self.TrainEnded(end.sae.eval(), handle, end.windows, str(out), end.reason))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="features-table")
     def _open_worker(self, run: Any, folder: str, training: bool) -> None:
         """Open an SAE folder (thread), then build its table."""
-        from tui_lab.core.sae.activations import check_width, site_width
+        from tui_lab.core.sae.recipe import last_resid
         from tui_lab.core.sae.source import open_sae
+        from tui_lab.core.verbs.sae_features import windows_for
 
         try:
             sae = open_sae(folder)
             handle = self._hooked(run, training)
-            hook = sae.cfg.metadata.hook_name or self._last_resid(handle)
-            windows = self._windows(handle)
-            check_width(sae, hook, site_width(handle, hook, windows[:1]))
+            hook = sae.cfg.metadata.hook_name or last_resid(handle)
+            windows = windows_for(sae, hook, handle, name=getattr(run.config, "name", None) or "the model")
         except Exception as exc:
             self.post_message(self.Failed(one_line(exc)))
             return
@@ -422,23 +404,22 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
 
     def _build_table(self, sae: Any, handle: Any, windows: Any, hook: str, source: str) -> None:
         from tui_lab.core.model.device import bulk_threads
-        from tui_lab.core.sae.feature_cache import cached_feature_table
         from tui_lab.core.sae.feature_table import unembedding
+        from tui_lab.core.verbs.sae_features import feature_table
 
         worker = get_current_worker()
         last = [0.0]
 
-        def progress(done: int, total: int) -> None:
+        def progress(done: int, total: int, _what: str) -> None:
             if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
                 last[0] = time.monotonic()
                 self.post_message(self.TableProgress(done, total))
 
         try:
             t0 = time.perf_counter()
-            windows = windows[: max(1, self.table_tokens // windows.shape[1])]
             with bulk_threads(self.host.training_active):
-                table, cached = cached_feature_table(handle, sae, windows, hook, progress=progress,
-                                                     should_stop=lambda: worker.is_cancelled)
+                table, cached = feature_table(handle, sae, windows, hook, self.table_tokens, progress=progress,
+                                              cancelled=lambda: worker.is_cancelled)
             if table is None:
                 return
             browser = FeatureBrowser(sae, table, handle.task.vocab.label, unembedding(handle.model))
@@ -450,20 +431,15 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="features-prompt")
     def _prompt_worker(self, handle: Any, sae: Any, hook: str | None, text: str) -> None:
-        """The typed text's feature activations (thread)."""
-        import torch
-
-        from tui_lab.core.sae.activations import flat_site
+        """The typed text's feature activations (thread; text past the context refused in one line)."""
+        from tui_lab.core.verbs.sae_features import on_text
 
         try:
-            ids = handle.to_tokens(text)
-            with torch.no_grad():
-                _, cache = handle.run_with_cache(ids, names=[hook])
-                features = sae.encode(flat_site(cache[hook])[0].float())
+            labels, features = on_text(handle, sae, hook or "", text)
         except Exception as exc:
             self.post_message(self.Failed(one_line(exc)))
             return
-        self.post_message(self.PromptReady(handle.to_str_tokens(ids), features))
+        self.post_message(self.PromptReady(labels, features))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="features-decode")
     def _intervene_worker(self, handle: Any, sae: Any, hook: str | None, feature: int, text: str, mode: str,

@@ -10,7 +10,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
+from tui_lab.ui.messages import CountsStale, ShowCounts
+from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.model_summary import human, human_bytes, stacks
 from tui_lab.ui.widgets.text_table import TextTable
@@ -30,8 +32,8 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
 class ParamsPane(Pane, Vertical, can_focus=False):
     """Follows the Build pane's config: every component's count, share and bar."""
 
-    PANE_ID = "params"
-    BINDINGS = keys.PARAMS
+    PANE_ID = pane_id(__name__)
+    BINDINGS = key_bindings.PARAMS
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -59,7 +61,7 @@ class ParamsPane(Pane, Vertical, can_focus=False):
         self.query_one("#params-title", Static).update(
             Text("Parameters: loading torch…", style="dim")
         )
-        self.host.register_pane("params", self)
+        self.host.register_pane(self.PANE_ID, self)
         last = self.host.state.last_report
         if last is not None:
             self.show_report(last.report, last.config, last.vocab_size, last.edited)
@@ -67,6 +69,14 @@ class ParamsPane(Pane, Vertical, can_focus=False):
     def focus_default(self) -> None:
         """The table takes focus so it can be scrolled with the keys."""
         self.query_one("#params-table").focus()
+
+    def on_counts_stale(self, message: CountsStale) -> None:
+        """The form is invalid or the count failed: the table is stale."""
+        self.show_invalid(message.reason)
+
+    def on_show_counts(self, message: ShowCounts) -> None:
+        """New parameter counts: the table."""
+        self.show_report(message.report, message.config, message.vocab_size, message.edited)
 
     def show_invalid(self, message: str) -> None:
         """The form is invalid: keep the last table, say why it is stale."""

@@ -28,7 +28,8 @@ from textual.widgets import Input, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
+from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.patch import patch_jobs as jobs
 from tui_lab.ui.panes.patch.dla_bars import dla_text
 from tui_lab.ui.panes.patch.history_table import history_text
@@ -46,9 +47,9 @@ POST_EVERY_S = 0.1  # progress messages at most this often
 class PatchPane(Pane, Vertical, can_focus=False):
     """A site's patching grid of the model in hand, its logit attribution, its history."""
 
-    PANE_ID = "patch"
-    BINDINGS = keys.PATCH
-    KEY_SECTIONS = (("Heatmap cursor", keys.HEATMAP), ("Pair list", keys.PICK_LIST))
+    PANE_ID = pane_id(__name__)
+    BINDINGS = key_bindings.PATCH
+    KEY_SECTIONS = (("Heatmap cursor", key_bindings.HEATMAP), ("Pair list", key_bindings.PICK_LIST))
     HELP_EXTRA = (("enter", "in the pair: run it"),)
 
     @dataclass
@@ -115,7 +116,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
         """Register with the host; say how to start."""
         if self.host.quitting:
             return
-        self.host.register_pane("patch", self)
+        self.host.register_pane(self.PANE_ID, self)
         self.query_one(PairForm).display = False
         self.query_one("#patch-progress", ProgressBar).display = False
         self._show_view()

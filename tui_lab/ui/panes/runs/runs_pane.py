@@ -21,9 +21,10 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from tui_lab.core.runs.curves import METRICS, Curve
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 from tui_lab.ui.export import write_runs_table
 from tui_lab.ui.messages import OpenRunRequested, OpenSaeRequested
+from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.runs.run_rows import (
     COLUMNS,
     CurveReader,
@@ -68,9 +69,9 @@ class RunsPane(Pane, Vertical, can_focus=False):
 
         curves: dict[str, tuple[str, dict[str, Curve]]]
 
-    PANE_ID = "runs"
+    PANE_ID = pane_id(__name__)
     HELP_EXTRA = (("enter", "in the filter line: back to the table (the filter stays)"),)
-    BINDINGS = keys.RUNS
+    BINDINGS = key_bindings.RUNS
 
     def __init__(self, root: Path, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -106,7 +107,7 @@ class RunsPane(Pane, Vertical, can_focus=False):
             return  # mounted while the app quits
         self.query_one("#runs-filter", Input).display = False
         self.set_interval(REFRESH_SECONDS, self._tick)
-        self.host.register_pane("runs", self)
+        self.host.register_pane(self.PANE_ID, self)
         self._draw_chart()
         if self.display:
             self.refresh_runs()

@@ -28,9 +28,9 @@ from textual.worker import Worker, WorkerState
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
 from tui_lab.core.runs.events import EvalEvent, StepEvent
-from tui_lab.ui import keys
-from tui_lab.ui.keymap import key_of
-from tui_lab.ui.messages import ModelChanged, RunConfigOpened
+from tui_lab.ui import key_bindings
+from tui_lab.ui.messages import ModelChanged, OpenRunFolder, RunConfigOpened, UseConfig
+from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
 from tui_lab.ui.panes.train.run_driver import RunDriver, retire
@@ -39,6 +39,7 @@ from tui_lab.ui.panes.train.run_history import RunHistory
 from tui_lab.ui.panes.train.run_watch import RunWatch
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
 from tui_lab.ui.state.host import Pane
+from tui_lab.ui.user_keymap import key_of
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
@@ -63,9 +64,9 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
     class PhaseChanged(Message):
         """The training phase moved (the app's status bar says it)."""
 
-    PANE_ID = "train"
-    KEY_SECTIONS = (("the Fourier view (f)", keys.FOURIER),)
-    BINDINGS = keys.TRAIN
+    PANE_ID = pane_id(__name__)
+    KEY_SECTIONS = (("the Fourier view (f)", key_bindings.FOURIER),)
+    BINDINGS = key_bindings.TRAIN
 
     def __init__(
         self,
@@ -144,7 +145,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         self.set_interval(REDRAW_SECONDS, self._redraw)
         self._update_status()
         self._redraw(force=True)
-        self.host.register_pane("train", self)
+        self.host.register_pane(self.PANE_ID, self)
         if self._follow_at_start is not None:
             self.follow(self._follow_at_start)
         elif self._open_at_start is not None:
@@ -283,6 +284,14 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         if self._start_when_ready and self._watch is None:
             self._start_when_ready = False
             self.action_start()
+
+    def on_use_config(self, message: UseConfig) -> None:
+        """The lab's config changed: trained next."""
+        self.config_changed(message.config)
+
+    def on_open_run_folder(self, message: OpenRunFolder) -> None:
+        """The Runs pane's enter on a run."""
+        self.open_run_dir(message.path)
 
     def config_changed(self, config: LabConfig) -> None:
         """The Build pane's config changed: used by the next new run."""

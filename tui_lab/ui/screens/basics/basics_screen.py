@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import ContentSwitcher, Static
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui import keys
+from tui_lab.ui import key_bindings
 from tui_lab.ui.screens.basics.basics_data import BasicsData, BasicsSource, compute
 from tui_lab.ui.screens.basics.basics_views import (
     MasksView,
@@ -50,7 +50,7 @@ class BasicsScreen(ModalScreen[None]):
     """The tutorials' pictures drawn from the lab's own model; escape, b or q closes it."""
 
     CSS_PATH = "basics.tcss"
-    BINDINGS = keys.BASICS
+    BINDINGS = key_bindings.BASICS
 
     @dataclass
     class Computed(Message):

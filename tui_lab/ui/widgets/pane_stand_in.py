@@ -9,7 +9,7 @@ from textual.widget import Widget
 from tui_lab.ui.widgets.pane_tabs import PaneSwitcher
 
 
-class LazyPane(Widget):
+class PaneStandIn(Widget):
     """Swaps itself for ``factory()`` once the first frame is on screen.
 
     Only the Build pane is visible at start; the others (and plotext, which the
@@ -23,7 +23,7 @@ class LazyPane(Widget):
     of a second). Shown meanwhile, it builds at once.
     """
 
-    DEFAULT_CSS = "LazyPane { color: $text-muted; }"
+    DEFAULT_CSS = "PaneStandIn { color: $text-muted; }"
 
     def __init__(self, factory: Callable[[], Widget], id: str, held: bool = False) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)

@@ -5,9 +5,9 @@
     train.toggle: t        # Train's start / pause / resume
     attention.next_head: n
 
-Every id is in ``keys.py`` (the help screen and the palette show them). An entry is
+Every id is in ``key_bindings.py`` (the help screen and the palette show them). An entry is
 kept only if its id exists and its keys clash with no other binding live at the same
-time (``keys.SCOPES``); otherwise it is one line in ``problems`` and the default key
+time (``pane_registry.SCOPES``); otherwise it is one line in ``problems`` and the default key
 stands. The app hands the kept entries to Textual's ``set_keymap``.
 """
 
@@ -22,7 +22,7 @@ import yaml
 from platformdirs import user_config_dir
 from textual.binding import Binding, BindingType
 
-from tui_lab.ui import keys
+from tui_lab.ui import pane_registry
 
 FILE_NAME = "keymap.yaml"
 
@@ -86,7 +86,7 @@ def read_keymap(path: Path | None = None) -> UserKeymap:
 
 def check_keymap(raw: Mapping[object, object], source: str = FILE_NAME) -> tuple[dict[str, str], list[str]]:
     """The entries that can be applied, and one line for each that cannot (the default stands)."""
-    known = {b.id for b in keys.all_bindings() if b.id}
+    known = {b.id for b in pane_registry.all_bindings() if b.id}
     entries: dict[str, str] = {}
     problems: list[str] = []
     for binding_id, value in raw.items():
@@ -105,7 +105,7 @@ def check_keymap(raw: Mapping[object, object], source: str = FILE_NAME) -> tuple
 def conflicts(entries: Mapping[str, str]) -> list[tuple[str, str]]:
     """(id, why) for each remapped binding whose new key another binding of a scope has."""
     found: dict[str, str] = {}
-    for scope, groups in keys.SCOPES.items():
+    for scope, groups in pane_registry.SCOPES.items():
         bound: dict[str, set[str]] = {}  # key -> ids bound to it here, after the remap
         for binding in as_bindings(b for group in groups for b in group):
             for key in current_keys(binding, entries):
@@ -130,7 +130,7 @@ def key_of(binding_id: str, keymap: Mapping[str, str]) -> str:
     for text that tells the user which key to press ("space", "t")."""
     if binding_id in keymap:
         return key_list(keymap[binding_id])[0]
-    for groups in keys.SCOPES.values():
+    for groups in pane_registry.SCOPES.values():
         for binding in as_bindings(b for group in groups for b in group):
             if binding.id == binding_id:
                 return key_list(binding.key)[0]

@@ -1,11 +1,12 @@
 """Every key of the lab as data: each ``Binding`` with an id a user's keymap can remap.
 
-A class's ``BINDINGS`` is one of the lists below (``BINDINGS = keys.TRAIN``), so a key
-is written once; the help screen and the command palette read the mounted panes'
-bindings, and ``keymap.py`` checks a user's ``keymap.yaml`` against ``SCOPES`` (which
-lists are live together) without importing a pane. Ids are ``<owner>.<what it does>``;
-bindings that are one key in different states (Train's space: start, pause, resume)
-share an id, so a remap moves them together.
+A class's ``BINDINGS`` is one of the lists below (``BINDINGS = key_bindings.TRAIN``), so
+a key is written once; the help screen and the command palette read the mounted panes'
+bindings, and ``user_keymap.py`` checks a user's ``keymap.yaml`` against
+``pane_registry.SCOPES`` (which lists are live together) without importing a pane. The
+keys that show a pane (1-N) are made from the list of panes (``pane_registry.APP``). Ids
+are ``<owner>.<what it does>``; bindings that are one key in different states (Train's
+space: start, pause, resume) share an id, so a remap moves them together.
 
 Imports only ``textual.binding``: the app reads this before its first frame.
 """
@@ -14,26 +15,8 @@ from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
-PANES = ("build", "train", "decode", "attention", "params", "runs", "patch", "features")
-PANE_TITLES = {
-    "build": "Build",
-    "train": "Train",
-    "decode": "Decode",
-    "attention": "Attention",
-    "params": "Params",
-    "runs": "Runs",
-    "patch": "Patch",
-    "features": "Features",
-}
-PANES_GROUP = Binding.Group("Panes", compact=True)
-
-APP: list[BindingType] = [
-    *(
-        Binding(
-            str(i), f"show_pane('{pane}')", PANE_TITLES[pane], group=PANES_GROUP, id=f"app.{pane}"
-        )
-        for i, pane in enumerate(PANES, start=1)
-    ),
+# The app's keys besides the pane keys (pane_registry.APP puts those first).
+EVERYWHERE: list[BindingType] = [
     Binding("question_mark", "help", "Help", id="app.help"),
     Binding(
         "b", "basics", "Basics", show=False, id="app.basics",
@@ -278,34 +261,3 @@ HELP: list[BindingType] = [Binding("escape,question_mark,q", "close", "Close", i
 OPEN_RUN: list[BindingType] = [Binding("escape", "cancel", "Cancel", id="open_run.cancel")]
 SAVE_PRESET: list[BindingType] = [Binding("escape", "cancel", "Cancel", id="save_preset.cancel")]
 STEER: list[BindingType] = [Binding("escape", "cancel", "Cancel", id="steer.cancel")]
-
-# The lists whose keys are live at the same time (a pane with the app's keys and its
-# widgets'; a modal screen alone, a full screen with the app's): a keymap entry that
-# gives its binding a key another binding of one of its scopes has is a conflict.
-SCOPES: dict[str, tuple[list[BindingType], ...]] = {
-    "Build": (APP, BUILD, FORM, PICK_LIST),
-    "Train": (APP, TRAIN),
-    "Decode": (APP, DECODE, PICK_LIST),
-    "Attention": (APP, ATTENTION, HEATMAP),
-    "Params": (APP, PARAMS),
-    "Runs": (APP, RUNS, RUN_TABLE),
-    "Features": (APP, FEATURES, FEATURE_LIST),
-    "Patch": (APP, PATCH, HEATMAP, PICK_LIST),
-    "the basics screen": (BASICS,),
-    "the Fourier view": (APP, FOURIER),
-    "help": (HELP,),
-    "the open-run dialog": (OPEN_RUN,),
-    "the save-preset dialog": (SAVE_PRESET,),
-    "the steer dialog": (STEER,),
-}
-
-
-def all_bindings() -> list[Binding]:
-    """Every binding of the lab, each once."""
-    seen: dict[int, Binding] = {}
-    for scope in SCOPES.values():
-        for group in scope:
-            for binding in group:
-                if isinstance(binding, Binding):  # every one here is
-                    seen.setdefault(id(binding), binding)
-    return list(seen.values())
