@@ -65,7 +65,9 @@ def test_trained_heads_with_a_pattern_keep_their_label():
 
 
 class _Text:
-    """A real model's text task as the atlas sees it: a vocabulary and a tokenizer's special ids."""
+    """A real model's text task as the atlas sees it: a name, a vocabulary and a tokenizer's special ids."""
+
+    name = "token-lm"
 
     def __init__(self, size: int, eos: int) -> None:
         self.vocab = range(size)

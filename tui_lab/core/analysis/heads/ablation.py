@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -32,6 +31,7 @@ from tui_lab.core.errors import LabError
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.attention import MultiHeadAttention
 from tui_lab.core.model.hook_points import HookFn, HookSpec, using_hooks
+from tui_lab.core.tasks.base import Batch
 from tui_lab.core.tasks.vocab import PAD
 
 MODES = ("zero", "mean")
@@ -139,7 +139,7 @@ def ablate(
 
 @torch.no_grad()
 def head_means(
-    model: nn.Module, batch: Any, device: torch.device | str = "cpu", pad_id: int | None = PAD
+    model: nn.Module, batch: Batch, device: torch.device | str = "cpu", pad_id: int | None = PAD
 ) -> dict[str, Tensor]:
     """Each module's mean per-head output (H, d_head) over ``batch``'s real tokens.
 

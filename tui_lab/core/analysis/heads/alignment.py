@@ -29,14 +29,13 @@ decoder's first t + 1). A pattern labels a head only above the floor
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
 from tui_lab.core.analysis.heads.atlas import Atlas, HeadScore
 from tui_lab.core.analysis.heads.head_floor import clears_floor
 from tui_lab.core.decoding.decode import generate
+from tui_lab.core.tasks.protocol import Task
 
 PROBE = "translation"
 NEW_TOKENS = 32
@@ -79,7 +78,7 @@ def _entropy(weights: torch.Tensor) -> torch.Tensor:
     return -(weights * weights.clamp_min(1e-12).log()).sum(-1).mean(-1)  # (H,)
 
 
-def alignment_atlas(model: nn.Module, task: Any, sources: list[str] | None = None) -> Atlas:
+def alignment_atlas(model: nn.Module, task: Task, sources: list[str] | None = None) -> Atlas:
     """Every head of a translator scored on greedy translations of ``sources`` (the task's examples)."""
     texts = sources if sources is not None else task.examples_for_display(5)
     sums: dict[str, dict[str, torch.Tensor]] = {}

@@ -8,7 +8,6 @@ importing the module that dispatches to it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from tui_lab.core.analysis.heads.head_floor import LABEL_FLOOR
 
@@ -47,7 +46,7 @@ class HeadScore:
         """What the atlas calls the head: its pattern, or "no clear pattern"."""
         return self.pattern or NO_PATTERN
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"label": self.label, **asdict(self)}
 
 
@@ -59,7 +58,7 @@ class Atlas:
     probes: dict[str, str]
     floor: float = LABEL_FLOOR
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"floor": self.floor, "probes": self.probes, "heads": [h.to_dict() for h in self.heads]}
 
     def probe_lines(self) -> list[str]:

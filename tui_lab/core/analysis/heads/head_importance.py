@@ -16,11 +16,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torch import nn
+import torch
+from torch import Tensor, nn
 
 from tui_lab.core.analysis.heads.ablation import HeadRef, ablate, all_heads, head_means
 from tui_lab.core.decoding.decode import batch_greedy
 from tui_lab.core.runs.atomic import atomic_write_text
+from tui_lab.core.tasks.base import TaskBase
+from tui_lab.core.tasks.protocol import Task
 
 CACHE_FILE = "ablation.json"
 Progress = Callable[[int, int], None]  # (done, total) heads
@@ -40,7 +43,7 @@ class ImportanceTable:
     baseline: float
     rows: list[HeadRow] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
@@ -49,19 +52,23 @@ class ImportanceTable:
         return cls(str(data["mode"]), int(data["n"]), float(data["baseline"]), rows)
 
 
-def probe_means(model: nn.Module, task: Any, arch: str, pairs: list[tuple[str, str]], device: Any) -> dict[str, Any]:
+def probe_means(
+    model: nn.Module, task: Task, arch: str, pairs: list[tuple[str, str]], device: torch.device | str
+) -> dict[str, Tensor]:
     """Per-head mean outputs over the held-out ``pairs`` (the probe batch for ``mode='mean'``)."""
+    if not isinstance(task, TaskBase):
+        raise TypeError(f"{task.name} has no (input, answer) pairs to batch: mean ablation reads a lab task's")
     return head_means(model, task.collate(pairs, arch), device)
 
 
 def ablated_accuracy(
     model: nn.Module,
-    task: Any,
+    task: Task,
     pairs: list[tuple[str, str]],
     max_new_tokens: int,
     heads: Sequence[HeadRef] = (),
     mode: str = "zero",
-    means: dict[str, Any] | None = None,
+    means: dict[str, Tensor] | None = None,
 ) -> float:
     """Exact match of greedy answers on ``pairs`` with ``heads`` ablated (none: the baseline)."""
     with ablate(model, heads, mode, means):
@@ -71,11 +78,11 @@ def ablated_accuracy(
 
 def importance(
     model: nn.Module,
-    task: Any,
+    task: Task,
     pairs: list[tuple[str, str]],
     max_new_tokens: int,
     mode: str = "zero",
-    means: dict[str, Any] | None = None,
+    means: dict[str, Tensor] | None = None,
     progress: Progress | None = None,
 ) -> ImportanceTable:
     """Every head ablated alone; rows sorted by drop, largest first (ties in model order)."""

@@ -21,16 +21,37 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 import torch
 
+from tui_lab.core.config.shape import Shape
+from tui_lab.core.tasks.base import Batch, TaskBase
+from tui_lab.core.tasks.induction import InductionTask
+from tui_lab.core.tasks.protocol import Task
+from tui_lab.core.tasks.tokenized import Tokenizer
 from tui_lab.core.tasks.vocab import N_SPECIALS, PAD
 
 ALIGNED_TASKS = ("copy", "reverse", "sort", "addition")
 TASK = "task"
 REPEAT = "repeat"
 TASK_REPEATS = "task-repeats"
+
+
+@runtime_checkable
+class ValidationWindows(Protocol):
+    """A language model's task that cuts its validation text into batches (char-lm,
+    induction, masked-lm, token-lm): a probe reads the first."""
+
+    def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]: ...
+
+
+@runtime_checkable
+class Tokenized(Protocol):
+    """A real model's task (its text, a translator's, an encoder's): it reads through a tokenizer."""
+
+    @property
+    def tokenizer(self) -> Tokenizer: ...
 
 
 def alignment_sets(task: str, text: str, answer: str) -> list[list[int]]:
@@ -80,7 +101,7 @@ class Probe:
     src_valid: torch.Tensor | None  # (B, S) bool: source positions that are not padding
     tgt_valid: torch.Tensor  # (B, T) bool
     alignment: torch.Tensor | None  # (B, T, S) cross, or (B, T, T) decoder-only self
-    arch: str
+    shape: Shape
     repeated: RepeatProbe | None  # decoder-only models: the rows for the repeat patterns
     description: str = ""  # one line for the output: which examples of which task
 
@@ -94,11 +115,11 @@ class Probe:
         """The true alignment's (B, Tq, Tk) targets for module ``name``, if the task has one."""
         if self.alignment is None:
             return None
-        wanted = ".cross" if self.arch == "encoder-decoder" else ".self"
+        wanted = ".self" if self.shape.one_stack else ".cross"
         return self.alignment if name.startswith("decoder.") and name.endswith(wanted) else None
 
 
-def _alignment(task: Any, pairs: list[tuple[str, str]], t_q: int, t_k: int, arch: str) -> torch.Tensor:
+def _alignment(task: Task, pairs: list[tuple[str, str]], t_q: int, t_k: int, shape: Shape) -> torch.Tensor:
     """(B, Tq, Tk) targets: the query that predicts output i -> its input positions.
 
     Encoder-decoder: query i (BOS + answer[:i]) predicts output i, keys are
@@ -107,7 +128,7 @@ def _alignment(task: Any, pairs: list[tuple[str, str]], t_q: int, t_k: int, arch
     """
     out = torch.zeros(len(pairs), t_q, t_k, dtype=torch.bool)
     for b, (text, answer) in enumerate(pairs):
-        first = 0 if arch == "encoder-decoder" else len(text)
+        first = len(text) if shape.one_stack else 0
         for i, keys in enumerate(alignment_sets(task.name, text, answer)):
             if first + i < t_q:
                 for k in keys:
@@ -144,9 +165,9 @@ def standard_probe(
     return RepeatProbe(torch.cat([block, block], dim=1), torch.full((n,), length), REPEAT, description)
 
 
-def _task_repeats(task: Any, n: int, seed: int, max_len: int) -> RepeatProbe:
+def _task_repeats(task: Task, n: int, seed: int, max_len: int) -> RepeatProbe:
     """The repeat rows for a lab task: the induction task's own, else the standard probe."""
-    if hasattr(task, "probe"):  # the induction task: its own variable-length repeats
+    if isinstance(task, InductionTask):  # its own variable-length repeats
         tokens, lengths = task.probe(n, seed)
         lo, hi = int(lengths.min()), int(lengths.max())
         description = f"{task.name}: {n} of its sequences, a block of {lo}-{hi} tokens repeated once, then filler"
@@ -155,23 +176,30 @@ def _task_repeats(task: Any, n: int, seed: int, max_len: int) -> RepeatProbe:
     return standard_probe(len(task.vocab), specials, n, max(2, min(16, max_len // 2)), seed)
 
 
-def make_probe(task: Any, arch: str, n: int = 64, seed: int = 0, max_len: int = 64) -> Probe:
-    """The fixed probe for ``task`` on a model of ``arch`` (see the module docstring)."""
-    repeated = _task_repeats(task, n, seed, max_len) if arch == "decoder-only" else None
+def make_probe(task: Task, arch: Shape | str, n: int = 64, seed: int = 0, max_len: int = 64) -> Probe:
+    """The fixed probe for ``task`` on a model of shape ``arch`` (a ``Shape`` or its spelling
+    in a preset; see the module docstring): a language model's validation windows, or a
+    lab task's held-out examples."""
+    shape = Shape(arch)
+    repeated = _task_repeats(task, n, seed, max_len) if shape is Shape.DECODER_ONLY else None
     if task.is_lm:
+        if not isinstance(task, ValidationWindows):
+            raise TypeError(f"{task.name} has no validation windows to probe")
         tokens = task.val_batches(n, 1)[0].tgt_in  # (B, T)
         valid = torch.ones_like(tokens, dtype=torch.bool)
         about = f"{task.name}: {n} validation sequences of {tokens.size(1)} tokens"
-        return Probe((tokens,), None, valid, None, arch, repeated, about)
+        return Probe((tokens,), None, valid, None, shape, repeated, about)
+    if not isinstance(task, TaskBase):
+        raise TypeError(f"{task.name} has no held-out examples of its own to probe")
     about = f"{task.name}: {n} held-out examples, seed {seed}"
     pairs = task.held_out(n, random.Random(f"probe:{seed}").getrandbits(32))
-    batch = task.collate(pairs, arch)
+    batch = task.collate(pairs, shape.value)
     tgt_valid = batch.tgt_in != PAD
     aligned = task.name in ALIGNED_TASKS
-    if arch == "encoder-decoder":
+    if batch.src is not None and shape is Shape.ENCODER_DECODER:
         src_valid = batch.src != PAD
-        align = _alignment(task, pairs, batch.tgt_in.size(1), batch.src.size(1), arch) if aligned else None
-        return Probe((batch.src, batch.tgt_in), src_valid, tgt_valid, align, arch, None, about)
+        align = _alignment(task, pairs, batch.tgt_in.size(1), batch.src.size(1), shape) if aligned else None
+        return Probe((batch.src, batch.tgt_in), src_valid, tgt_valid, align, shape, None, about)
     t = batch.tgt_in.size(1)
-    align = _alignment(task, pairs, t, t, arch) if aligned else None
-    return Probe((batch.tgt_in,), None, tgt_valid, align, arch, repeated, about)
+    align = _alignment(task, pairs, t, t, shape) if aligned else None
+    return Probe((batch.tgt_in,), None, tgt_valid, align, shape, repeated, about)

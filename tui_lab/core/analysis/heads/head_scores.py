@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
@@ -57,6 +56,8 @@ from tui_lab.core.analysis.heads.head_probes import (
     TASK,
     Probe,
     RepeatProbe,
+    Tokenized,
+    ValidationWindows,
     make_probe,
     standard_probe,
 )
@@ -68,8 +69,13 @@ from tui_lab.core.analysis.heads.head_targets import (
     offset_targets,
     uniform_attention,
 )
+from tui_lab.core.config.sections import ModelConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.capture import capture_attention
+from tui_lab.core.model.models import EmbeddingsAndHead
+from tui_lab.core.tasks.base import TaskBase
+from tui_lab.core.tasks.protocol import Task
 
 
 def mass_on(weights: torch.Tensor, targets: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
@@ -180,23 +186,29 @@ def _attention(model: nn.Module, *inputs: torch.Tensor) -> dict[str, torch.Tenso
     return {name: w.cpu() for name, w in store.matrices().items()}
 
 
+def model_config(model: nn.Module) -> ModelConfig | None:
+    """The config a model the lab builds or opens was made from (None for any other module)."""
+    return model.config if isinstance(model, EmbeddingsAndHead) else None
+
+
 def layer_window(model: nn.Module, name: str) -> int:
     """The local attention window of decoder self-attention ``name`` (0: global or none)."""
-    windows = getattr(getattr(model, "config", None), "attention_windows", ())
+    config = model_config(model)
+    windows = config.attention_windows if config is not None else ()
     parts = name.split(".")
     if not windows or parts[0] != "decoder" or parts[-1] != "self":
         return 0
     return int(windows[int(parts[1])])
 
 
-def score_atlas(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int = 0) -> Atlas:
+def score_atlas(model: nn.Module, task: Task, arch: Shape | str, n: int = 64, seed: int = 0) -> Atlas:
     """Score every head of a lab run's ``model`` on ``task``'s fixed probe (and its repeats).
 
     The same ``n`` and ``seed`` give the same probe at every step of a run,
     so scores from two snapshots are comparable.
     """
     with evaluating(model):
-        config = getattr(model, "config", None)
+        config = model_config(model)
         probe = make_probe(task, arch, n, seed, max_len=config.max_len if config else 64)
         on_repeats = _attention(model, probe.repeated.tokens) if probe.repeated is not None else {}
         heads: list[HeadScore] = []
@@ -212,7 +224,7 @@ def score_atlas(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int =
     return Atlas(_ranked(heads), probes)
 
 
-def score_heads(model: nn.Module, task: Any, arch: str, n: int = 64, seed: int = 0) -> list[HeadScore]:
+def score_heads(model: nn.Module, task: Task, arch: Shape | str, n: int = 64, seed: int = 0) -> list[HeadScore]:
     """``score_atlas``'s heads: every head of ``model`` on ``task``'s fixed probe, best first."""
     return score_atlas(model, task, arch, n, seed).heads
 
@@ -233,7 +245,7 @@ def score_atlas_on_repeats(
     default 8 rows of 2 x 32 tokens give each repeat pattern 256 scored queries;
     on a GPT-2-small-shaped model they take about 10 s on one busy CPU thread.
     """
-    config = getattr(model, "config", None)
+    config = model_config(model)
     if config is not None:
         length = max(2, min(length, config.max_len // 2))
     repeats = standard_probe(vocab_size, special_ids, n, length, seed)
@@ -247,17 +259,17 @@ def score_atlas_on_repeats(
     return Atlas(_ranked(heads), {repeats.kind: repeats.description})
 
 
-def encoder_probe(task: Any, n: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, int | None, str]:
+def encoder_probe(task: Task, n: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, int | None, str]:
     """(tokens (B, T), real keys (B, T), the separator id or None, what the rows are) for an
     encoder-only model: a lab run's masked validation windows, or a real model's example
     sentences with the tokens its tokenizer adds ([CLS] ... [SEP]), right-padded."""
-    if hasattr(task, "val_batches"):
+    if isinstance(task, ValidationWindows):
         tokens = task.val_batches(n, 1)[0].tgt_in[:n]
         return tokens, torch.ones_like(tokens, dtype=torch.bool), None, f"{len(tokens)} masked windows of its text"
     rows = [task.vocab.encode(t) for t in task.examples_for_display(n, seed)]
     width = max(map(len, rows))
-    pad = getattr(task.tokenizer, "pad_id", None)
-    pad = 0 if pad is None else int(pad)
+    pad = special_id(task, "pad_id")
+    pad = 0 if pad is None else pad
     tokens = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
     valid = torch.tensor([[True] * len(r) + [False] * (width - len(r)) for r in rows])
     ends = task.vocab.encode("")  # [CLS] [SEP] or <s> </s>: the last is the separator
@@ -290,7 +302,7 @@ def encoder_patterns(
     return found, queries
 
 
-def score_atlas_encoder(model: nn.Module, task: Any, n: int = 8, seed: int = 0) -> Atlas:
+def score_atlas_encoder(model: nn.Module, task: Task, n: int = 8, seed: int = 0) -> Atlas:
     """Score every head of an encoder-only model: self, previous, next, first ([CLS]),
     separator ([SEP], where the tokenizer adds one) and broad, with the label floor."""
     tokens, valid, sep, about = encoder_probe(task, n, seed)
@@ -304,23 +316,32 @@ def score_atlas_encoder(model: nn.Module, task: Any, n: int = 8, seed: int = 0) 
     return Atlas(_ranked(heads), {kind: about})
 
 
-def special_ids_of(task: Any) -> list[int]:
+def special_id(task: Task, which: str) -> int | None:
+    """The id ``which`` (``eos_id``, ``bos_id``, ``pad_id``) of a task's tokenizer; None
+    when the task has no tokenizer or the tokenizer no such id (not every one has a pad)."""
+    if not isinstance(task, Tokenized):
+        return None
+    found = getattr(task.tokenizer, which, None)
+    return found if isinstance(found, int) else None
+
+
+def special_ids_of(task: Task) -> list[int]:
     """The ids a task's tokenizer reserves (EOS, BOS, pad), for the probe to leave out."""
-    tokenizer = getattr(task, "tokenizer", None)
-    found = [getattr(tokenizer, attr, None) for attr in ("eos_id", "bos_id", "pad_id")]
-    return sorted({i for i in found if isinstance(i, int)})
+    found = [special_id(task, which) for which in ("eos_id", "bos_id", "pad_id")]
+    return sorted({i for i in found if i is not None})
 
 
-def atlas_for(model: nn.Module, task: Any, arch: str) -> Atlas:
+def atlas_for(model: nn.Module, task: Task, arch: Shape | str) -> Atlas:
     """A lab task's probes (``score_atlas``); a task with no examples of its own (a real
     model's text) gets the standard probe over its vocabulary, its special ids left out; so
     does a run fine-tuned from one (token-lm), to be read beside its source's atlas."""
-    if getattr(getattr(model, "config", None), "arch", None) == "encoder-only":  # bidirectional heads
+    config = model_config(model)
+    if config is not None and config.shape is Shape.ENCODER_ONLY:  # bidirectional heads
         return score_atlas_encoder(model, task)
-    if getattr(task, "name", None) == "translation":  # a translator: scored on its translations
+    if task.name == "translation":  # a translator: scored on its translations
         from tui_lab.core.analysis.heads.alignment import alignment_atlas
 
         return alignment_atlas(model, task)
-    if getattr(task, "tokenizer", None) is None and (hasattr(task, "held_out") or hasattr(task, "val_batches")):
+    if isinstance(task, TaskBase):  # a lab task: examples of its own, no tokenizer
         return score_atlas(model, task, arch)
     return score_atlas_on_repeats(model, len(task.vocab), special_ids_of(task))

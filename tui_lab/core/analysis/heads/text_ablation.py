@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +21,7 @@ from tui_lab.core.analysis.heads.ablation import HeadRef, ablate, all_heads, hea
 from tui_lab.core.errors import LabError
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.tasks.base import Batch
+from tui_lab.core.tasks.protocol import Task
 
 Progress = Callable[[int, int], None]  # (done, total) heads
 
@@ -40,13 +40,13 @@ class TextImportance:
     baseline: float
     rows: list[LossRow] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
 
-def text_ids(task: Any, text: str, context: int) -> list[int]:
+def text_ids(task: Task, text: str, context: int) -> list[int]:
     """``text``'s token ids, at most ``context`` of them; LabError if it has fewer than two."""
-    if getattr(task, "name", None) == "translation":
+    if task.name == "translation":
         raise LabError(
             "a text's loss is a language model's measure; for a translator, turn heads off in the "
             "Attention pane (a) and watch the translation change"
