@@ -11,12 +11,18 @@ of megabytes and never change here, so its copy shares them.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.ui.state.model_copies import shared_clone
 
+if TYPE_CHECKING:
+    from torch import nn
 
-def atlas_heads(model: Any, task: Any, arch: str) -> list[Any]:
+    from tui_lab.core.analysis.heads.atlas import HeadScore
+    from tui_lab.core.tasks.protocol import Task
+
+
+def atlas_heads(model: nn.Module, task: Task, arch: str) -> list[HeadScore]:
     """Every head's ``HeadScore``, best first, on the probe the core picks for ``task``."""
     from tui_lab.core.analysis.heads import head_scores
 

@@ -8,9 +8,15 @@ replays its whole figure from ``self._data`` right before every build.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic
 
+from textual.app import RenderResult
+from textual.geometry import Size
 from textual_plotext import PlotextPlot
+from typing_extensions import TypeVar
+
+# What a subclass plots; unnamed (a subclass that says nothing), it is left unchecked.
+Data = TypeVar("Data", default=Any)
 
 
 def integer_ticks(last: int, count: int = 5) -> list[int]:
@@ -24,7 +30,7 @@ def integer_ticks(last: int, count: int = 5) -> list[int]:
     return ticks
 
 
-class CachedPlot(PlotextPlot):
+class CachedPlot(PlotextPlot, Generic[Data]):
     """A plot whose built text is reused until ``draw`` changes the data.
 
     Subclasses set up the figure in ``_figure`` from ``self._data``; it runs
@@ -32,10 +38,10 @@ class CachedPlot(PlotextPlot):
     """
 
     _version = 0
-    _cached: tuple[Any, Any] | None = None
-    _data: Any = None
+    _cached: tuple[tuple[int, Size, str], RenderResult] | None = None
+    _data: Data | None = None
 
-    def render(self) -> Any:
+    def render(self) -> RenderResult:
         """The plot, rebuilt only when the data, size or theme changed."""
         key = (self._version, self.size, self.app.theme)
         if self._cached is None or self._cached[0] != key:
@@ -47,7 +53,7 @@ class CachedPlot(PlotextPlot):
     def _figure(self) -> None:
         raise NotImplementedError
 
-    def _set(self, data: Any) -> None:
+    def _set(self, data: Data) -> None:
         """Keep the data to plot and rebuild at the next repaint."""
         self._data = data
         self._version += 1

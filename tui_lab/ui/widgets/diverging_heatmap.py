@@ -7,14 +7,14 @@ the middle), its colour its sign. Patching's grids are drawn with it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.color import Color
 from rich.style import Style
 from rich.text import Text
+from typing_extensions import Unpack
 
 from tui_lab.core.decoding.attention_text import shade
 from tui_lab.ui.widgets.heatmap import Heatmap
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 ZERO = (70, 70, 80)  # a grey for values near 0
 POSITIVE = (90, 150, 255)  # blue: towards the clean run
@@ -36,7 +36,7 @@ def scale_limit(values: list[list[float]]) -> float:
 class DivergingHeatmap(Heatmap):
     """Rows and columns as the caller names them (``axes``); arrows move the cursor."""
 
-    def __init__(self, axes: tuple[str, str] = ("rows", "columns"), **kwargs: Any) -> None:
+    def __init__(self, axes: tuple[str, str] = ("rows", "columns"), **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.AXES = axes
         self.limit = 1.0

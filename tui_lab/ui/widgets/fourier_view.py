@@ -7,10 +7,13 @@ puts nearly all its power in a few bars.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.lenses.embedding_fourier import Spectrum
 
 BARS = " ▁▂▃▄▅▆▇█"
 HEIGHT = 12  # rows of bars
@@ -41,7 +44,7 @@ def axis_line(n: int, gap: int = 1) -> str:
     return "".join(line).rstrip()
 
 
-def spectrum_text(spec: Any, where: str, height: int = HEIGHT) -> Text:
+def spectrum_text(spec: Spectrum, where: str, height: int = HEIGHT) -> Text:
     """The title line, the bars (key frequencies highlighted) and the frequency axis."""
     keys = set(spec.key_frequencies)
     named = ", ".join(map(str, spec.key_frequencies)) or "none yet"
@@ -64,7 +67,7 @@ def spectrum_text(spec: Any, where: str, height: int = HEIGHT) -> Text:
 class FourierView(Static):
     """The spectrum on show, or a line saying why there is none."""
 
-    def show(self, spec: Any, where: str) -> None:
+    def show(self, spec: Spectrum, where: str) -> None:
         """Draw ``spec`` (a core ``Spectrum``); ``where`` says which weights it is of."""
         self.update(spectrum_text(spec, where))
 

@@ -15,16 +15,26 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.message import Message
 from textual.widgets import Static
+from typing_extensions import Unpack
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.state.travel import sparkline
+from tui_lab.ui.widgets.widget_options import WidgetOptions
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from tui_lab.core.analysis.heads.atlas import Atlas, HeadScore
+    from tui_lab.core.analysis.heads.head_curves import ScoreCurves
+    from tui_lab.core.tasks.protocol import Task
 
 BAR = 10
 SPARK = 24
@@ -50,45 +60,51 @@ class HeadAtlas(Static):
         ``heads``: the core's ``Atlas`` (its probes described) or its list of heads.
         """
 
-        def __init__(self, model: Any, heads: Any | None, error: str | None = None) -> None:
+        def __init__(
+            self, model: nn.Module, heads: Atlas | list[HeadScore] | None, error: str | None = None
+        ) -> None:
             super().__init__()
             self.model, self.error = model, error
-            self.probes: dict[str, str] = getattr(heads, "probes", {})
-            self.heads: list[Any] | None = getattr(heads, "heads", heads)
+            self.probes: dict[str, str] = {}
+            self.heads: list[HeadScore] | None = None
+            if heads is None or isinstance(heads, list):  # no probes described
+                self.heads = heads
+            else:
+                self.probes, self.heads = heads.probes, heads.heads
 
     @dataclass
     class CurvesScored(Message):
         """Score curves of ``run_dir``: ``done`` of ``total`` snapshots scored so far."""
 
         run_dir: Path
-        curves: Any
+        curves: ScoreCurves | None
         done: int
         total: int
         error: str | None = None
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
-        self.heads: list[Any] | None = None
+        self.heads: list[HeadScore] | None = None
         self.probe_lines: list[str] = []  # which probe each score was taken on, and the floor
         self.error: str | None = None
-        self._model: Any = None  # the model the scores are (being) computed for
+        self._model: nn.Module | None = None  # the model the scores are (being) computed for
         self.run_dir: Path | None = None
         self.step: int | None = None
-        self.curves: Any = None
+        self.curves: ScoreCurves | None = None
         self.progress: tuple[int, int] | None = None
         self._busy = False
-        self._pending: tuple[Any, Any, str] | None = None
+        self._pending: tuple[nn.Module, Task, str] | None = None
         # Score curves of complete run folders, shared with the lab's other atlases (follow()).
-        self.score_curves: dict[Path, Any] = {}
+        self.score_curves: dict[Path, ScoreCurves] = {}
 
     def follow(
         self,
-        model: Any,
-        task: Any,
+        model: nn.Module | None,
+        task: Task,
         arch: str,
         run_dir: Path | None,
         step: int | None,
-        score_curves: dict[Path, Any],
+        score_curves: dict[Path, ScoreCurves],
     ) -> None:
         """Score ``model`` unless it is the one scored already; start the curves of ``run_dir``.
 
@@ -114,7 +130,7 @@ class HeadAtlas(Static):
         self._draw()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="atlas")
-    def _score_worker(self, model: Any, task: Any, arch: str) -> None:
+    def _score_worker(self, model: nn.Module, task: Task, arch: str) -> None:
         """Score every head of a copy of ``model`` on its task's probe, or on the standard
         probe for a model opened from files (thread)."""
         from tui_lab.ui.widgets.atlas_scores import atlas_heads
@@ -137,7 +153,7 @@ class HeadAtlas(Static):
             return
         partial = ScoreCurves()
 
-        def on_step(step: int, heads: list[Any]) -> None:
+        def on_step(step: int, heads: list[HeadScore]) -> None:
             partial.add(step, heads)
             self.post_message(
                 self.CurvesScored(run_dir, copy.deepcopy(partial), len(partial.steps), total)
@@ -178,7 +194,7 @@ class HeadAtlas(Static):
             self.progress, self.error = None, f"score curves: {message.error}"
         else:
             self.curves, self.progress = message.curves, (message.done, message.total)
-            if message.done >= message.total:
+            if message.done >= message.total and message.curves is not None:
                 self.score_curves[message.run_dir] = message.curves
                 self.progress = None
         self._draw()
@@ -217,9 +233,7 @@ class HeadAtlas(Static):
                 points = self.curves.curve(h.label, h.best)
                 row.append(Text(sparkline([v for _, v in points], SPARK, 0.0, 1.0), style="green"))
             table.add_row(*row)
-        from rich.console import Group
-
-        parts: list[Any] = [title, table, *(Text(line, style="dim") for line in self.probe_lines)]
+        parts: list[RenderableType] = [title, table, *(Text(line, style="dim") for line in self.probe_lines)]
         if self.curves is not None and self.curves.steps:
             steps = self.curves.steps  # snapshots are denser early (1, 2, 4, ...): say what x is
             parts.append(Text(

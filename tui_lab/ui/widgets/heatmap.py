@@ -10,7 +10,6 @@ off screen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rich.color import Color
 from rich.style import Style
@@ -19,9 +18,11 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
+from typing_extensions import Unpack
 
 from tui_lab.core.decoding.attention_text import shade
 from tui_lab.ui import key_bindings
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 LOW = (40, 60, 110)  # dark blue for weights near 0
 HIGH = (255, 210, 80)  # warm yellow for weights near 1
@@ -69,7 +70,7 @@ class Heatmap(Widget, can_focus=True):
         col: int
         value: float
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.weights: list[list[float]] = []
         self.rows: list[str] = []

@@ -6,23 +6,27 @@ typed text with each head switched off instead.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tui_lab.ui.widgets.text_table import TextTable
+from tui_lab.ui.widgets.text_table import ColumnSpec, TextTable
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.head_importance import ImportanceTable
+    from tui_lab.core.analysis.heads.text_ablation import TextImportance
 
 BAR_WIDTH = 8
-EXACT_COLUMNS = (
+EXACT_COLUMNS: tuple[ColumnSpec, ...] = (
     {"header": "head", "no_wrap": True},
     {"header": "exact", "justify": "right", "no_wrap": True},
     {"header": "drop", "justify": "right", "no_wrap": True},
     {"header": "", "no_wrap": True},
 )
-LOSS_COLUMNS = (
+LOSS_COLUMNS: tuple[ColumnSpec, ...] = (
     {"header": "head", "no_wrap": True},
     {"header": "loss", "justify": "right", "no_wrap": True},
     {"header": "rise", "justify": "right", "no_wrap": True},
@@ -75,7 +79,7 @@ class ImportanceView(Vertical):
         """How many heads have been measured so far."""
         self.query_one("#importance-status", Static).update(progress_line(done, total, what))
 
-    def show_table(self, table: Any, cached: bool, where: str) -> None:
+    def show_table(self, table: ImportanceTable, cached: bool, where: str) -> None:
         """A core ``ImportanceTable``: the baseline above, one row per head (largest drop first)."""
         status = Text("baseline ", style="dim")
         status.append(f"{table.baseline:.1%}", style="bold")
@@ -90,7 +94,7 @@ class ImportanceView(Vertical):
         view.set_columns(*EXACT_COLUMNS)
         view.show(rows)
 
-    def show_loss_table(self, table: Any, where: str) -> None:
+    def show_loss_table(self, table: TextImportance, where: str) -> None:
         """A core ``TextImportance``: the loss on the text, and its rise per head switched off."""
         status = Text("loss ", style="dim")
         status.append(f"{table.baseline:.3f}", style="bold")

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
+from typing_extensions import Unpack
 
 from tui_lab.core.visible_text import NEWLINE
-from tui_lab.ui.widgets.text_table import TextTable
+from tui_lab.ui.widgets.text_table import ColumnSpec, Row, TextTable
+from tui_lab.ui.widgets.widget_options import WidgetOptions
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.lenses.logit_lens import LensTable
 
 
 def lens_cell(token: str, prob: float, emitted: bool) -> Text:
@@ -29,19 +34,19 @@ class LensView(TextTable):
     }
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__({"header": "layer", "no_wrap": True}, **kwargs)
 
-    def show_lens(self, lens: Any) -> None:
+    def show_lens(self, lens: LensTable) -> None:
         """Draw a ``core.logit_lens.LensTable`` (steps as columns, headed by the emitted token)."""
         self._columns = (
             {"header": "layer", "no_wrap": True},
             *(
-                {"header": f"{i} {tok.replace(chr(10), NEWLINE)}", "no_wrap": True}
+                ColumnSpec(header=f"{i} {tok.replace(chr(10), NEWLINE)}", no_wrap=True)
                 for i, tok in enumerate(lens.steps, start=1)
             ),
         )
-        rows = [
+        rows: list[Row] = [
             (
                 name,
                 *(

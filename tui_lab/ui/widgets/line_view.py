@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.style import Style
 from textual import events
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from typing_extensions import Unpack
+
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 
 class LineView(ScrollView):
@@ -22,7 +23,7 @@ class LineView(ScrollView):
 
     COMPONENT_PREFIX = ""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self._strips: dict[int, Strip] = {}
         self._styles: dict[tuple[str, ...], Style] = {}

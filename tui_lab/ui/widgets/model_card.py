@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_card import ModelCard
 
 READ_ONLY = (
     "Read-only: these settings come from the model's own files (config.json, the weights, "
@@ -16,7 +19,7 @@ READ_ONLY = (
 WHERE_NEXT = "3 decodes with its tokenizer · 4 shows its heads · 5 counts its parameters"
 
 
-def card_renderable(card: Any) -> Group:
+def card_renderable(card: ModelCard) -> Group:
     """The card as Rich text: a title, the read-only line, its rows, its notes."""
     title = Text("Model card · ", style="bold")
     title.append(card.name, style="bold cyan")
@@ -25,7 +28,7 @@ def card_renderable(card: Any) -> Group:
     grid.add_column(overflow="fold")
     for label, value in card.rows():
         grid.add_row(label, Text(value, style="bold"))
-    parts: list[Any] = [title, Text(READ_ONLY, style="italic"), Text(""), grid]
+    parts: list[RenderableType] = [title, Text(READ_ONLY, style="italic"), Text(""), grid]
     for note in card.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     parts += [Text(""), Text(WHERE_NEXT, style="dim")]
@@ -50,6 +53,6 @@ class ModelCardView(Static):
             )
         )
 
-    def show_card(self, card: Any) -> None:
+    def show_card(self, card: ModelCard) -> None:
         """Draw ``card``."""
         self.update(card_renderable(card))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from tui_lab.core.config.sections import ModelConfig
+    from tui_lab.core.model.params import ParamReport
 
 
 def human(n: float, unit: str = "") -> str:
@@ -21,7 +25,7 @@ def human(n: float, unit: str = "") -> str:
     )
 
 
-def stacks(m: Any) -> str:
+def stacks(m: ModelConfig) -> str:
     """The layers a model config has, by stack: ``3 encoder layers``, ``2 encoder + 2 decoder
     layers``, ``4 decoder layers`` (a config holds both counts; its arch says which apply)."""
     if m.arch == "encoder-only":
@@ -49,7 +53,7 @@ class ModelSummary(Static):
         """Say that nothing is counted while the form has errors."""
         self.update(Text(f"not counted: {message}", style="dim"))
 
-    def show_report(self, report: Any, vocab_size: int, edited: bool) -> None:
+    def show_report(self, report: ParamReport, vocab_size: int, edited: bool) -> None:
         """Show a ParamReport's headline figures."""
         grid = Table.grid(padding=(0, 1))
         grid.add_column(style="dim")

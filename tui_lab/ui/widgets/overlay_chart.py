@@ -52,7 +52,7 @@ class Overlay:
     log_scale: bool = False
 
 
-class OverlayChart(CachedPlot):
+class OverlayChart(CachedPlot[Overlay]):
     """The marked runs' curves of one metric, a legend entry per run."""
 
     def draw(self, overlay: Overlay) -> None:

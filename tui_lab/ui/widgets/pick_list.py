@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -20,9 +19,11 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from typing_extensions import Unpack
 
 from tui_lab.ui import key_bindings
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class PickList(ScrollView, QuietFocus, can_focus=True):
         pick_list: PickList
         index: int
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.items: list[Item] = []
         self._highlighted: int | None = None

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from typing_extensions import Unpack
 
 from tui_lab.core.config.presets import PresetInfo, list_presets
 from tui_lab.ui.widgets.pick_list import Item, PickList
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 
 class PresetList(PickList):
     """Shipped and user presets; Enter loads the highlighted one."""
 
-    def __init__(self, user_dir: Path | None = None, **kwargs: Any) -> None:
+    def __init__(self, user_dir: Path | None = None, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.user_dir = user_dir
         self.presets: list[PresetInfo] = []

@@ -11,7 +11,6 @@ rows and clears that cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -21,9 +20,11 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from typing_extensions import Unpack
 
 from tui_lab.ui import key_bindings
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 GAP = 2  # spaces between columns
 
@@ -70,7 +71,7 @@ class RunTable(ScrollView, QuietFocus, can_focus=True):
             super().__init__()
             self.column = column
 
-    def __init__(self, columns: list[TableColumn], **kwargs: Any) -> None:
+    def __init__(self, columns: list[TableColumn], **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.columns = columns
         self.keys: list[str] = []

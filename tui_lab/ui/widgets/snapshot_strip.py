@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Static
 
 from tui_lab.ui.state.travel import TimeTravel, sparkline, value_at
+
+if TYPE_CHECKING:
+    from tui_lab.core.runs.curves import RunCurves
 
 KEYS_HINT = "[ ] step · { } first/last · p play"
 SHORT_HINT = "[ ] { } p"  # when the full hint does not fit on the line
@@ -27,7 +30,10 @@ class SnapshotStrip(Static):
     }
     """
 
-    def show(self, state: TimeTravel, curves: Any, total_steps: int | None) -> None:
+    # The last sparkline drawn: its values (the list itself), their count, its width, the line.
+    _spark_cache: tuple[list[float], int, int, str] | None = None
+
+    def show(self, state: TimeTravel, curves: RunCurves | None, total_steps: int | None) -> None:
         """Draw ``state`` over ``curves`` (a RunCurves or None); hidden without history."""
         self.display = bool(state.steps)
         if not state.steps:
@@ -68,7 +74,7 @@ class SnapshotStrip(Static):
     def _spark(self, values: list[float], width: int) -> str:
         """The loss curve's sparkline, worked out again only when the curve or width changed."""
         # The list itself is kept (not its id): a new curve is never taken for the old one.
-        cached = getattr(self, "_spark_cache", None)
+        cached = self._spark_cache
         if cached is None or cached[0] is not values or cached[1:3] != (len(values), width):
             cached = self._spark_cache = (values, len(values), width, sparkline(values, width))
         return cached[3]

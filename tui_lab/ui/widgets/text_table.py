@@ -12,10 +12,11 @@ cheap.
 from __future__ import annotations
 
 import io
-from typing import Any
+from collections.abc import Sequence
+from typing import TypedDict
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod, RenderableType
 from rich.measure import Measurement
 from rich.segment import Segment
 from rich.style import Style
@@ -24,11 +25,25 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
+from typing_extensions import Unpack
 
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 _WIDE = Console(width=1000, file=io.StringIO())  # only measures, never prints
 PRERENDER_DELAY = 0.25  # seconds after the last change, while the table is hidden
+
+
+class ColumnSpec(TypedDict, total=False):
+    """The ``rich.table.Column`` keyword arguments a table's column is given."""
+
+    header: RenderableType
+    justify: JustifyMethod
+    no_wrap: bool
+    style: str
+
+
+Row = tuple[RenderableType | None, ...]  # a row's cells: strings or Rich Text
 
 
 class TextTable(ScrollView, QuietFocus, can_focus=True):
@@ -37,7 +52,7 @@ class TextTable(ScrollView, QuietFocus, can_focus=True):
     The table keeps its natural width and scrolls sideways where the pane is narrower.
     """
 
-    def __init__(self, *columns: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *columns: ColumnSpec, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self._columns = columns
         self._table: Table | None = None
@@ -50,11 +65,11 @@ class TextTable(ScrollView, QuietFocus, can_focus=True):
         """An empty table shows its header."""
         self.show([])
 
-    def set_columns(self, *columns: dict[str, Any]) -> None:
+    def set_columns(self, *columns: ColumnSpec) -> None:
         """Use these columns (``rich.table.Column`` keyword dicts) from the next ``show`` on."""
         self._columns = columns
 
-    def show(self, rows: list[tuple[Any, ...]]) -> None:
+    def show(self, rows: Sequence[Row]) -> None:
         """Draw these rows (cells are strings or Rich Text) under the header."""
         # Rich keeps cells in its Column objects, so each table gets new ones.
         table = Table(

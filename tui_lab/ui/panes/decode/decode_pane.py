@@ -32,7 +32,7 @@ from tui_lab.ui.state.host import Pane
 from tui_lab.ui.time_travel.control import TimeTravelControl
 from tui_lab.ui.widgets.pick_list import Item, PickList
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
-from tui_lab.ui.widgets.text_table import TextTable
+from tui_lab.ui.widgets.text_table import ColumnSpec, Row, TextTable
 
 N_EXAMPLES = 8
 TOP_K_SHOWN = 5
@@ -154,7 +154,7 @@ class DecodePane(Pane, Vertical):
                 yield TextTable(
                     {"header": "#", "justify": "right", "no_wrap": True},
                     {"header": "token", "no_wrap": True},  # the one chosen, and its probability
-                    *({"header": ORDINALS[j], "no_wrap": True} for j in range(TOP_K_SHOWN)),
+                    *(ColumnSpec(header=ORDINALS[j], no_wrap=True) for j in range(TOP_K_SHOWN)),
                     id="decode-steps",
                 )
                 yield Static(id="decode-fills")  # fill-mask's steps (empty for a greedy decode)
@@ -409,7 +409,7 @@ class DecodePane(Pane, Vertical):
             out.append(f"\nablated: {ablated}", style="bold magenta")
         self._append_steered(out, result)
         self.query_one("#decode-output", Static).update(out)
-        rows = []
+        rows: list[Row] = []
         for i, step in enumerate(result.steps, start=1):
             top = [top_cell(token, p, token == step.token) for token, p in step.top[:TOP_K_SHOWN]]
             if self._sampled:

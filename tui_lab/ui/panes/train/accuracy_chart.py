@@ -21,7 +21,7 @@ def known(steps: list[int], values: list[float | None]) -> tuple[list[float], li
     return [s for s, _ in pairs], [v for _, v in pairs]
 
 
-class AccuracyChart(CachedPlot):
+class AccuracyChart(CachedPlot[HistorySnapshot]):
     """Train accuracy per step and held-out accuracy per evaluation (left, 0-1); weight norm (right)."""
 
     def draw(self, data: HistorySnapshot) -> None:
