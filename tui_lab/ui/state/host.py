@@ -54,7 +54,7 @@ class Hosted(Widget):
 class Pane(Hosted):
     """One of the lab's panes: its id, the keys help lists for it, and where its focus goes.
 
-    ``BINDINGS`` (a list from ``keys.py``) are the pane's own keys; ``KEY_SECTIONS`` adds
+    ``BINDINGS`` (a list from ``key_bindings.py``) are the pane's own keys; ``KEY_SECTIONS`` adds
     the keys of widgets or screens that belong to it (a title, or "" to list them with
     the pane's); ``HELP_EXTRA`` the keys it handles without a binding (key, what).
     """
