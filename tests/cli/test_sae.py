@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,3 +154,49 @@ def test_resume(lab: tuple[Path, Path, dict], tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     resumed = last_json_line(proc.stdout)
     assert resumed["step"] > summary["step"] and resumed["tokens"] >= 9000
+
+
+def _open_run(run: Path) -> Any:
+    from tui_lab.core.opening.model_in_hand import open_model
+
+    return open_model(str(run))
+
+
+def test_eval_and_features_print_what_their_verbs_return(lab: tuple[Path, Path, dict], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sae eval`` and ``sae features`` (list, one feature, typed text) --json: the verb's ``to_json()``."""
+    from tui_lab.core.verbs import sae_eval, sae_features
+
+    monkeypatch.setenv("TFX_LAB_CACHE", str(tmp_path))
+    run, sae_dir, _ = lab
+    model = _open_run(run)
+    got = sae_eval.run(sae_eval.Request(str(sae_dir), tokens=2000), model).to_json()
+    proc = tfx("sae", "eval", str(sae_dir), "--run", str(run), "--tokens", "2000", "--json")
+    assert json.dumps(got) == proc.stdout.strip()
+    for options, request in (([], {}), (["--sort", "max", "--top", "5"], {"sort": "max", "top": 5}),
+                             (["--feature", "3", "--top", "3"], {"feature": 3, "top": 3}),
+                             (["--input", "hello there"], {"input": "hello there"})):
+        got = sae_features.run(sae_features.Request(str(sae_dir), **request), model).to_json()
+        proc = tfx("sae", "features", str(sae_dir), "--run", str(run), *options, "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert json.dumps(got) == proc.stdout.strip(), options
+
+
+def test_train_prints_what_its_verb_returns(lab: tuple[Path, Path, dict], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two trainings alike, one by the command and one by the verb: the same summary but for the
+    folder and the seconds."""
+    from tui_lab.core.verbs import sae_train
+
+    monkeypatch.setenv("TFX_LAB_CACHE", str(tmp_path / "cache"))
+    run, _, _ = lab
+    proc = tfx("sae", "train", "--run", str(run), "--hook", HOOK, "--d-sae", "32", "--k", "4", "--tokens", "3000",
+               "--batch", "256", "--out", str(tmp_path / "by-cli"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    cli = last_json_line(proc.stdout)
+    request = sae_train.Request(str(tmp_path / "by-verb"), HOOK, d_sae=32, k=4, tokens=3000, batch=256,
+                                model_name=str(run))
+    got = json.loads(json.dumps(sae_train.run(request, _open_run(run)).to_json()))
+    for summary in (cli, got):
+        summary.pop("out"), summary.pop("seconds")
+    assert got == cli

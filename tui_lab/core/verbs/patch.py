@@ -92,11 +92,15 @@ def pair_of(request: Request, model: Any) -> PatchPair:
 
 
 def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
-    """Patch every cell of the site (exact runs are cancellable between batches)."""
+    """Patch every cell of the site over the request's pair (exact runs are cancellable between batches)."""
+    return grids(request, model, pair_of(request, model), progress, cancelled)
+
+
+def grids(request: Request, model: Any, pair: PatchPair, progress: Progress = no_progress,
+          cancelled: Cancelled = never) -> Result:
+    """The request's grids over ``pair`` (a pair already made: the Patch pane keeps its own)."""
     from tui_lab.core.analysis.patching.activation_patching import activation_patch
     from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
-
-    pair = pair_of(request, model)
 
     def cells(done: int, total: int) -> None:
         progress(done, total, "patching")

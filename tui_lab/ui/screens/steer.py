@@ -8,7 +8,6 @@ separated by ``|``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from textual.app import ComposeResult
@@ -17,17 +16,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from tui_lab.core.errors import LabError
+from tui_lab.core.verbs.steer import Steering
 from tui_lab.ui import key_bindings
 
-
-@dataclass(frozen=True)
-class SteerRequest:
-    """What the dialog asks for: the hook, the two prompt sets, the coefficient."""
-
-    hook: str
-    positive: list[str]
-    negative: list[str]
-    coef: float
+# What the dialog asks for: the hook, the two prompt sets, the coefficient (checked as
+# ``tfx-lab steer`` checks them: the same one-line refusals).
+SteerRequest = Steering
 
 
 def prompt_set(text: str) -> list[str]:
@@ -89,13 +83,14 @@ class SteerScreen(ModalScreen[SteerRequest | None]):
             positive, negative = prompt_set(value("positive")), prompt_set(value("negative"))
         except LabError as exc:
             return None, str(exc)
-        if not positive or not negative:
-            return None, "give at least one positive and one negative prompt"
         try:
             coef = float(value("coef"))
         except ValueError:
             return None, f"the coefficient {value('coef')!r} is not a number"
-        return SteerRequest(hook, positive, negative, coef), ""
+        try:
+            return SteerRequest(hook, tuple(positive), tuple(negative), coef), ""
+        except LabError as exc:
+            return None, str(exc)
 
     def action_cancel(self) -> None:
         """Close without steering."""

@@ -476,11 +476,11 @@ class DecodePane(Pane, Vertical):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="decode-steer")
     def _steer_worker(self, handle: Any, request: Any) -> None:
-        """The vector from the two prompt sets (thread); then decode again, steered."""
-        from tui_lab.core.analysis.patching.steering import steering_vector
+        """The vector from the two prompt sets (thread, ``core/verbs/steer.py``); then decode again, steered."""
+        from tui_lab.core.verbs.steer import vector as steering_vector
 
         try:
-            vector = steering_vector(handle, request.hook, request.positive, request.negative)
+            vector = steering_vector(request, handle)
         except Exception as exc:  # noqa: BLE001 - one line, inline
             self.post_message(self.Failed(one_line(exc)))
             return

@@ -37,8 +37,8 @@ def private_handle(run: Any) -> Any:
     """``run`` as a hooked handle on a model of its own: a lab run's model copied whole (it may
     be training, and history stepping loads other weights into it); a model opened from files
     shares its weights (they never change here)."""
-    from tui_lab.core.opening.model_in_hand import hooked
     from tui_lab.core.opening.model_handle import opened_from_files
+    from tui_lab.core.opening.model_in_hand import hooked
     from tui_lab.ui.state.model_copies import settled, shared_clone
 
     if opened_from_files(run):
@@ -58,13 +58,16 @@ def ready_names(handle: Any) -> list[str]:
 
 
 def make_pair(handle: Any, source: PairSource) -> Any:
-    """The ``PatchPair`` of ``source`` (PatchError, one line, for bad input)."""
-    from tui_lab.core.analysis.patching import patch_pair
+    """The ``PatchPair`` of ``source`` as ``tfx-lab patch`` makes it (``core/verbs/patch.py``):
+    PatchError, one line, for bad input; typed text past the context refused before it is read."""
+    from tui_lab.core.verbs.patch import Request, pair_of
 
     if source.custom:
-        return patch_pair.make_pair(handle, source.clean, source.corrupt, source.answer, source.wrong,
-                                    source.target or None)
-    return patch_pair.ready_pair(handle, source.name)
+        request = Request(clean=source.clean, corrupt=source.corrupt, answer=source.answer, wrong=source.wrong,
+                          target=source.target or None)
+    else:
+        request = Request(pair=source.name)
+    return pair_of(request, handle)
 
 
 def pair_texts(handle: Any, pair: Any) -> PairSource:
@@ -86,16 +89,16 @@ def pair_texts(handle: Any, pair: Any) -> PairSource:
 
 def patch_site(handle: Any, pair: Any, site: str, method: str,
                progress: Progress | None = None, cancelled: Cancelled | None = None) -> Any:
-    """``site``'s ``PatchResult`` by exact patching (batched, cancellable) or attribution."""
-    from tui_lab.core.analysis.patching.activation_patching import activation_patch
-    from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
+    """``site``'s ``PatchResult`` by exact patching (batched, cancellable) or attribution, as
+    ``tfx-lab patch`` patches it (``core/verbs/patch.py``)."""
+    from tui_lab.core.verbs.patch import Request, grids
+    from tui_lab.core.verbs.verb import never
 
-    if method == "attribution":
-        result = attribution_patch(handle, pair, site)
+    def cells(done: int, total: int, _what: str) -> None:
         if progress is not None:
-            progress(1, 1)
-        return result
-    return activation_patch(handle, pair, site, progress=progress, cancelled=cancelled)
+            progress(done, total)
+
+    return grids(Request(site=site, method=method), handle, pair, cells, cancelled or never).grids[0]
 
 
 def logit_attribution(handle: Any, pair: Any) -> Any:
