@@ -12,16 +12,18 @@ self-attention module's q, k and v at its hook points (after RoPE).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.attention import MultiHeadAttention, causal_mask, padding_mask
 from tui_lab.core.model.hook_points import using_hooks
+from tui_lab.core.tasks.base import TaskBase
+from tui_lab.core.tasks.protocol import Task
 
 N_EXAMPLES = 3  # task examples beside the typed input
 MARK = -1  # the id pad positions carry in ``marked``: no real token has it
@@ -53,7 +55,7 @@ class ExampleBatch:
         return padding, causal, padding & causal  # (B, 1, T, T)
 
 
-def _texts(task: Any, text: str | None) -> list[str]:
+def _texts(task: Task, text: str | None) -> list[str]:
     texts = [text] if text else []
     for example in task.examples_for_display(N_EXAMPLES + 2):
         if example not in texts and len(texts) < N_EXAMPLES + (1 if text else 0):
@@ -63,17 +65,18 @@ def _texts(task: Any, text: str | None) -> list[str]:
     return texts
 
 
-def example_batch(task: Any, arch: str, text: str | None = None) -> ExampleBatch:
-    """The typed ``text`` (checked by the task) and a few task examples as one padded batch."""
+def example_batch(task: Task, arch: Shape | str, text: str | None = None) -> ExampleBatch:
+    """The typed ``text`` (checked by the task) and a few task examples as one padded batch,
+    for a model of shape ``arch`` (a ``Shape`` or its spelling in a preset)."""
     if text:
         problem = task.validate_input(text)
         if problem:
             raise LabError(f"the input: {problem}")
     texts = _texts(task, text)
     vocab = task.vocab
-    if hasattr(task, "collate"):  # a lab task: the rows it trains on, PAD (0) padded
+    if isinstance(task, TaskBase):  # a lab task: the rows it trains on, PAD (0) padded
         pairs = [(t, task.solve(t)) for t in texts]
-        batch = task.collate(pairs, arch)
+        batch = task.collate(pairs, Shape(arch).value)
         tokens = batch.tgt_in
         lengths = [int(n) for n in (tokens != 0).sum(dim=1)]
         src = batch.src
@@ -148,7 +151,7 @@ def self_attention_qk(model: nn.Module, batch: ExampleBatch) -> list[HeadsQK]:
     return out
 
 
-def fresh_model(config: LabConfig) -> tuple[nn.Module, Any]:
+def fresh_model(config: LabConfig) -> tuple[nn.Module, TaskBase]:
     """A preset's model as training would start it (seeded, untrained, eval mode) and its task."""
     from tui_lab.core.model.models import build_run_model
     from tui_lab.core.tasks import make_task

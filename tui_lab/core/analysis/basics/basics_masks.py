@@ -27,8 +27,10 @@ from tui_lab.core.analysis.basics.basics_example import (
     example_batch,
     self_attention_qk,
 )
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.attention import scaled_dot_product_attention
+from tui_lab.core.tasks.protocol import Task
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,8 @@ class MaskPicture:
 
 def mask_picture(
     model: nn.Module,
-    task: object,
-    arch: str,
+    task: Task,
+    arch: Shape | str,
     text: str | None = None,
     head: int = 0,
     query: int | None = None,
@@ -71,7 +73,7 @@ def mask_picture(
         range(len(batch.lengths)), key=lambda b: (batch.lengths[b], b)
     )
     grid_padding = padding[row, 0].expand(t, t)  # (T, T): the same key columns for every query
-    encoder = arch == "encoder-only"
+    encoder = Shape(arch) is Shape.ENCODER_ONLY
     grid_combined = grid_padding if encoder else combined[row, 0]  # (T, T)
     found = [qk for qk in self_attention_qk(model, batch) if qk.causal or encoder]
     if not found:

@@ -23,7 +23,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from tui_lab.core.model.models import EmbeddingsAndHead
 from tui_lab.core.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
+
+PositionModule = SinusoidalPositions | LearnedPositions | RotaryEmbedding
 
 DEFAULT_LENGTH = 32  # positions shown: enough to see the stripes, small enough for a terminal
 
@@ -45,10 +48,10 @@ class PositionPicture:
         return int(self.table.size(0))
 
 
-def position_module(model: nn.Module) -> nn.Module | None:
+def position_module(model: nn.Module) -> PositionModule | None:
     """The model's own position module: the additive one (``model.pos``), else its RoPE."""
-    pos = getattr(model, "pos", None)
-    if isinstance(pos, nn.Module):
+    pos = model.pos if isinstance(model, EmbeddingsAndHead) else None
+    if pos is not None:
         return pos
     for module in model.modules():
         if isinstance(module, RotaryEmbedding):
@@ -92,12 +95,5 @@ def position_picture(model: nn.Module, length: int = DEFAULT_LENGTH) -> Position
                 "rotation angle p * base^(-2j/dims) of pair j, mod 2 pi",
                 base=module.base, rotated_dims=module.dims,
             )
-        if module is not None and hasattr(module, "weight"):  # another additive table (a real model's)
-            weight = module.weight
-            if isinstance(weight, torch.Tensor) and weight.ndim == 2:
-                table = weight[:length].detach().float().cpu()
-                return PositionPicture(
-                    "learned", table, table @ table.T, "the model's row for each position"
-                )
     empty = torch.zeros(0, 0)
     return PositionPicture("none", empty, empty, "this model adds no positional information")

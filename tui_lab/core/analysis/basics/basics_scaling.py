@@ -20,7 +20,9 @@ import torch
 from torch import nn
 
 from tui_lab.core.analysis.basics.basics_example import example_batch, self_attention_qk
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.model.attention import causal_mask, scaled_dot_product_attention, window_mask
+from tui_lab.core.tasks.protocol import Task
 
 RANDOM_D_K = (16, 32, 64, 128, 256, 512, 1024)
 RANDOM_KEYS = 16  # keys per softmax row
@@ -75,7 +77,7 @@ def measure(
     )
 
 
-def scaling_real(model: nn.Module, task: object, arch: str, text: str | None = None) -> list[ScalingRow]:
+def scaling_real(model: nn.Module, task: Task, arch: Shape | str, text: str | None = None) -> list[ScalingRow]:
     """Every self-attention module of ``model`` on the example batch (decoder's first)."""
     batch = example_batch(task, arch, text)
     rows = []

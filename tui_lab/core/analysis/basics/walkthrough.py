@@ -13,16 +13,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
+    from tui_lab.core.tasks.protocol import Task
 
 
 @dataclass
 class Projections:
     """Full-sequence projections of one attention module, split into heads."""
 
-    q: Any  # (H, Tq, d_head), after RoPE if the module uses it
-    k: Any  # (H, Tk, d_head): with grouped-query attention, each query head's shared key head
-    v: Any  # (H, Tk, d_head)
+    q: Tensor  # (H, Tq, d_head), after RoPE if the module uses it
+    k: Tensor  # (H, Tk, d_head): with grouped-query attention, each query head's shared key head
+    v: Tensor  # (H, Tk, d_head)
     causal: bool
     scale: float | None = None  # what multiplies q.k; None: 1/sqrt(d_head)
     window: int = 0  # > 0: a query sees only its last ``window`` keys
@@ -60,7 +67,7 @@ class WalkRow:
 
 
 def collect_projections(
-    model: Any, task: Any, result: Any, options: dict[str, Any] | None
+    model: nn.Module, task: Task, result: DecodeResult | FillMaskResult, options: dict[str, Any] | None
 ) -> dict[str, Projections]:
     """Replay ``result``'s decode (a fill-mask result: its one read); q/k/v of every attention
     module, by its lab name.
@@ -72,18 +79,19 @@ def collect_projections(
     import torch
 
     from tui_lab.core.decoding.decode import generate
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
     from tui_lab.core.model.attention import MultiHeadAttention
     from tui_lab.core.model.hook_points import using_hooks
 
     modules = {m.lab_name: m for m in model.modules() if isinstance(m, MultiHeadAttention)}
-    seen: dict[str, list[Any]] = {}
+    seen: dict[str, list[Tensor]] = {}
 
-    def record(x: Any, name: str) -> None:
+    def record(x: Tensor, name: str) -> None:
         seen.setdefault(name, []).append(x[0].detach().float().transpose(0, 1))  # (heads, T, d_head)
 
     names = [n for m in modules.values() for n in (m.hook_names.q, m.hook_names.k, m.hook_names.v)]
     with using_hooks([(set(names).__contains__, record)]):
-        if hasattr(result, "masks"):  # a fill-mask decode: the one read its attention came from
+        if isinstance(result, FillMaskResult):  # a fill-mask decode: the one read its attention came from
             with torch.no_grad():
                 model(torch.tensor([result.tokens], device=next(model.parameters()).device))
         else:
@@ -104,7 +112,7 @@ def collect_projections(
     return found
 
 
-def walk(proj: Projections, result: Any, name: str, head: int, row: int) -> WalkRow:
+def walk(proj: Projections, result: DecodeResult | FillMaskResult, name: str, head: int, row: int) -> WalkRow:
     """softmax(q k^T / sqrt(d)) v for one head and one query row, every intermediate kept."""
     import torch
 
