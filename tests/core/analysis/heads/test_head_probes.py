@@ -7,6 +7,7 @@ import torch
 
 from tui_lab.core.analysis.heads.head_probes import REPEAT, TASK_REPEATS, make_probe, standard_probe
 from tui_lab.core.config.lab_config import TaskConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.tasks import make_task
 from tui_lab.core.tasks.vocab import N_SPECIALS
 
@@ -65,3 +66,16 @@ def test_the_induction_task_brings_its_own_repeats():
     assert len(set(rep.lengths.tolist())) > 1  # the task's own varying lengths
     for row, length in zip(rep.tokens, rep.lengths.tolist(), strict=True):
         assert torch.equal(row[length : 2 * length], row[:length])
+
+
+@pytest.mark.parametrize("shape", list(Shape))
+def test_a_probe_asked_by_shape_is_the_one_asked_by_the_presets_spelling(shape: Shape):
+    """Callers name the model's shape either way (``config.model.arch`` or ``Shape``); the probe
+    is the same: the repeats for a decoder-only model only, the source for an encoder-decoder only."""
+    task = make_task(TaskConfig(name="copy", min_len=3, max_len=6))
+    by_shape, by_text = make_probe(task, shape, n=4, seed=0), make_probe(task, shape.value, n=4, seed=0)
+    assert by_shape.shape is by_text.shape is shape
+    assert (by_text.repeated is not None) == (shape is Shape.DECODER_ONLY) == (by_shape.repeated is not None)
+    assert len(by_text.inputs) == len(by_shape.inputs) == (2 if shape is Shape.ENCODER_DECODER else 1)
+    for a, b in zip(by_shape.inputs, by_text.inputs, strict=True):
+        assert torch.equal(a, b)

@@ -43,6 +43,8 @@ from torch import Tensor
 
 from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
+from tui_lab.core.tasks.base import TaskBase
+from tui_lab.core.tasks.masked_lm import MaskedLMTask, MaskedText
 from tui_lab.core.tasks.protocol import Vocabulary
 from tui_lab.core.tasks.tokenized import TokenizedText, TokenVocab
 from tui_lab.core.tasks.translation import Translation
@@ -130,6 +132,14 @@ def _bos_id(model: ModelInHand) -> int | None:
     """A real tokenizer's BOS id (the lab's own vocabularies put none before a text)."""
     vocab = _vocab(model)
     return vocab.tokenizer.bos_id if isinstance(vocab, TokenVocab) else None
+
+
+def _lab_task(model: ModelInHand) -> TaskBase:
+    """The model's task when it is one of the lab's own (examples of its own to draw from)."""
+    task = model.task
+    if not isinstance(task, TaskBase):
+        raise PatchError(f"{task.name}: a pair from the task's own examples needs a lab task")
+    return task
 
 
 def encode_text(model: ModelInHand, text: str) -> list[int]:
@@ -225,7 +235,10 @@ def masked_ids(model: ModelInHand, text: str) -> list[int]:
 
 def mask_position(model: ModelInHand, clean: list[int], corrupt: list[int]) -> int:
     """The one mask's position, the same in both inputs; PatchError otherwise."""
-    mask = int(model.task.mask_id)
+    task = model.task
+    if not isinstance(task, (MaskedLMTask, MaskedText)):
+        raise PatchError(f"{task.name} has no mask token: patching reads an encoder's answer at its mask")
+    mask = int(task.mask_id)
     where = [i for i, t in enumerate(clean) if t == mask]
     if len(where) != 1:
         raise PatchError(f"the clean input has {len(where)} masks: patching reads the answer at one mask")
@@ -284,7 +297,7 @@ def sequence_task_pair(model: ModelInHand, seed: int = 0, tries: int = 2000) -> 
     as a decoder-only model reads them (input then SEP); the answer's first token."""
     from tui_lab.core.tasks.vocab import SEP
 
-    task, vocab = model.task, _vocab(model)
+    task, vocab = _lab_task(model), _vocab(model)
     rng = random.Random(f"task-pair:{seed}")
     first_in, first_out = task.example(rng)
     for _ in range(tries):  # a first input of a few tokens, where the task allows it
@@ -296,8 +309,8 @@ def sequence_task_pair(model: ModelInHand, seed: int = 0, tries: int = 2000) -> 
         text, out = task.example(rng)
         b = [*vocab.encode(text), SEP]
         if len(b) == len(a) and out and first_out and out[0] != first_out[0]:
-            return PatchPair(a, b, vocab.encode(first_out)[0], vocab.encode(out)[0], task.config.name)
-    raise PatchError(f"no pair of {task.config.name} inputs with one length and different answers")
+            return PatchPair(a, b, vocab.encode(first_out)[0], vocab.encode(out)[0], task.name)
+    raise PatchError(f"no pair of {task.name} inputs with one length and different answers")
 
 
 def divergence_pair(model: ModelInHand, clean: str, corrupt: str, name: str) -> PatchPair | None:
@@ -330,7 +343,8 @@ def encoder_decoder_pair(model: ModelInHand, name: str, seed: int = 0, tries: in
         candidates = list(TRANSLATION_PAIRS)
     else:
         rng = random.Random(f"task-pair:{seed}")
-        candidates = [(model.task.example(rng)[0], model.task.example(rng)[0]) for _ in range(tries)]
+        task = _lab_task(model)
+        candidates = [(task.example(rng)[0], task.example(rng)[0]) for _ in range(tries)]
     for clean, corrupt in candidates:
         pair = divergence_pair(model, clean, corrupt, name)
         if pair is not None:
@@ -345,10 +359,10 @@ def ready_pairs(model: ModelInHand) -> list[str]:
     if shape is Shape.ENCODER_ONLY:
         return []
     if shape is Shape.ENCODER_DECODER:
-        return ["translation" if model.card is not None else model.task.config.name]
+        return ["translation" if model.card is not None else model.task.name]
     if model.card is not None:
         return ["ioi"]
-    name = model.task.config.name
+    name = model.task.name
     if name == "induction":
         return ["induction"]
     if not model.task.is_lm:
