@@ -27,14 +27,21 @@ SteerRequest = Steering
 def prompt_set(text: str) -> list[str]:
     """A file's lines (one prompt each) when ``text`` names a file, else ``|``-separated
     prompts; LabError (one line) for a file that cannot be read."""
-    path = Path(text).expanduser()
-    if text and path.is_file():
+    if text and _is_file(text):
         from tui_lab.core.analysis.patching.steering import read_prompts
 
-        lines = read_prompts(path)
+        lines = read_prompts(Path(text).expanduser())
     else:
         lines = text.split("|")
     return [line.strip() for line in lines if line.strip()]
+
+
+def _is_file(text: str) -> bool:
+    """Whether ``text`` names a file (prompts too long for a file name are no file)."""
+    try:
+        return Path(text).expanduser().is_file()
+    except OSError:
+        return False
 
 
 class SteerScreen(ModalScreen[SteerRequest | None]):

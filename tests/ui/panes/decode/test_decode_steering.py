@@ -88,3 +88,27 @@ def test_a_prompt_set_is_a_file_or_bars(tmp_path: Path) -> None:
     f.write_text("one\n\n two \n")
     assert prompt_set(str(f)) == ["one", "two"]
     assert prompt_set("a | b |") == ["a", "b"]
+
+
+async def test_a_coefficient_or_prompt_the_command_refuses_is_refused_in_one_line(learned_run: Path) -> None:
+    """Issue 55: NaN or infinity as the coefficient is refused in the dialog, and a prompt past the
+    model's context by the worker, in one line each, with ``tfx-lab steer``'s words."""
+    app = tiny_app(run_dir=str(learned_run))
+    async with app.run_test(size=SIZE) as pilot:
+        pane, dialog = await steer_dialog(pilot, app)
+        dialog.query_one("#steer-hook", Input).value = HOOK
+        dialog.query_one("#steer-positive", Input).value = "111"
+        dialog.query_one("#steer-negative", Input).value = "999"
+        for typed in ("nan", "inf"):
+            dialog.query_one("#steer-coef", Input).value = typed
+            dialog.query_one("#steer-coef", Input).focus()
+            await pilot.press("enter")
+            said = plain(dialog.query_one("#steer-error", Static))
+            assert f"--coef: must be a finite number, got {typed}" in said and len(said.splitlines()) == 1
+        dialog.query_one("#steer-positive", Input).value = "1" * 5000
+        dialog.query_one("#steer-coef", Input).value = "2"
+        await pilot.press("enter")
+        error = pane.query_one("#decode-error", Static)
+        await wait_until(pilot, lambda: "reads at most" in plain(error), 30, "the refusal")
+        assert "a positive prompt of 5000 tokens" in plain(error) and len(plain(error).splitlines()) == 1
+        assert pane.steering is None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from textual.widgets import Input
 
 from tests.ui.fake_host import STYLES, FakeHost
 from tests.ui.helpers import SIZE, wait_until
@@ -183,3 +184,30 @@ def test_browser_sorts_and_jumps_without_textual() -> None:
     assert b.cycle_sort() == "prompt" and b.order[:2] == [9, 0]
     b.jump_to(0)
     assert b.feature == 0 and b.card()["effects"] is None
+
+
+async def test_typed_text_past_the_context_is_one_line(
+        tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 55: text typed at / longer than the model's context (64) is refused in one line
+    saying the limit, as ``tfx-lab sae features --input`` refuses it."""
+    from tui_lab.core.opening.from_run import load_for_inference
+    from tui_lab.core.sae.folder import save_sae
+    from tui_lab.core.sae.recipe import new_sae
+
+    loaded = load_for_inference(tiny_run, "cpu")
+    save_sae(new_sae(int(loaded.config.model.d_model), 16, "topk", 4, "blocks.1.hook_resid_post", None, 32, seed=1),
+             tmp_path / "sae")
+    host, pane = _host(tiny_run, tmp_path, monkeypatch)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        pane.open_folder(str(tmp_path / "sae"))
+        await wait_until(pilot, lambda: pane.browser is not None, 60, "the SAE's table")
+        prompt = host.query_one("#features-prompt", Input)
+        prompt.value = "a" * 5000
+        prompt.focus()
+        await pilot.press("enter")
+        status = host.query_one("#features-status")
+        await wait_until(pilot, lambda: "reads at most" in str(status.render()), 30, "the refusal")
+        said = str(status.render()).strip()
+        assert said == "the text of 5000 tokens: the model reads at most 64"
+        assert pane.browser is not None and not pane.browser.prompt

@@ -356,3 +356,23 @@ async def test_an_encoder_decoder_pair_typed_with_its_decoder_input(tmp_path: Pa
         assert _flat(shown.raw) == pytest.approx(_flat(want.raw), abs=1e-5)
         await pilot.press("e")
         assert host.query_one("#patch-target").value == "31"  # the pair's texts, shown back
+
+
+async def test_a_typed_pair_past_the_context_is_refused_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 55: 5,000 characters typed into the pair (the run reads 64 positions) are refused
+    at once, in one line saying the limit, as ``tfx-lab patch`` refuses them: nothing is patched."""
+    def no_patching(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("patched a pair past the context")
+
+    monkeypatch.setattr("tui_lab.core.analysis.patching.activation_patching.activation_patch", no_patching)
+    host, pane = _host(INDUCTION_RUN, tmp_path)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        await pilot.press("e", "down", "enter")
+        for field, value in (("clean", "abcd" * 1250), ("corrupt", "abce" * 1250), ("answer", "a"), ("wrong", "b")):
+            host.query_one(f"#patch-{field}").value = value
+        await _patched(pilot, pane, "enter")
+        status = _text(host, "#patch-status")
+        assert "the clean input of 5000 tokens: the model reads at most 64" in status
+        assert len(status.strip().splitlines()) == 1 and pane.pair is None
