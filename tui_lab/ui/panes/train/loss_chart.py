@@ -13,20 +13,22 @@ the whole figure from it right before every build.
 from __future__ import annotations
 
 import time
-from typing import Any, cast
+from typing import cast
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from typing_extensions import Unpack
 
 from tui_lab.ui.panes.train.run_history import HistorySnapshot, RunHistory
 from tui_lab.ui.widgets.cached_plot import CachedPlot, integer_ticks
 from tui_lab.ui.widgets.chart_points import thin
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 CHART_SECONDS = 0.5  # while training, the loss chart is rebuilt at most twice a second
 LR_REDRAW_SECONDS = 1.0  # and the small learning-rate chart at most once
 
 
-class LossChart(CachedPlot):
+class LossChart(CachedPlot[tuple[HistorySnapshot, bool]]):
     """Train loss per step and validation loss per evaluation."""
 
     def draw(self, data: HistorySnapshot, log_scale: bool) -> None:
@@ -62,7 +64,7 @@ class LossChart(CachedPlot):
             plt.ylim(0, 1)
 
 
-class LrChart(CachedPlot):
+class LrChart(CachedPlot[HistorySnapshot]):
     """The learning-rate schedule as it was applied, step by step."""
 
     def draw(self, data: HistorySnapshot) -> None:
@@ -90,7 +92,7 @@ class RunCharts(Vertical):
     and not at all while the history has not changed.
     """
 
-    def __init__(self, history: RunHistory, **kwargs: Any) -> None:
+    def __init__(self, history: RunHistory, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.history = history
         self.accuracy = False  # the accuracy chart on show (a, or a full-batch run)

@@ -43,6 +43,8 @@ def clock(seconds: float | None) -> str:
 class MetricsPanel(Static):
     """A two-column grid of the run's latest numbers."""
 
+    _rows: int | None = None  # the grid's rows as last drawn (None: never drawn)
+
     def show(
         self,
         state: TrainState,
@@ -95,5 +97,5 @@ class MetricsPanel(Static):
         # A re-layout of the whole screen costs tens of milliseconds on a busy
         # machine: only ask for one when the panel gains or loses a row.
         rows = grid.row_count
-        self.update(grid, layout=rows != getattr(self, "_rows", None))
+        self.update(grid, layout=rows != self._rows)
         self._rows = rows

@@ -13,19 +13,36 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from textual.message import Message
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
-from tui_lab.core.runs.events import CheckpointEvent, DoneEvent, EvalEvent, LogEvent, StepEvent
+from tui_lab.core.runs.events import (
+    CheckpointEvent,
+    DoneEvent,
+    EvalEvent,
+    Event,
+    LogEvent,
+    StepEvent,
+)
 from tui_lab.ui.panes.train.run_history import RunHistory
 
 if TYPE_CHECKING:  # torch-backed: loaded by the time a run is built
     from tui_lab.core.training.remote import RemoteRun
 
-Post = Callable[[Any], Any]
+Post = Callable[[Message], object]  # the pane's post_message: thread-safe
+
+
+class Launch(TypedDict):
+    """What one launch builds, restores or continues (``RunDriver.drive``'s arguments)."""
+
+    config: LabConfig | None
+    resume_dir: Path | None
+    existing: RemoteRun | None
+    start: bool
+    finetune: dict[str, Any] | None  # ``RemoteRun``'s own (``open_finetune``'s arguments)
 
 
 class RunDriver:
@@ -78,7 +95,7 @@ class RunDriver:
         self.history = history
         self.runs_root = runs_root
         self.generation = 0
-        self.live_run: Any = None  # the RemoteRun whose process the pane drives
+        self.live_run: RemoteRun | None = None  # the RemoteRun whose process the pane drives
         self.loop_finished = threading.Event()
         self.loop_finished.set()
         self.stop_requested = threading.Event()
@@ -91,10 +108,10 @@ class RunDriver:
         """A run's loop (or its build) is under way and has not returned yet."""
         return self.live_run is not None and not self.loop_finished.is_set()
 
-    def on_event_for(self, generation: int) -> Callable[[Any], None]:
+    def on_event_for(self, generation: int) -> Callable[[Event], None]:
         """The run's ``on_event``: records steps, posts everything else (reader thread)."""
 
-        def on_event(event: Any) -> None:
+        def on_event(event: Event) -> None:
             """One event of the run (reader thread)."""
             if generation != self.generation:
                 return  # a run the user has reset away
@@ -113,7 +130,7 @@ class RunDriver:
 
         return on_event
 
-    def begin(self, existing: Any, retiring: Any) -> threading.Event:
+    def begin(self, existing: RemoteRun | None, retiring: RemoteRun | None) -> threading.Event:
         """Set up a launch; returns the event its worker sets when it returns.
 
         A fresh event per launch: the worker of a run that just ended may still
@@ -129,7 +146,7 @@ class RunDriver:
             self.live_run = existing
         return self.loop_finished
 
-    def forget(self, *runs: Any) -> None:
+    def forget(self, *runs: RemoteRun | None) -> None:
         """Drop the live run and ``runs``: their processes save and end; their events are ignored."""
         retire(self.live_run, *runs)
         self.generation += 1
@@ -139,7 +156,7 @@ class RunDriver:
     def stop(self) -> bool:
         """Ask a live loop to stop after its current step; True if one was live."""
         self.stop_requested.set()
-        if self.loop_live:
+        if self.loop_live and self.live_run is not None:  # loop_live: there is a live run
             self.live_run.stop()
             return True
         return False
@@ -149,7 +166,7 @@ class RunDriver:
         generation: int,
         config: LabConfig | None,
         resume_dir: Path | None,
-        existing: Any,
+        existing: RemoteRun | None,
         start: bool,
         finished: threading.Event,
         finetune: dict[str, Any] | None = None,
@@ -169,7 +186,7 @@ class RunDriver:
     def _build(
         self, generation: int, config: LabConfig | None, resume_dir: Path | None,
         finetune: dict[str, Any] | None = None,
-    ) -> Any:
+    ) -> RemoteRun | None:
         """A new RemoteRun, or None when it failed (said with RunFailed) or is no longer wanted."""
         # torch-backed: loaded already (the lab trains only once the core is in)
         from tui_lab.core.runs.folder import new_run_dir
@@ -199,7 +216,7 @@ class RunDriver:
         return run
 
 
-def retire(*runs: Any) -> None:
+def retire(*runs: RemoteRun | None) -> None:
     """Let runs the pane no longer shows stop, save and end their processes (in threads)."""
     for run in {id(r): r for r in runs if r is not None}.values():
         threading.Thread(target=run.close, name="retire-run", daemon=True).start()

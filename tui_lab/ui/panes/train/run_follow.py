@@ -12,22 +12,21 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
 
 MetricEvent = StepEvent | EvalEvent
-ReadMetrics = Callable[[Path], list[dict[str, Any]]]  # records of a run folder's metrics.jsonl
+ReadMetrics = Callable[[Path], list[dict[str, object]]]  # records of a run folder's metrics.jsonl
 
 
-def read_metrics(path: Path) -> list[dict[str, Any]]:
+def read_metrics(path: Path) -> list[dict[str, object]]:
     """The run folder's metrics records (the core's reader; call it once torch is loaded)."""
     from tui_lab.core.runs.log import read_metrics as read  # torch-backed, loaded by then
 
     return read(path)
 
 
-def events_of(records: Iterable[dict[str, Any]]) -> list[MetricEvent]:
+def events_of(records: Iterable[object]) -> list[MetricEvent]:
     """The events the records stand for, in order; damaged or unknown records are left out."""
     return [event for event in map(event_from_record, records) if event is not None]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from tui_lab.core.runs.events import EvalEvent, StepEvent
 
@@ -49,18 +48,25 @@ class RunHistory:
         """Append a training step (any thread)."""
         with self._lock:
             d = self._data
-            _append_newest(step, d.steps, (d.loss, loss), (d.lr, lr),
-                           (d.train_accuracy, train_accuracy), (d.weight_norm, weight_norm))
+            _drop_from(step, d.steps, d.loss, d.lr, d.train_accuracy, d.weight_norm)
+            d.steps.append(step)
+            d.loss.append(loss)
+            d.lr.append(lr)
+            d.train_accuracy.append(train_accuracy)
+            d.weight_norm.append(weight_norm)
             self.version += 1
 
     def add_eval(self, step: int, val_loss: float, accuracy: float | None) -> None:
         """Append an evaluation (any thread); a repeated step replaces the later points."""
         with self._lock:
             d = self._data
-            _append_newest(step, d.eval_steps, (d.val_loss, val_loss), (d.accuracy, accuracy))
+            _drop_from(step, d.eval_steps, d.val_loss, d.accuracy)
+            d.eval_steps.append(step)
+            d.val_loss.append(val_loss)
+            d.accuracy.append(accuracy)
             self.version += 1
 
-    def load_events(self, events: Iterable[Any]) -> None:
+    def load_events(self, events: Iterable[object]) -> None:
         """Fill from a run's ``StepEvent``s and ``EvalEvent``s (read back from its folder)."""
         for event in events:
             if isinstance(event, StepEvent):
@@ -88,16 +94,13 @@ class RunHistory:
             return len(self._data.steps)
 
 
-def _append_newest(step: int, steps: list[int], *series: tuple[list[Any], Any]) -> None:
-    """Append ``step`` and one value per series, first dropping points at or after ``step``.
+def _drop_from(step: int, steps: list[int], *series: list[float] | list[float | None]) -> None:
+    """Drop the points at or after ``step`` from ``steps`` and each series, before it is added.
 
     A resumed run repeats the steps after its last checkpoint: the newest points win.
     """
     if steps and step <= steps[-1]:
         keep = next((i for i, s in enumerate(steps) if s >= step), len(steps))
         del steps[keep:]
-        for values, _ in series:
+        for values in series:
             del values[keep:]
-    steps.append(step)
-    for values, value in series:
-        values.append(value)

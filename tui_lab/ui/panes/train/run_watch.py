@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from textual.message import Message
 from textual.widget import Widget
+from typing_extensions import Unpack
 
 from tui_lab.ui.panes.train.run_follow import MetricEvent, RunFollower
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 FOLLOW_SECONDS = 1.0  # a followed run folder is read again every second
 
@@ -33,7 +34,7 @@ class RunWatch(Widget):
         ended: str
         events: list[MetricEvent] | None
 
-    def __init__(self, path: Path, can_read: Callable[[], bool], **kwargs: Any) -> None:
+    def __init__(self, path: Path, can_read: Callable[[], bool], **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.path = Path(path)
         self.follower = RunFollower(self.path)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.widgets import ProgressBar, Static
 from textual.worker import Worker, WorkerState
+from typing_extensions import Unpack
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.errors import one_line
@@ -33,7 +34,7 @@ from tui_lab.ui.messages import ModelChanged, OpenRunFolder, RunConfigOpened, Us
 from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
-from tui_lab.ui.panes.train.run_driver import RunDriver, retire
+from tui_lab.ui.panes.train.run_driver import Launch, RunDriver, retire
 from tui_lab.ui.panes.train.run_follow import events_of, latest, read_metrics, resting_step
 from tui_lab.ui.panes.train.run_history import RunHistory
 from tui_lab.ui.panes.train.run_watch import RunWatch
@@ -41,6 +42,11 @@ from tui_lab.ui.panes.train.train_state import Phase, TrainState
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.user_keymap import key_of
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
+from tui_lab.ui.widgets.widget_options import WidgetOptions
+
+if TYPE_CHECKING:  # torch-backed: loaded by the time a run is built
+    from tui_lab.core.config.sections import ModelConfig, TaskConfig, TrainConfig
+    from tui_lab.core.training.remote import RemoteRun
 
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
 DONE_TITLES: dict[str, tuple[str, SeverityLevel]] = {
@@ -53,7 +59,7 @@ DONE_TITLES: dict[str, tuple[str, SeverityLevel]] = {
 }
 
 
-def _sections(config: LabConfig) -> tuple[Any, Any, Any]:
+def _sections(config: LabConfig) -> tuple[ModelConfig, TaskConfig, TrainConfig]:
     """What a run trains on: a change of name alone does not make the shown run stale."""
     return (config.model, config.task, config.train)
 
@@ -74,7 +80,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         runs_root: Path,
         open_dir: Path | None = None,
         follow_dir: Path | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[WidgetOptions],
     ) -> None:
         super().__init__(**kwargs)
         self._open_at_start = open_dir
@@ -84,7 +90,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         self.history = RunHistory()
         self.train_state = TrainState()
         self.driver = RunDriver(self.post_message, self.history, runs_root)
-        self.run: Any = None  # a RemoteRun (a test may give a stand-in)
+        self.run: RemoteRun | None = None  # (a test may give a stand-in)
         self.run_dir: Path | None = None
         self.device = ""
         self.last_step: StepEvent | None = None
@@ -117,7 +123,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         return self.driver.loop_finished
 
     @property
-    def _live_run(self) -> Any:
+    def _live_run(self) -> RemoteRun | None:
         """The run whose process the pane drives (a fault test kills its process)."""
         return self.driver.live_run
 
@@ -304,7 +310,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
     # ---- the worker -------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="train", name="training")
-    def _train_worker(self, generation: int, launch: dict[str, Any], finished: Any) -> None:
+    def _train_worker(self, generation: int, launch: Launch, finished: threading.Event) -> None:
         """Build or restore a run if needed, then train it until it stops (thread)."""
         self.driver.drive(generation, finished=finished, **launch)
 
@@ -313,7 +319,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         *,
         config: LabConfig | None = None,
         resume_dir: Path | None = None,
-        existing: Any = None,
+        existing: RemoteRun | None = None,
         start: bool = True,
         finetune: dict[str, Any] | None = None,
     ) -> None:
@@ -324,8 +330,8 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         self._starting = start
         finished = self.driver.begin(existing, retiring=self.run)
         self._changed()
-        launch = dict(config=config, resume_dir=resume_dir, existing=existing, start=start,
-                      finetune=finetune)
+        launch = Launch(config=config, resume_dir=resume_dir, existing=existing, start=start,
+                        finetune=finetune)
         self._train_worker(self.driver.generation, launch, finished)
 
     # ---- actions ----------------------------------------------------------------------
@@ -374,10 +380,10 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
                 severity="warning",
             )
             return
-        same_config = self.run is not None and not self._config_dirty
-        if same_config and self.state is Phase.READY:
-            self._launch(existing=self.run)
-        elif same_config and self.train_state.resumable and self.run.step < self.run.total_steps:
+        run = None if self._config_dirty else self.run  # the run shown, its config unchanged
+        if run is not None and self.state is Phase.READY:
+            self._launch(existing=run)
+        elif run is not None and self.train_state.resumable and run.step < run.total_steps:
             self._launch(resume_dir=self.run_dir)  # an error too: from the last checkpoint
         else:
             self._clear_run()
