@@ -52,7 +52,7 @@ def score_curves(
     out = ScoreCurves()
     for step in wanted:
         load_snapshot(run_dir, step, run.model)
-        heads = atlas_for(run.model, run.task, run.config.model.arch).heads  # an encoder's own patterns too
+        heads = atlas_for(run.model, run.task, run.config.model.shape).heads  # an encoder's own patterns too
         out.add(step, heads)
         if on_step is not None:
             on_step(step, heads)

@@ -33,7 +33,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from tui_lab.core.decoding.decode import DecodeResult, is_decoder_only, max_positions
+from tui_lab.core.decoding.decode import DecodeResult, max_positions
 from tui_lab.core.decoding.fill_mask import FillMaskResult
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.encoder_only import EncoderOnly
@@ -114,7 +114,7 @@ def logit_lens(model: nn.Module, task: Task, result: DecodeResult) -> LensTable:
     ids = vocab.encode(result.input)
     fed_out = result.tokens[:-1]  # the last token is never fed back
     with evaluating(model):
-        if is_decoder_only(model):
+        if _lab_model(model).config.shape.one_stack:
             prompt = ids if task.is_lm else [*ids, SEP]
             limit = max_positions(model)
             if task.is_lm and task.truncates_prompt and len(prompt) >= limit:

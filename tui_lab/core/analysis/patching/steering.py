@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from tui_lab.core.analysis.patching.patch_pair import PatchError
+from tui_lab.core.analysis.patching.patch_pair import PatchError, model_shape
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.decoding.decode import generate
-from tui_lab.core.decoding.fill_mask import fill_mask, is_fill_mask
+from tui_lab.core.decoding.fill_mask import fill_mask
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.hook_points import HookSpec, using_hooks
 
@@ -51,7 +52,7 @@ def _check_hook(model: ModelInHand, hook: str) -> None:
         near = difflib.get_close_matches(hook, model.hook_names(), n=2)
         hint = f" (did you mean {' or '.join(near)}?)" if near else " (tfx-lab hooks lists them)"
         raise PatchError(f"no hook point {hook!r} in this model{hint}")
-    if not model.decoder_only and hook.startswith("decoder."):
+    if not model_shape(model).one_stack and hook.startswith("decoder."):
         raise PatchError(f"{hook}: an encoder-decoder reads the prompt sets in its encoder; "
                          "steer at an encoder.{L} hook")
     if hook.endswith(("hook_pattern", "hook_attn_scores")):
@@ -114,7 +115,7 @@ def steer(
     vector = vector.to(model.device)
 
     def output() -> str:
-        if is_fill_mask(model.model):  # an encoder-only model's "continuation": its masks filled
+        if model_shape(model) is Shape.ENCODER_ONLY:  # its "continuation": its masks filled
             return fill_mask(model.model, model.task, text).output
         return generate(model.model, model.task, text, max_new_tokens=max_new_tokens, capture=False).output
 
