@@ -55,7 +55,7 @@ def _file_bytes(folder: Path) -> int:
 
 
 def families(quick: bool) -> Section:
-    from tui_lab.core.opening.from_files import open_model
+    from tui_lab.core.opening.from_files import open_files
 
     section = Section("families", "Families: a Qwen2.5-0.5B-shaped model (bf16 file), float32 and bfloat16")
     with tempfile.TemporaryDirectory(prefix="tfx-bench-qwen-") as tmp:
@@ -71,7 +71,7 @@ def families(quick: bool) -> Section:
         budget = 20 if quick else 60
         speed: dict[str, Any] = {}
         for dtype, torch_dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
-            lab = open_model(str(folder), dtype=dtype)
+            lab = open_files(str(folder), dtype=dtype)
             speed[dtype] = decode_speed(lab, hf.to(torch_dtype), 1, 8, budget)
             del lab
     fp32_growth = (fp32["after_decode"]["VmRSS"] - fp32["base"]["VmRSS"]) / fp32["weight_bytes"]

@@ -7,7 +7,7 @@ The model: opus-mt-en-zh's shape (d_model 512, 6 + 6 layers, 8 heads, feed-forwa
 random weights, built by ``transformers`` and written with ``save_pretrained`` to
 a temporary folder beside the tests' small SentencePiece tokenizer
 (``bench/hf_factory.py``; fewer pieces than the vocabulary, which the
-lab accepts). The lab opens that folder with ``open_model`` (as ``--model``
+lab accepts). The lab opens that folder with ``open_files`` (as ``--model``
 does); ``transformers`` keeps the model it saved, so both hold the same weights.
 The logits bias is pushed down on ``</s>`` so neither side stops early: both
 translate ``NEW_TOKENS`` tokens greedily (the encoder once, the decoder with its
@@ -74,13 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import MarianTokenizer
 
     from tui_lab.core.decoding.decode import generate
-    from tui_lab.core.opening.from_files import open_model
+    from tui_lab.core.opening.from_files import open_files
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "opus-mt-shaped"
         reference = write_model(folder)
-        loaded = open_model(str(folder))
-        torch.set_num_threads(args.threads)  # open_model picks threads for the lab; same for both
+        loaded = open_files(str(folder))
+        torch.set_num_threads(args.threads)  # open_files picks threads for the lab; same for both
         ids = MarianTokenizer.from_pretrained(folder)(SOURCE, return_tensors="pt").input_ids
         pad = reference.config.pad_token_id
 

@@ -34,8 +34,7 @@ from tui_lab.core.analysis.patching.patch_pair import PatchPair, logit_diff
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.model.models import build_model
-from tui_lab.core.opening.from_run import LoadedModel
-from tui_lab.core.opening.model_in_hand import HookedModel
+from tui_lab.core.opening.model_in_hand import ModelInHand
 
 SPEED_GOAL = 3.0
 ATTRIBUTION_GOAL = 3.0
@@ -56,7 +55,7 @@ class _Ids:
         return str(i)
 
 
-def gpt2_small_handle() -> HookedModel:
+def gpt2_small_handle() -> ModelInHand:
     config = ModelConfig(
         arch="decoder-only", d_model=768, n_heads=12, n_decoder_layers=12, d_ff=3072, activation="gelu_tanh",
         positional="learned", max_len=1024, scale_embeddings=False, vocab_size=VOCAB, dropout=0.0,
@@ -64,9 +63,8 @@ def gpt2_small_handle() -> HookedModel:
     torch.manual_seed(0)
     model = build_model(config).eval()
     task = SimpleNamespace(vocab=_Ids(), config=SimpleNamespace(name="bench"), is_lm=True)
-    loaded = LoadedModel(LabConfig(name="bench", model=config, task=LabConfig().task), task, model, 0,
-                         torch.device("cpu"), [])
-    return HookedModel(loaded)
+    lab_config = LabConfig(name="bench", model=config, task=LabConfig().task)
+    return ModelInHand(lab_config, task, model, 0, torch.device("cpu"), [])  # type: ignore[arg-type]
 
 
 def _pair() -> PatchPair:
@@ -78,7 +76,7 @@ def _pair() -> PatchPair:
     return PatchPair(clean, corrupt, 11, 22)
 
 
-def naive_patch(lab: HookedModel, pair: PatchPair, layers: list[int]) -> list[list[float]]:
+def naive_patch(lab: ModelInHand, pair: PatchPair, layers: list[int]) -> list[list[float]]:
     """One forward pass per (layer, position) of ``layers``: the reference."""
     clean_ids, corrupt_ids = pair.ids()
     names = [f"blocks.{i}.hook_resid_pre" for i in layers]

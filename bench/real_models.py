@@ -5,7 +5,7 @@ The model: GPT-2 small's shape (n_embd 768, 12 layers, 12 heads, vocabulary
 ``transformers`` and written with ``save_pretrained`` to a temporary folder
 beside a small byte-level BPE (``bench/hf_factory.py``; fewer tokens
 than the model's vocabulary, which the lab accepts). The lab opens that folder
-with ``open_model``, as ``--model`` does; ``transformers`` keeps the model it
+with ``open_files``, as ``--model`` does; ``transformers`` keeps the model it
 saved (the same weights). Speed does not depend on the weights' values.
 
 - decode: greedy continuations of ``NEW_TOKENS`` tokens after the same prompt
@@ -260,11 +260,11 @@ def status():
 t0, c0 = time.perf_counter(), time.process_time()
 import torch
 from tui_lab.core.decoding.decode import generate
-from tui_lab.core.opening.from_files import open_model, weight_bytes
+from tui_lab.core.opening.from_files import open_files, weight_bytes
 imported, imported_cpu = time.perf_counter() - t0, time.process_time() - c0
 base = status()
 t0, c0 = time.perf_counter(), time.process_time()
-loaded = open_model(sys.argv[1], dtype=sys.argv[3] if len(sys.argv) > 3 else "float32")
+loaded = open_files(sys.argv[1], dtype=sys.argv[3] if len(sys.argv) > 3 else "float32")
 opened, opened_cpu = time.perf_counter() - t0, time.process_time() - c0
 after_open = status()
 t0, c0 = time.perf_counter(), time.process_time()
@@ -279,7 +279,7 @@ print(json.dumps({"import_s": imported, "open_s": opened, "decode_2_s": decoded,
 
 
 def resident_memory(folder: Path, dtype: str = "float32") -> dict[str, Any]:
-    """RSS of a fresh process around ``open_model`` (see the module docstring)."""
+    """RSS of a fresh process around ``open_files`` (see the module docstring)."""
     proc = subprocess.run([sys.executable, "-W", "ignore", "-c", _RSS_CHILD, str(folder), PROMPT, dtype],
                           capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
     if proc.returncode != 0:
@@ -344,7 +344,7 @@ def _lab_accepts_model() -> bool:
 
 def real_models(quick: bool) -> Section:
     from tui_lab.core.model.device import default_threads
-    from tui_lab.core.opening.from_files import open_model, weight_bytes
+    from tui_lab.core.opening.from_files import open_files, weight_bytes
 
     sec = Section("real_models", "real models: GPT-2-small-shaped (124 M, random weights) from save_pretrained")
     new_tokens = 16 if quick else 32
@@ -352,7 +352,7 @@ def real_models(quick: bool) -> Section:
     with tempfile.TemporaryDirectory(prefix="tfx-bench-gpt2-") as tmp:
         folder = Path(tmp)
         t_write, hf = _timed(lambda: write_model(folder))
-        t_open, lab = _timed(lambda: open_model(str(folder)))
+        t_open, lab = _timed(lambda: open_files(str(folder)))
         weights = weight_bytes(lab.model)
         n_params = sum(p.numel() for p in {p.data_ptr(): p for p in lab.model.parameters()}.values())
         values["real_models_setup"] = {"write_s": round(t_write, 2), "open_model_s": round(t_open, 3),
@@ -399,7 +399,7 @@ def real_models(quick: bool) -> Section:
             ui["runs"] = len(frames)
         else:
             ui = {"first_frame_s": None, "ready_s": None, "runs": 0,
-                  "note": "tfx-lab has no --model option yet: open_model alone measured"}
+                  "note": "tfx-lab has no --model option yet: open_files alone measured"}
         values["real_models_ui"] = ui
     sec.values = values
     sec.rows = _rows(values, new_tokens)
@@ -451,9 +451,9 @@ def _rows(v: dict[str, Any], new_tokens: int) -> list[Row]:
             rows.append(Row(f"tfx-lab --model: {label}", f"{wall:.2f} s", f"<= {goal:g} s", wall <= goal,
                             f"real pty 120x40, wall clock from process start, median of {ui['runs']}; the lab's "
                             f"CPU time by then {cpu:.2f} s" + ("" if key == "first_frame" else
-                                                               " (torch import, then open_model)")))
+                                                               " (torch import, then open_files)")))
     mem = v["real_models_memory"]
-    rows.append(Row("open_model in a fresh process", f"{mem['open_s']:.2f} s", "", None,
+    rows.append(Row("open_files in a fresh process", f"{mem['open_s']:.2f} s", "", None,
                     f"CPU {mem['open_cpu_s']:.2f} s; after importing torch and the core ({mem['import_s']:.1f} s, CPU "
                     f"{mem['import_cpu_s']:.1f} s); the first 2-token decode then {mem['decode_2_s']:.2f} s (CPU "
                     f"{mem['decode_2_cpu_s']:.2f} s: the weights' pages are read in)"))

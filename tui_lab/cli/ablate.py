@@ -19,8 +19,7 @@ from .shared import (
     add_run_or_model,
     check_examples,
     emit_json,
-    load_run,
-    open_real_model,
+    load_target,
     target_name,
 )
 
@@ -57,7 +56,7 @@ def ablate(args: argparse.Namespace) -> int:
         raise LabError("--revision goes with --model")
     if (args.text is not None or args.input is not None) and not _fine_tuned(args.run):
         raise LabError("--text and --input go with --model or a fine-tuned run (a run is scored on its task)")
-    run = load_run(args.run, args.device, args.at_step)
+    run = load_target(args, args.device, args.at_step)
     if run.config.task.name == "token-lm":  # fine-tuned from a real model: scored on a text too
         return ablate_text(args, run)
     from tui_lab.core.analysis.heads.ablation import check_mode, parse_head
@@ -165,7 +164,7 @@ def ablate_text(args: argparse.Namespace, run: Any = None) -> int:
         ids = _run_text_ids(run)
     else:
         text = _read_text(args)
-        run = run if run is not None else open_real_model(args, args.device)
+        run = run if run is not None else load_target(args, args.device)
         ids = text_ids(run.task, text, run.config.model.max_len)
     name = target_name(args)
     where: dict[str, Any] = {"model": args.model} if args.model is not None else {"run": args.run, "step": run.step}

@@ -40,14 +40,14 @@ def open_target(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     if args.revision and not args.model:
         raise LabError("--revision goes with --model")
     if args.model:
-        from .shared import open_real_model
+        from .shared import load_target
 
-        loaded = open_real_model(args)
+        loaded = load_target(args)
         return loaded.config, loaded.model, loaded.task, f"{args.model} (opened from files)"
     if args.run:
-        from .shared import load_run
+        from .shared import load_target
 
-        loaded = load_run(args.run)
+        loaded = load_target(args)
         return loaded.config, loaded.model, loaded.task, f"{args.run} at step {loaded.step:,}"
     from tui_lab.core.analysis.basics.basics_example import fresh_model
     from tui_lab.core.config.presets import load_preset

@@ -13,7 +13,7 @@ from .shared import (
     add_run,
     check_examples,
     emit_json,
-    load_run,
+    load_target,
 )
 
 
@@ -34,7 +34,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from tui_lab.core.training.evaluate import evaluate as evaluate_model
     from tui_lab.core.training.evaluate import held_out_pairs
 
-    run = load_run(args.run, args.device, args.at_step)
+    run = load_target(args, args.device, args.at_step)
     pairs = None if run.task.is_lm else held_out_pairs(run.task, run.config.train, args.n)
     ev = evaluate_model(run.model, run.task, run.config, run.device, step=run.step, pairs=pairs)
     seen = [m.get("overlap") for m in read_metrics(args.run) if m.get("kind") == "eval"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .shared import Subparsers, add_at_step, add_json, add_run, emit_json, load_run
+from .shared import Subparsers, add_at_step, add_json, add_run, emit_json, load_target
 
 BAR = 40  # characters of the strongest frequency's bar
 
@@ -21,7 +21,7 @@ def fourier(args: argparse.Namespace) -> int:
     """Print the embedding's power per frequency, its key frequencies and its top-8 share."""
     from tui_lab.core.analysis.lenses.embedding_fourier import model_spectrum
 
-    run = load_run(args.run, "cpu", args.at_step)
+    run = load_target(args, "cpu", args.at_step)
     spec = model_spectrum(run.model, run.task)
     if args.json:
         emit_json({**spec.to_dict(), "run": args.run, "step": run.step})

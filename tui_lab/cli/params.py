@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .shared import MODEL_HELP, Subparsers, add_json, console, emit_json, open_real_model
+from .shared import MODEL_HELP, Subparsers, add_json, console, emit_json, load_target
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -25,7 +25,7 @@ def params(args: argparse.Namespace) -> int:
     if args.model is not None:
         from tui_lab.core.model.params import report_for_model
 
-        loaded = open_real_model(args)
+        loaded = load_target(args)
         cfg = loaded.config
         report = report_for_model(loaded.model, cfg.model.max_len)
     else:

@@ -81,7 +81,7 @@ def _open(args: argparse.Namespace) -> Any:
     from tui_lab.core.model.device import set_threads
     from tui_lab.core.opening.model_in_hand import open_model
 
-    handle = open_model(args.model if args.model is not None else args.run, args.device, revision=args.revision)
+    handle = open_model(args.model if args.model is not None else args.run, revision=args.revision, device=args.device)
     set_threads(0)  # passes over many tokens split well across cores (device.bulk_threads)
     return handle
 

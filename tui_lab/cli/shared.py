@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from tui_lab.core.opening.from_run import LoadedModel
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 # What ``add_subparsers`` returns (argparse keeps the class private); every command
 # module's ``add_parser`` takes one.
@@ -94,38 +94,28 @@ def console() -> Any:
     return Console()
 
 
-def open_real_model(args: argparse.Namespace, device: str = "cpu") -> LoadedModel:
-    """The model ``--model`` names, opened offline; its notes go to stderr."""
-    from tui_lab.core.opening.from_files import open_model
-
-    loaded = open_model(args.model, device, args.revision, dtype=getattr(args, "dtype", "float32"))
-    say_notes(loaded.notes)
-    return loaded
-
-
-def load_target(args: argparse.Namespace, device: str = "cpu", at_step: int | None = None) -> LoadedModel:
-    """The run (``--run``) or the real model (``--model``) a command works on."""
+def load_target(args: argparse.Namespace, device: str = "cpu", at_step: int | None = None) -> ModelInHand:
+    """The model a command works on: ``--run`` (at ``at_step``, its history snapshot) or
+    ``--model`` with ``--revision`` and ``--dtype``, through ``open_model``; the notes
+    opening it made go to stderr (stdout stays the result)."""
     from tui_lab.core.errors import LabError
+    from tui_lab.core.opening.model_in_hand import open_model
+    from tui_lab.core.runs.folder import RunFolder
 
-    if getattr(args, "model", None) is None:
+    source = getattr(args, "model", None)  # commands that take only --run have no --model
+    if source is None:
         if getattr(args, "revision", None):
             raise LabError("--revision goes with --model")
-        return load_run(args.run, device, at_step)
-    if at_step is not None:
+        # Read first, so a folder that is not a run is refused as a run, not as model files.
+        lab = open_model(RunFolder.read(args.run), at_step=at_step, device=device)
+    elif at_step is not None:
         raise LabError("--at-step reads a run's history; a model opened with --model has none")
-    return open_real_model(args, device)
+    else:
+        lab = open_model(source, revision=args.revision, dtype=getattr(args, "dtype", "float32"), device=device)
+    say_notes(lab.notes)
+    return lab
 
 
 def target_name(args: argparse.Namespace) -> str:
     """What the command works on, as the user named it (a run folder or a model)."""
     return str(args.model if getattr(args, "model", None) is not None else args.run)
-
-
-def load_run(run_dir: str, device: str = "cpu", at_step: int | None = None) -> LoadedModel:
-    """A run's config, task and model for inference (config and weights only); its notes
-    (what was repaired or guessed while loading) go to stderr."""
-    from tui_lab.core.opening.from_run import load_for_inference
-
-    loaded = load_for_inference(run_dir, device, at_step)
-    say_notes(loaded.notes)
-    return loaded

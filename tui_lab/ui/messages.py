@@ -19,7 +19,7 @@ from tui_lab.core.config.lab_config import LabConfig
 if TYPE_CHECKING:  # torch-backed: imported by the panes once torch is loaded
     from tui_lab.core.decoding.decode import DecodeResult
     from tui_lab.core.model.params import ParamReport
-    from tui_lab.core.opening.from_run import LoadedModel
+    from tui_lab.core.opening.model_in_hand import ModelInHand
     from tui_lab.core.tasks import Task
     from tui_lab.core.training.remote import RemoteRun
 
@@ -64,7 +64,7 @@ class OpenSaeRequested(Message):
 class ModelChanged(Message):
     """The model the Decode pane uses changed (``run`` holds ``.model`` and ``.task``; None: no model)."""
 
-    run: RemoteRun | LoadedModel | None
+    run: RemoteRun | ModelInHand | None
 
 
 @dataclass
@@ -125,12 +125,12 @@ class ReportReady(Message):
 class ModelOpened(Message):
     """A real model opened from files (``--model SOURCE``) is ready, or failed to open.
 
-    ``loaded`` is the core's ``LoadedModel`` (config, task, model, ``card``); on a
+    ``loaded`` is the core's ``ModelInHand`` (config, task, model, ``card``); on a
     failure it is None and ``error`` is one line. Every pane hears of it.
     """
 
     source: str
-    loaded: LoadedModel | None = None
+    loaded: ModelInHand | None = None
     error: str | None = None
 
 

@@ -60,7 +60,7 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:  # the panes are imported when first built (lazy_panes.py), not with the app
     from tui_lab.core.decoding.decode import DecodeResult
-    from tui_lab.core.opening.from_run import LoadedModel
+    from tui_lab.core.opening.model_in_hand import ModelInHand
     from tui_lab.core.opening.model_handle import ModelHandle
     from tui_lab.ui.core_access import Core
     from tui_lab.ui.panes.params.param_count import ParamCounter
@@ -95,7 +95,7 @@ class PaneRouting(App[None]):
     core: StateField[Core | None] = StateField()
     core_state: StateField[str] = StateField()
     current_run: StateField[ModelHandle | None] = StateField()  # the model Decode uses
-    opened: StateField[LoadedModel | None] = StateField()  # the LoadedModel of --model, once open
+    opened: StateField[ModelInHand | None] = StateField()  # the ModelInHand of --model, once open
     last_report: StateField[ReportReady | None] = StateField()
     last_decode: StateField[Decoded | None] = StateField()
     ablation: StateField[AblationState] = StateField()
@@ -234,7 +234,7 @@ class PaneRouting(App[None]):
             self.notify(note, title=loaded.config.name, timeout=8)
 
     @work(thread=True, exit_on_error=False, group="report")
-    def _model_report_worker(self, loaded: LoadedModel) -> None:
+    def _model_report_worker(self, loaded: ModelInHand) -> None:
         """The opened model's parameter breakdown, from its own tensors (thread)."""
         from tui_lab.core.model.params import report_for_model
         from tui_lab.ui.state.model_copies import settled

@@ -5,7 +5,7 @@ export must load in ``transformers`` (``AutoModelForCausalLM``, no custom
 code) with logits within 1e-4 of the lab model's and the same 32-token greedy
 continuation (the lab's KV cache against ``generate(do_sample=False)``, each
 step's logits within 1e-4 as well), be of
-the family that represents it, and reopen in the lab (``open_model``, what
+the family that represents it, and reopen in the lab (``open_files``, what
 ``--model DIR`` runs) with the run's logits.
 """
 
@@ -21,7 +21,7 @@ import torch
 from tests.core.pretrained.export_runs import save_run
 from tests.core.pretrained.family_reference import NEW_TOKENS
 from tui_lab.core.export.export_hf import export_hf
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 
 transformers = pytest.importorskip("transformers")
 
@@ -132,7 +132,7 @@ def test_transformers_logits_and_greedy_continuation_match(exported: tuple[str, 
 
 def test_reopens_in_the_lab_with_the_runs_logits(exported: tuple[str, Any, Path]) -> None:
     _, model, folder = exported
-    opened = open_model(str(folder))
+    opened = open_files(str(folder))
     ids = tokens(model.vocab_size)
     with torch.no_grad():
         torch.testing.assert_close(opened.model(ids), model(ids), atol=1e-5, rtol=0)

@@ -1,4 +1,4 @@
-"""``open_model``: a real model from files, through the lab's own decode, equal to ``transformers``."""
+"""``open_files``: a real model from files, through the lab's own decode, equal to ``transformers``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from bench.hf_factory import save_family
 from tests.hf_fixtures.hf_cache import write_cache
 from tui_lab.core.decoding.decode import DecodeInputError, generate
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 from tui_lab.core.pretrained.errors import PretrainedError
 
 FAMILIES = ("gpt2", "gpt_neox", "llama", "gpt_neo")
@@ -32,7 +32,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, obj
 def test_a_greedy_continuation_through_the_tokenizer_equals_generate(saved, family) -> None:
     """The whole path (tokenizer, prompt, KV cache, argmax, end of text) against the reference."""
     folder, ref = saved[family]
-    loaded = open_model(str(folder))
+    loaded = open_files(str(folder))
     result = generate(loaded.model, loaded.task, PROMPT, max_new_tokens=32, capture=False)
     from transformers import AutoTokenizer
 
@@ -47,12 +47,12 @@ def test_a_greedy_continuation_through_the_tokenizer_equals_generate(saved, fami
 def test_a_continuation_stops_at_the_models_own_end_of_text(saved, tmp_path) -> None:
     """A model whose end-of-text id is a token it greedily emits after others: both stop there."""
     folder, ref = saved["gpt_neox"]
-    loaded = open_model(str(folder))
+    loaded = open_files(str(folder))
     first = generate(loaded.model, loaded.task, PROMPT, max_new_tokens=16, capture=False).tokens
     at = next(i for i in range(1, len(first)) if first[i] not in first[:i])
     stop = first[at]
     save_family(tmp_path, "gpt_neox", eos_token_id=stop)  # same seed: the same weights
-    loaded = open_model(str(tmp_path))
+    loaded = open_files(str(tmp_path))
     result = generate(loaded.model, loaded.task, PROMPT, max_new_tokens=32, capture=False)
     ids = torch.tensor([loaded.task.vocab.encode(PROMPT)])
     with torch.no_grad():
@@ -64,7 +64,7 @@ def test_a_continuation_stops_at_the_models_own_end_of_text(saved, tmp_path) -> 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_card_says_what_was_read_and_counts_like_the_reference(saved, family) -> None:
     folder, ref = saved[family]
-    card = open_model(str(folder)).card
+    card = open_files(str(folder)).card
     assert card.family == family and card.origin == "folder"
     assert card.n_params == ref.num_parameters()
     assert card.context == 64 and card.vocab_size == 300
@@ -76,7 +76,7 @@ def test_a_cached_name_opens_offline(saved, tmp_path, monkeypatch, no_network) -
     folder, ref = saved["gpt2"]
     write_cache(tmp_path / "hub", "openai-community/gpt2", folder, commit="c" * 40)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    loaded = open_model("openai-community/gpt2")
+    loaded = open_files("openai-community/gpt2")
     assert loaded.card.origin == "cache" and loaded.card.commit == "c" * 40
     assert ("from", "the local Hugging Face cache @ cccccccccccc") in loaded.card.rows()
     ids = torch.tensor([loaded.task.vocab.encode(PROMPT)])
@@ -86,7 +86,7 @@ def test_a_cached_name_opens_offline(saved, tmp_path, monkeypatch, no_network) -
 
 
 def test_a_prompt_over_the_context_is_refused_in_one_line(saved) -> None:
-    loaded = open_model(str(saved["gpt2"][0]))
+    loaded = open_files(str(saved["gpt2"][0]))
     with pytest.raises(DecodeInputError, match=r"context is 64") as err:
         generate(loaded.model, loaded.task, "the cat " * 80, max_new_tokens=2)
     assert "\n" not in str(err.value)
@@ -98,7 +98,7 @@ def test_half_precision_weights_are_widened_and_said(saved, tmp_path) -> None:
     ref.float()
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (tmp_path / name).write_bytes((folder / name).read_bytes())
-    loaded = open_model(str(tmp_path))
+    loaded = open_files(str(tmp_path))
     assert all(p.dtype == torch.float32 for p in loaded.model.parameters())
     assert any("float16" in n and "float32" in n for n in loaded.notes)
     assert loaded.card.stored_dtype == "float16"
@@ -112,7 +112,7 @@ def test_custom_code_is_named_and_never_run(saved, tmp_path) -> None:
     config["auto_map"] = {"AutoModelForCausalLM": "evil.Model"}
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "evil.py").write_text("raise SystemExit('custom code ran')\n")
-    loaded = open_model(str(tmp_path))
+    loaded = open_files(str(tmp_path))
     assert any("auto_map" in n and "not run" in n for n in loaded.notes)
 
 
@@ -121,5 +121,5 @@ def test_a_tokenizer_of_another_model_is_one_line(saved, tmp_path) -> None:
     save_family(tmp_path, "gpt2", vocab_size=200, tokenizer=False)
     (tmp_path / "tokenizer.json").write_bytes((folder / "tokenizer.json").read_bytes())
     with pytest.raises(PretrainedError, match=r"300 tokens but the weights hold 200") as err:
-        open_model(str(tmp_path))
+        open_files(str(tmp_path))
     assert "\n" not in str(err.value)

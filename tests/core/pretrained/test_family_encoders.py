@@ -16,7 +16,7 @@ from tui_lab.core.decoding.decode import DecodeInputError
 from tui_lab.core.decoding.fill_mask import fill_mask
 from tui_lab.core.model.capture import capture_attention
 from tui_lab.core.model.params import parameter_report
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 from tui_lab.core.opening.model_in_hand import hooked
 
 pytestmark = pytest.mark.usefixtures("no_network")
@@ -41,7 +41,7 @@ def _masked(lab: Any) -> str:
 
 def test_logits_and_attention_match(saved: tuple[str, Path, Any]) -> None:
     family, folder, reference = saved
-    lab = open_model(str(folder))
+    lab = open_files(str(folder))
     ids = lab.task.vocab.encode(_masked(lab))
     short = lab.task.vocab.encode("The dog sat.")
     pad = lab.model.pad_id
@@ -64,7 +64,7 @@ def test_logits_and_attention_match(saved: tuple[str, Path, Any]) -> None:
 
 def test_top5_fillers_and_parameter_count(saved: tuple[str, Path, Any]) -> None:
     family, folder, reference = saved
-    lab = open_model(str(folder))
+    lab = open_files(str(folder))
     text = _masked(lab)
     result = fill_mask(lab.model, lab.task, text, top_k=5)
     ids = lab.task.vocab.encode(text)
@@ -94,7 +94,7 @@ def test_tokenization_matches(saved: tuple[str, Path, Any], tmp_path: Path, slow
     if slow:
         write_slow_vocab(copy, family)
     reference = transformers.AutoTokenizer.from_pretrained(folder)
-    lab = open_model(str(copy))
+    lab = open_files(str(copy))
     m = lab.task.mask_token
     for text in (*TEXTS, f"the {m} sat", f"a{m}b {m}."):
         assert lab.task.vocab.encode(text) == reference(text)["input_ids"], text
@@ -105,7 +105,7 @@ def test_bare_encoder_opens_but_cannot_fill(tmp_path: Path) -> None:
 
     reference = save_masked_lm(tmp_path, "bert", bare=True)
     assert isinstance(reference, transformers.BertModel)
-    lab = open_model(str(tmp_path))
+    lab = open_files(str(tmp_path))
     ids = lab.task.vocab.encode("The cat sat on the mat.")
     with torch.no_grad():
         want = reference(torch.tensor([ids]), output_attentions=True).attentions
@@ -123,7 +123,7 @@ def test_bare_encoder_opens_but_cannot_fill(tmp_path: Path) -> None:
 
 def test_no_mask_is_one_line(saved: tuple[str, Path, Any]) -> None:
     _, folder, _ = saved
-    lab = open_model(str(folder))
+    lab = open_files(str(folder))
     with pytest.raises(DecodeInputError, match=f"write {lab.task.mask_token.replace('[', '.')}") as err:
         fill_mask(lab.model, lab.task, "no mask here")
     assert "\n" not in str(err.value)

@@ -160,7 +160,7 @@ def test_bfloat16_holds_the_files_tensors_and_follows_the_reference(saved, tmp_p
     The choices are compared token by token on the same prefix: on random weights
     the top two logits are often closer than bfloat16's rounding, and one flipped
     near-tie would otherwise make every later token differ."""
-    from tui_lab.core.opening.from_files import open_model, weight_bytes
+    from tui_lab.core.opening.from_files import open_files, weight_bytes
 
     family, _, reference = saved
     half = reference.to(torch.bfloat16)
@@ -168,7 +168,7 @@ def test_bfloat16_holds_the_files_tensors_and_follows_the_reference(saved, tmp_p
         folder = tmp_path / "bf16"
         half.save_pretrained(folder)
         save_tokenizer(folder, half.config.vocab_size)
-        loaded = open_model(str(folder), dtype="bfloat16")
+        loaded = open_files(str(folder), dtype="bfloat16")
         model = loaded.model
         assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
         stored = {p.data_ptr(): p for p in half.parameters()}.values()

@@ -4,7 +4,7 @@ On a random-weight ``save_pretrained`` folder with its own SentencePiece
 tokenizer (``bench/hf_factory.py``): logits within 1e-4, every
 encoder self, decoder self and cross attention map within 1e-5 of
 ``output_attentions``, the sinusoid table equal to Marian's own, and a greedy
-translation through ``open_model`` + ``generate`` identical to
+translation through ``open_files`` + ``generate`` identical to
 ``generate(num_beams=1, do_sample=False)``.
 """
 
@@ -22,7 +22,7 @@ from tui_lab.core.decoding.decode import generate
 from tui_lab.core.model.capture import capture_attention
 from tui_lab.core.model.params import parameter_report
 from tui_lab.core.model.positions import sinusoid_table
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.files import open_tensors, read_config
@@ -141,7 +141,7 @@ def reference_translation(saved, text: str, steps: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def opened(saved):
-    return open_model(str(saved[0]))
+    return open_files(str(saved[0]))
 
 
 def test_greedy_translation_equals_generate(saved, opened) -> None:
@@ -171,7 +171,7 @@ def test_pad_is_never_generated(saved, tmp_path: Path) -> None:
         **s, "final_logits_bias": s["final_logits_bias"].index_fill(1, torch.tensor([PAD]), 50.0)})
     for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json", "generation_config.json"):
         (folder / name).write_bytes((saved[0] / name).read_bytes())
-    loaded = open_model(str(folder))
+    loaded = open_files(str(folder))
     assert PAD in loaded.task.banned_ids
     result = generate(loaded.model, loaded.task, SOURCE, max_new_tokens=8)
     assert PAD not in result.tokens
@@ -230,7 +230,7 @@ def test_a_missing_spm_is_one_line(saved, tmp_path: Path) -> None:
     for name in ("target.spm", "vocab.json"):
         (folder / name).write_bytes((saved[0] / name).read_bytes())
     with pytest.raises(PretrainedError) as exc:
-        open_model(str(folder))
+        open_files(str(folder))
     assert "source.spm" in one_line(exc) and "missing" in one_line(exc)
 
 
@@ -242,5 +242,5 @@ def test_a_vocabulary_of_another_model_is_one_line(saved, tmp_path: Path) -> Non
     vocab["<pad>"] = 2 * MARIAN_VOCAB  # a bigger model's vocabulary
     (folder / "vocab.json").write_text(json.dumps(vocab))
     with pytest.raises(PretrainedError) as exc:
-        open_model(str(folder))
+        open_files(str(folder))
     assert "another model" in one_line(exc) and f"{MARIAN_VOCAB}" in one_line(exc)

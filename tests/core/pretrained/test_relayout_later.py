@@ -1,4 +1,4 @@
-"""``open_model(lay_out_later=True)``: the model usable as stored, re-laid once by ``settle``.
+"""``open_files(lay_out_later=True)``: the model usable as stored, re-laid once by ``settle``.
 
 The lab shows an opened model before its weights are re-laid for decoding and
 re-lays them in the background; whatever runs meanwhile must compute the
@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from bench.hf_factory import save_family
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 from tui_lab.core.pretrained import relayout as layout
 from tui_lab.core.pretrained.relayout import PendingLayout, preferred
 
@@ -35,7 +35,7 @@ def _linear_weights(model: nn.Module) -> list[torch.Tensor]:
 @torch.no_grad()
 def test_the_model_works_before_and_after_its_layout(gpt2: tuple[Path, Any]) -> None:
     folder, reference = gpt2
-    loaded = open_model(str(folder), lay_out_later=True)
+    loaded = open_files(str(folder), lay_out_later=True)
     model = loaded.model
     tokens = torch.randint(0, 300, (2, 12), generator=torch.Generator().manual_seed(1))
     expected = reference(tokens).logits
@@ -53,7 +53,7 @@ def test_the_model_works_before_and_after_its_layout(gpt2: tuple[Path, Any]) -> 
 
 
 def test_open_model_lays_out_at_once_by_default(gpt2: tuple[Path, Any]) -> None:
-    loaded = open_model(str(gpt2[0]))
+    loaded = open_files(str(gpt2[0]))
     assert all(preferred(w) for w in _linear_weights(loaded.model))
     assert loaded.settle() is None  # nothing was left for later
 

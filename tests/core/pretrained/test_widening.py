@@ -1,6 +1,6 @@
 """Half-precision weights widened to float32 before torch is imported (``pretrained/widening.py``):
-the same bits torch's own conversion gives, used by ``open_model`` in place of its own
-widening, and given up on (silently) wherever ``open_model`` has something to say."""
+the same bits torch's own conversion gives, used by ``open_files`` in place of its own
+widening, and given up on (silently) wherever ``open_files`` has something to say."""
 
 from __future__ import annotations
 
@@ -114,14 +114,14 @@ def test_open_model_runs_on_the_copies_and_gives_the_same_logits(tmp_path: Path)
     them (no widening of its own), says the weights were widened, and its logits equal
     those of a plain opening (to rounding before the background re-layout, exactly after
     it, once it has handed back the pages of the copies it replaced)."""
-    from tui_lab.core.opening.from_files import open_model
+    from tui_lab.core.opening.from_files import open_files
 
     reference = hf_model("qwen2", seed=0).to(torch.bfloat16)
     reference.save_pretrained(tmp_path)
     save_tokenizer(tmp_path, reference.config.vocab_size)
-    plain = open_model(str(tmp_path))
+    plain = open_files(str(tmp_path))
     made = _Made(tmp_path)
-    ahead = open_model(str(tmp_path), lay_out_later=True, widening=made)
+    ahead = open_files(str(tmp_path), lay_out_later=True, widening=made)
     norms = [p for n, p in ahead.model.named_parameters() if p.dim() == 1]
     assert norms and all(made.holds(p) for p in norms)  # never re-laid: the copies themselves
     assert {p.dtype for p in ahead.model.parameters()} == {torch.float32}
@@ -137,12 +137,12 @@ def test_open_model_runs_on_the_copies_and_gives_the_same_logits(tmp_path: Path)
 
 
 def test_bfloat16_mode_ignores_the_copies(tmp_path: Path) -> None:
-    from tui_lab.core.opening.from_files import open_model
+    from tui_lab.core.opening.from_files import open_files
 
     reference = hf_model("qwen2", seed=0).to(torch.bfloat16)
     reference.save_pretrained(tmp_path)
     save_tokenizer(tmp_path, reference.config.vocab_size)
-    loaded = open_model(str(tmp_path), dtype="bfloat16", widening=_Made(tmp_path))
+    loaded = open_files(str(tmp_path), dtype="bfloat16", widening=_Made(tmp_path))
     assert {p.dtype for p in loaded.model.parameters()} == {torch.bfloat16}
 
 

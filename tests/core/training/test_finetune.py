@@ -11,7 +11,7 @@ import torch
 
 from bench.hf_factory import TEXT, save_family
 from tui_lab.core.config.error import ConfigError
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 from tui_lab.core.opening.from_run import load_for_inference
 from tui_lab.core.runs.snapshots import list_snapshots
 from tui_lab.core.tasks.token_lm import TokenLMTask
@@ -55,7 +55,7 @@ def test_the_run_starts_from_the_sources_weights(sources, text, family) -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_loss_falls_and_the_run_reopens_without_its_source(sources, text, family, tmp_path) -> None:
     source = Path(shutil.copytree(sources[family][0], tmp_path / "source"))
-    model_config = open_model(str(source)).config.model
+    model_config = open_files(str(source)).config.model
     out = tmp_path / "run"
     run = open_finetune(str(source), str(text), out, overrides=FAST, block=32)
     before = run.evaluate(record=False).val_loss

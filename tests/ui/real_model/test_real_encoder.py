@@ -24,14 +24,14 @@ def bert_folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 async def test_bert_fills_masks_and_is_not_fine_tuned(bert_folders: tuple[Path, Path]) -> None:
     from tui_lab.core.decoding.fill_mask import fill_mask
-    from tui_lab.core.opening.from_files import open_model
+    from tui_lab.core.opening.from_files import open_files
 
     folder = bert_folders[0]
     app = model_app(folder)
     async with app.run_test(size=SIZE) as pilot:
         await opened(pilot)
         pane = await decode(pilot, "the cat [MASK] here.")
-        loaded = open_model(str(folder), "cpu")
+        loaded = open_files(str(folder), "cpu")
         expected = fill_mask(loaded.model, loaded.task, "the cat [MASK] here.", top_k=5)
         assert [t for t, _ in pane.result.masks[0].top] == [t for t, _ in expected.masks[0].top]
         assert pane.result.output == expected.output
@@ -49,7 +49,7 @@ async def test_a_bare_encoder_says_it_cannot_fill_masks(bert_folders: tuple[Path
     import torch
 
     from tui_lab.core.model.capture import capture_attention
-    from tui_lab.core.opening.from_files import open_model
+    from tui_lab.core.opening.from_files import open_files
 
     app = model_app(bert_folders[1])
     async with app.run_test(size=SIZE) as pilot:
@@ -60,7 +60,7 @@ async def test_a_bare_encoder_says_it_cannot_fill_masks(bert_folders: tuple[Path
         shown = plain(pane.query_one("#decode-output", Static))
         assert "cannot fill masks" in shown and "Attention" in shown
         assert plain(pane.query_one("#decode-error", Static)).strip() == ""
-        lab = open_model(str(bert_folders[1]))
+        lab = open_files(str(bert_folders[1]))
         ids = lab.task.vocab.encode("the cat [MASK] here.")
         with capture_attention(lab.model) as store, torch.no_grad():
             lab.model(torch.tensor([ids]))

@@ -36,7 +36,7 @@ def masked_folder(
     config.pop("transformers_version", None)
     (local / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
 
-    load, open_model = core_access.load_core, opened_module.open_model
+    load, open_files = core_access.load_core, opened_module.open_files
 
     def load_placeholder() -> core_access.Core:
         core = load()
@@ -44,11 +44,12 @@ def masked_folder(
         return core
 
     def open_masked(source: str, device: str = "cpu", revision: str | None = None, **options: Any) -> Any:
-        loaded = open_model(source, device, revision, **options)
-        return dataclasses.replace(loaded, card=dataclasses.replace(loaded.card, folder=Path(source)))
+        loaded = open_files(source, device, revision, **options)
+        loaded.card = dataclasses.replace(loaded.card, folder=Path(source))
+        return loaded
 
     monkeypatch.setattr(core_access, "load_core", load_placeholder)
-    monkeypatch.setattr(opened_module, "open_model", open_masked)
+    monkeypatch.setattr(opened_module, "open_files", open_masked)
     return "tiny-gpt2"
 
 

@@ -1,8 +1,8 @@
 """A real model opened from files (``--model SOURCE``), ready for every pane and command.
 
-``open_model`` is to a Hugging Face folder or cache name what
-``load_for_inference`` is to a run folder: it returns the same
-``LoadedModel`` (config, task, model in eval mode), so decoding, the
+``open_files`` is ``open_model``'s step for a Hugging Face folder or cache
+name, as ``load_for_inference`` is for a run folder: it returns the same
+``ModelInHand`` (config, task, model in eval mode), so decoding, the
 attention views, the atlas, ablation, the lens and the parameter report work
 on it unchanged. The steps, each in ``core/pretrained/``: find the folder
 (offline; ``source.py``), read ``config.json`` and map the weights without
@@ -21,9 +21,10 @@ import torch
 
 from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig
 from tui_lab.core.config.sections import ModelConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.model.device import choose_device, set_threads, threads_set_to
-from tui_lab.core.opening.from_run import LoadedModel
 from tui_lab.core.opening.model_card import ModelCard
+from tui_lab.core.opening.model_in_hand import ModelInHand
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.encoder_tokenizer import load_encoder_tokenizer
 from tui_lab.core.pretrained.encoder_tokenizer import mask_token as encoder_mask_token
@@ -46,14 +47,14 @@ if TYPE_CHECKING:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
-def open_model(
+def open_files(
     source: str,
     device: str = "cpu",
     revision: str | None = None,
     lay_out_later: bool = False,
     dtype: str = "float32",
     widening: Widening | None = None,
-) -> LoadedModel:
+) -> ModelInHand:
     """The model ``source`` names (a folder or a cached hub name), offline; PretrainedError if not.
 
     ``lay_out_later``: return before the weights are re-laid for decoding (a third
@@ -103,15 +104,15 @@ def open_model(
     card = _card(found, raw, model_config, n_params, len(tokenizer), stored, tensors, notes)
     card = replace(card, dtype=dtype, held_bytes=weight_bytes(model))
     settle = PendingLayout(model, tensors.release) if lay_out_later else (lambda: None)
-    return LoadedModel(config, task, model, 0, where, notes, card=card, settle=settle)
+    return ModelInHand(config, task, model, 0, where, notes, card=card, settle=settle)
 
 
 def _tokenizer(folder: Path, model_config: ModelConfig) -> Any:
     """The model's tokenizer by its shape; PretrainedError when it has more tokens than
     the weights have embeddings (another model's files)."""
-    if model_config.arch == "encoder-decoder":
+    if model_config.shape is Shape.ENCODER_DECODER:
         tokenizer: Any = load_marian_tokenizer(folder)
-    elif model_config.arch == "encoder-only":
+    elif model_config.shape is Shape.ENCODER_ONLY:
         tokenizer = load_encoder_tokenizer(folder)
     else:
         tokenizer = load_tokenizer(folder)
@@ -148,9 +149,9 @@ def _task(
     folder: Path, raw: dict[str, Any], model_config: ModelConfig, tokenizer: Any, notes: list[str]
 ) -> TokenizedText | Translation | MaskedText:
     """What decoding reads the model through: fill-mask, translation or continued text."""
-    if model_config.arch == "encoder-only":
+    if model_config.shape is Shape.ENCODER_ONLY:
         return _masked_task(tokenizer, model_config.max_len, notes)
-    if model_config.arch == "encoder-decoder":
+    if model_config.shape is Shape.ENCODER_DECODER:
         start, banned, more = translation_settings(folder, raw, tokenizer.pad_id)
         notes.extend(more)
         return Translation(tokenizer, model_config.max_len, start, banned)
@@ -180,7 +181,7 @@ def _sample(tensors: Any) -> list[torch.Tensor]:
 def _card(
     found: ModelSource,
     raw: dict[str, Any],
-    config: Any,
+    config: ModelConfig,
     n_params: int,
     tokenizer_size: int,
     stored: str,
@@ -197,7 +198,7 @@ def _card(
         if (folder / n).is_file()
     ]
     config_files = [n for n in (CONFIG_FILE, GENERATION_CONFIG) if (folder / n).is_file()]
-    if config.arch == "encoder-decoder":  # the card's layers are the decoder's; say the encoder's
+    if config.shape is Shape.ENCODER_DECODER:  # the card's layers are the decoder's; say the encoder's
         notes = [f"encoder-decoder: {config.n_encoder_layers} encoder + {config.n_decoder_layers} decoder layers", *notes]
     return ModelCard(
         name=found.name,
@@ -207,7 +208,7 @@ def _card(
         revision=found.revision,
         commit=found.commit,
         n_params=n_params,
-        n_layers=config.n_encoder_layers if config.arch == "encoder-only" else config.n_decoder_layers,
+        n_layers=config.n_encoder_layers if config.shape is Shape.ENCODER_ONLY else config.n_decoder_layers,
         n_heads=config.n_heads,
         n_kv_heads=config.n_kv_heads or config.n_heads,
         d_model=config.d_model,

@@ -7,46 +7,19 @@ damaged ``optimizer.pt`` stops ``train --resume`` but not them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import torch
-from torch import nn
-
-from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.model.device import choose_device, set_threads
 from tui_lab.core.model.models import build_run_model
+from tui_lab.core.opening.model_in_hand import ModelInHand
 from tui_lab.core.opening.run_source import run_task
 from tui_lab.core.runs.checkpoint import load_weights
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.run_files import RunDir
 from tui_lab.core.runs.snapshots import load_snapshot
 
-if TYPE_CHECKING:
-    from tui_lab.core.opening.model_card import ModelCard
 
-
-@dataclass(frozen=True)
-class LoadedModel:
-    """A run's (or an opened model's) config, task, model (in eval mode) and step."""
-
-    config: LabConfig
-    task: Any
-    model: nn.Module
-    step: int
-    device: torch.device
-    notes: list[str]  # what loading the weights noticed (a save cut off midway)
-    # A model opened from files (``opened.py``): its ModelCard; None for a run's model.
-    card: ModelCard | None = None
-    # Finishes what opening left for later (``open_model(lay_out_later=True)``: the weights'
-    # layout for decoding); safe from any thread, a no-op once done. Counting parameters
-    # by identity (a tied head once) waits for it; decoding meanwhile needs nothing.
-    settle: Callable[[], object] = field(default=lambda: None, compare=False, repr=False)
-
-
-def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: int | None = None) -> LoadedModel:
+def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: int | None = None) -> ModelInHand:
     """Build the run's model on ``device`` and load its weights; RunError if it cannot.
+    ``open_model``'s step for a run folder.
 
     ``at_step``: the weights of the run's history snapshot at that step instead
     of its last checkpoint (a step without one: RunError naming the nearest).
@@ -60,6 +33,6 @@ def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: in
         set_threads(config.train.threads, sum(p.numel() for p in model.parameters()))
     if at_step is not None:
         load_snapshot(folder.path, at_step, model)
-        return LoadedModel(config, task, model.eval(), at_step, where, [])
+        return ModelInHand(config, task, model, at_step, where, [])
     notes = load_weights(folder, model)
-    return LoadedModel(config, task, model.eval(), folder.step, where, notes)
+    return ModelInHand(config, task, model, folder.step, where, notes)

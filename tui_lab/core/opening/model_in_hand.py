@@ -20,20 +20,26 @@ start token unless ``target`` (text or ids) is given.
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from tui_lab.core.decoding.decode import is_decoder_only
+from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.hook_points import HookFn, names_filter, using_hooks
-from tui_lab.core.opening.from_run import LoadedModel
+from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.run_files import CONFIG_FILE
-from tui_lab.core.tasks.vocab import BOS
+from tui_lab.core.tasks.protocol import Task
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_card import ModelCard
+    from tui_lab.core.pretrained.widening import Widening
 
 TokensLike = str | list[int] | Tensor
 Names = Iterable[str] | Callable[[str], bool] | str | None
@@ -43,21 +49,66 @@ class HookError(LabError):
     """A hook name the model does not have, or input it cannot take; one line."""
 
 
-class ModelInHand:
-    """A loaded model (a run's or one opened from files) seen through its hook points."""
+def _nothing_to_settle() -> None:
+    return None
 
-    def __init__(self, loaded: LoadedModel) -> None:
-        self.loaded = loaded
-        self.model = loaded.model.eval()
-        self.task = loaded.task
-        self.config = loaded.config
-        self.card = loaded.card
-        self.device = loaded.device
+
+class ModelInHand:
+    """The model the lab is looking at (a run, a run at a history step, a model opened
+    from files): its shape, model (in eval mode), task, config, card, step, device and
+    the notes opening it made, seen through its hook points.
+
+    Frozen in use: nothing the lab does trains it, so callers share it; one that must
+    change its modules or weights (ablation, steering in a worker) takes ``private_copy()``.
+    """
+
+    def __init__(
+        self,
+        config: LabConfig,
+        task: Task,
+        model: nn.Module,
+        step: int,
+        device: torch.device,
+        notes: list[str],
+        card: ModelCard | None = None,
+        settle: Callable[[], object] = _nothing_to_settle,
+    ) -> None:
+        self.config = config
+        self.task = task
+        self.model = model.eval()
+        self.step = step
+        self.device = device
+        self.notes = notes  # what opening noticed (a save cut off midway, weights widened)
+        self.card = card  # a model opened from files: what was read from which file; None for a run
+        self._settle = settle
         self._names: list[str] | None = None
 
     @property
+    def shape(self) -> Shape:
+        """Encoder-decoder, decoder-only or encoder-only (``config.model.shape``)."""
+        return self.config.model.shape
+
+    @property
     def decoder_only(self) -> bool:
-        return is_decoder_only(self.model)
+        """One stack that reads ids alone (decoder-only or encoder-only): no separate source."""
+        return self.shape.one_stack
+
+    def settle(self) -> object:
+        """Finish what opening left for later (a model from files: its weights' layout for
+        decoding); safe from any thread, a no-op once done. Before copying the model's
+        modules or counting its tensors by identity. Returns what the layout reports
+        (a model from files: the bytes it copied; None when nothing was left)."""
+        return self._settle()
+
+    def private_copy(self) -> ModelInHand:
+        """The same model in hand with its own modules and weights (settled first): for a
+        caller that must not share (ablating or steering in a worker). No parameter or
+        buffer storage is shared with this one."""
+        self.settle()
+        return ModelInHand(
+            self.config, self.task, copy.deepcopy(self.model), self.step, self.device,
+            list(self.notes), self.card,
+        )
 
     def to_tokens(self, text: str) -> Tensor:
         """(1, T) ids of ``text`` as the model reads it (its tokenizer or the task's vocabulary)."""
@@ -84,7 +135,7 @@ class ModelInHand:
                 raise HookError(f"input of {ids.size(1)} tokens: the model reads at most {limit}")
             return self.model(ids)
         if target is None:
-            start = getattr(self.task, "decoder_start_id", BOS)
+            start = self.task.decoder_start_id
             tgt = torch.full((ids.size(0), 1), start, dtype=torch.long, device=self.device)
         else:
             tgt = self._ids(target)
@@ -149,31 +200,55 @@ def is_run_folder(source: str | Path) -> bool:
 
 
 def open_model(
-    source: str | Path,
-    device: str = "cpu",
+    source: str | Path | RunFolder,
+    *,
     at_step: int | None = None,
     revision: str | None = None,
     dtype: str = "float32",
+    device: str = "cpu",
+    lay_out_later: bool = False,
+    widening: Widening | None = None,
 ) -> ModelInHand:
-    """A run folder, a model folder or a hub name in the local cache (offline, as
-    ``--model``), with its tokenizer and its hook points. LabError (one line) if not.
-    ``dtype``: a model from files in float32 (exact) or bfloat16 (as stored)."""
-    if is_run_folder(source):
+    """The model ``source`` names: a run folder (read or not; ``at_step``: its history snapshot of that
+    step), a model folder or a hub name in the local cache (offline, as ``--model``;
+    ``revision``: a branch or commit of the cached model; ``dtype``: float32, exact, or
+    bfloat16, as stored). LabError (one line) if it cannot be opened.
+
+    For a model from files, ``lay_out_later`` returns before its weights are re-laid
+    for decoding (``settle()`` does it) and ``widening`` hands float32 copies begun
+    before torch was imported: the lab's ``--model`` start-up.
+    """
+    if isinstance(source, RunFolder) or is_run_folder(source):
         from tui_lab.core.opening.from_run import load_for_inference
 
         if revision is not None:
             raise HookError("a revision goes with a model from the hub cache, not a run folder")
-        return ModelInHand(load_for_inference(source, device, at_step))
+        return load_for_inference(source, device, at_step)
     if at_step is not None:
         raise HookError(f"{source}: not a run folder, so it has no history for at_step")
-    from tui_lab.core.opening.from_files import open_model as open_files
+    from tui_lab.core.opening.from_files import open_files
 
-    return ModelInHand(open_files(str(source), device, revision, dtype=dtype))
+    return open_files(
+        str(source), device, revision, lay_out_later=lay_out_later, dtype=dtype, widening=widening
+    )
 
 
-def hooked(loaded: LoadedModel | Any) -> ModelInHand:
-    """A model already loaded (``load_for_inference``, ``opened.open_model``) as a handle."""
-    return ModelInHand(loaded)
+class _Parts(Protocol):
+    """What the panes' workers still hand ``hooked``: a model with its task and config."""
+
+    config: LabConfig
+    task: Task
+    model: nn.Module
+    card: ModelCard | None
+    device: torch.device
+
+
+def hooked(parts: ModelInHand | _Parts) -> ModelInHand:
+    """A model in hand from what a pane's worker holds; one already in hand as it is.
+    Goes once the panes' workers take ``ModelInHand`` (``private_copy``) directly."""
+    if isinstance(parts, ModelInHand):
+        return parts
+    return ModelInHand(parts.config, parts.task, parts.model, 0, parts.device, [], parts.card)
 
 
 # The name the handle had before it became the one model in hand.

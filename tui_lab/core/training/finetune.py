@@ -24,13 +24,17 @@ from typing import Any
 import torch
 
 from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig, check_fits_in_memory
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
+from tui_lab.core.opening.model_in_hand import ModelInHand
 from tui_lab.core.opening.run_source import keep_source
 from tui_lab.core.runs.atomic import atomic_write_text
 from tui_lab.core.runs.events import Event
 from tui_lab.core.runs.run_files import CONFIG_FILE
 from tui_lab.core.tasks.token_lm import TokenLMTask
+from tui_lab.core.tasks.tokenized import TokenizedText
+from tui_lab.core.tasks.translation import Translation
 from tui_lab.core.training.train import TrainingRun
 
 # Windows of this many tokens (or the model's context, if shorter): long enough for
@@ -74,7 +78,7 @@ def finetune_refusal(config: LabConfig) -> str | None:
     model (BERT, DistilBERT, RoBERTa) reads both ways and predicts masked tokens,
     so it would learn nothing it could use (the lab's masked-lm runs train its own).
     """
-    if config.model.arch == "encoder-only":
+    if config.model.shape is Shape.ENCODER_ONLY:
         return (
             f"cannot fine-tune {config.name}: an encoder-only (masked-LM) model; fine-tuning "
             "trains next-token prediction (token-lm), which needs a decoder-only model"
@@ -83,7 +87,7 @@ def finetune_refusal(config: LabConfig) -> str | None:
 
 
 def finetune_config(
-    loaded: Any, text: str | None, block: int | None = None, overrides: dict[str, Any] | None = None
+    loaded: ModelInHand, text: str | None, block: int | None = None, overrides: dict[str, Any] | None = None
 ) -> LabConfig:
     """The run's config: the opened model's ModelConfig, token-lm on ``text``, fine-tuning defaults.
 
@@ -130,9 +134,11 @@ def open_finetune(
     Every refusal (an unknown model, a text too short for a window, a model
     too large for this machine) comes before anything is written.
     """
-    loaded = open_model(source, "cpu", revision)
+    loaded = open_files(source, "cpu", revision)
     config = finetune_config(loaded, text, block, overrides)
     check_fits_in_memory(config.model, len(loaded.task.vocab))
+    if not isinstance(loaded.task, TokenizedText | Translation):  # every model from files reads one
+        raise LabError(f"cannot fine-tune {source}: it has no tokenizer")
     task = TokenLMTask(config.task, loaded.task.tokenizer, config.model.max_len)
     _ = task.data  # tokenize now: a text too short for a window is refused before the folder
     model = loaded.model

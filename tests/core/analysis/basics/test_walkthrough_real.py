@@ -11,7 +11,7 @@ import pytest
 from bench.hf_factory import save_family
 from tui_lab.core.analysis.basics.walkthrough import collect_projections, walk
 from tui_lab.core.decoding.decode import generate
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 
 TEXT = "Once upon a time there was a little girl who liked to read stories about cats"
 
@@ -19,7 +19,7 @@ TEXT = "Once upon a time there was a little girl who liked to read stories about
 @pytest.mark.parametrize("family", ["gpt2", "gpt_neox", "llama", "gpt_neo"])
 def test_every_heads_last_row_written_out_equals_the_captured_weights(tmp_path, family) -> None:
     save_family(tmp_path, family)
-    loaded = open_model(str(tmp_path))
+    loaded = open_files(str(tmp_path))
     result = generate(loaded.model, loaded.task, TEXT, max_new_tokens=3)
     projections = collect_projections(loaded.model, loaded.task, result, {"max_new_tokens": 3})
     rows = result.attention["decoder.1.self"].shape[1]

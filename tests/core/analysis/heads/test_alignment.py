@@ -9,7 +9,7 @@ import torch
 from bench.hf_factory import save_marian
 from tui_lab.core.analysis.heads.alignment import monotonicity, self_patterns, sharpness
 from tui_lab.core.analysis.heads.head_scores import atlas_for
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 
 
 def test_sharpness_is_one_for_one_hot_rows_and_chance_for_uniform_ones() -> None:
@@ -47,7 +47,7 @@ def test_self_patterns_and_their_chance() -> None:
 def translator(tmp_path_factory: pytest.TempPathFactory):
     folder = tmp_path_factory.mktemp("marian")
     save_marian(folder)
-    return open_model(str(folder))
+    return open_files(str(folder))
 
 
 def test_a_translators_atlas_scores_every_head(translator) -> None:

@@ -13,7 +13,7 @@ from tui_lab.core.analysis.basics.basics_example import fresh_model
 from tui_lab.core.analysis.lenses.logit_lens import fill_lens
 from tui_lab.core.config.presets import load_preset
 from tui_lab.core.decoding.fill_mask import fill_mask
-from tui_lab.core.opening.from_files import open_model
+from tui_lab.core.opening.from_files import open_files
 
 
 def _check(model, task, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -37,6 +37,6 @@ def test_the_last_layer_is_the_models_own_fill_pre_ln() -> None:
 
 def test_the_last_layer_is_the_models_own_fill_post_ln(tmp_path: Path) -> None:
     save_masked_lm(tmp_path, "bert", initializer_range=0.3)
-    lab = open_model(str(tmp_path))
+    lab = open_files(str(tmp_path))
     assert lab.model.encoder.norm is None  # BERT's blocks are post-LN
     _check(lab.model, lab.task, "the cat sat on the [MASK] upon a [MASK]")

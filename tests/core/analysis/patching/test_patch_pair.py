@@ -17,18 +17,16 @@ from tui_lab.core.analysis.patching.patch_pair import (
     ready_pairs,
 )
 from tui_lab.core.model.models import build_model
-from tui_lab.core.opening.from_run import LoadedModel
-from tui_lab.core.opening.model_in_hand import HookedModel
+from tui_lab.core.opening.model_in_hand import ModelInHand
 from tui_lab.core.tasks import make_task
 from tui_lab.core.tasks.vocab import SEP
 
 
-def handle(task: str, **model: object) -> HookedModel:
+def handle(task: str, **model: object) -> ModelInHand:
     config = tiny_config(model={"arch": "decoder-only", "n_encoder_layers": 0, **model},
                          task={"name": task, "min_len": 2, "max_len": 6} if task != "induction" else {"name": task})
     t = make_task(config.task)
-    return HookedModel(LoadedModel(config, t, build_model(config.model, len(t.vocab)).eval(), 0,
-                                   torch.device("cpu"), []))
+    return ModelInHand(config, t, build_model(config.model, len(t.vocab)), 0, torch.device("cpu"), [])
 
 
 def test_induction_pair() -> None:
