@@ -14,9 +14,9 @@ pages handed back.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import torch
+from torch import nn
 
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.model.encoder_only import EncoderOnly
@@ -28,8 +28,8 @@ from tui_lab.core.pretrained.relayout import lay_out
 
 
 def build_pretrained(
-    config: dict[str, Any], tensors: Mapping[str, torch.Tensor], lay_out_now: bool = True
-) -> tuple[ModelConfig, Any]:
+    config: dict[str, object], tensors: Mapping[str, torch.Tensor], lay_out_now: bool = True
+) -> tuple[ModelConfig, nn.Module]:
     """(the lab's settings, the model in eval mode) for a config.json and its tensors:
     a ``DecoderOnly``, an ``EncoderDecoder`` for a translator (Marian), or an
     ``EncoderOnly`` (BERT, DistilBERT, RoBERTa). With
@@ -41,11 +41,11 @@ def build_pretrained(
     vocab = model_config.vocab_size or 0
     model: DecoderOnly | EncoderDecoder | EncoderOnly
     with torch.device("meta"):
-        if model_config.arch == "encoder-decoder":
+        if model_config.shape is Shape.ENCODER_DECODER:
             # The source's padding id (Marian's <pad>) is what the source mask hides.
             pad = config.get("pad_token_id")
             model = EncoderDecoder(model_config, vocab, pad if isinstance(pad, int) else 0)
-        elif model_config.arch == "encoder-only":
+        elif model_config.shape is Shape.ENCODER_ONLY:
             # Its padding id ([PAD] 0, RoBERTa's <pad> 1) is what the key mask hides.
             pad = config.get("pad_token_id")
             model = EncoderOnly(model_config, vocab, pad if isinstance(pad, int) else 0)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import WordPiece
@@ -85,7 +86,7 @@ def _wordpiece(folder: Path) -> PretrainedTokenizer:
     backend.normalizer = normalizers.BertNormalizer(
         clean_text=True,
         handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
-        strip_accents=tok_config.get("strip_accents"),
+        strip_accents=cast("bool | None", tok_config.get("strip_accents")),  # as written: null follows lowercase
         lowercase=bool(tok_config.get("do_lower_case", True)),
     )
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import mmap
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,7 @@ for _name, _attr in (
         _DTYPES[_name] = getattr(torch, _attr)
 
 
-def read_config(folder: Path) -> dict[str, Any]:
+def read_config(folder: Path) -> dict[str, object]:
     """``config.json`` of a model folder as a dict, or one line naming what is wrong."""
     path = Path(folder) / CONFIG_FILE
     if not path.is_file():
@@ -171,7 +171,7 @@ def open_tensors(folder: Path) -> TensorSource:
     )
 
 
-def _sharded(index: Path, reader: Any) -> TensorSource:
+def _sharded(index: Path, reader: Callable[[Path], tuple[dict[str, torch.Tensor], mmap.mmap | None]]) -> TensorSource:
     """The tensors of every shard ``index``'s weight_map names, each from its shard."""
     weight_map = weight_map_of(index)
     tensors: dict[str, torch.Tensor] = {}

@@ -16,7 +16,6 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import sentencepiece
 
@@ -47,7 +46,7 @@ class MarianTokenizer:
         vocab = _json(folder / VOCAB_FILE, required=True)
         if not all(isinstance(i, int) and i >= 0 for i in vocab.values()):
             raise PretrainedError(f"{folder / VOCAB_FILE}: every piece must map to a whole number >= 0")
-        self.vocab: dict[str, int] = dict(vocab)
+        self.vocab: dict[str, int] = {p: i for p, i in vocab.items() if isinstance(i, int)}
         self.pieces: dict[int, str] = {i: piece for piece, i in self.vocab.items()}
         names = {key: _content(config.get(key)) or default for key, default in
                  (("eos_token", "</s>"), ("unk_token", "<unk>"), ("pad_token", "<pad>"))}
@@ -75,7 +74,7 @@ class MarianTokenizer:
         """The decoder's ids of ``text`` (``target.spm``), ``</s>`` appended (``text_target=``)."""
         return [*self._ids(text, self.target), *([] if self.eos_id is None else [self.eos_id])]
 
-    def _ids(self, text: str, model: Any) -> list[int]:
+    def _ids(self, text: str, model: sentencepiece.SentencePieceProcessor) -> list[int]:
         pieces: list[str] = []
         for chunk in self._split.split(text):
             if chunk in self.specials:
@@ -116,7 +115,7 @@ def load_marian_tokenizer(folder: Path) -> MarianTokenizer:
     return MarianTokenizer(folder)
 
 
-def _language_code(text: str, model: Any) -> list[str]:
+def _language_code(text: str, model: sentencepiece.SentencePieceProcessor) -> list[str]:
     """A leading ``>>xx<<`` kept whole, the rest cut by the SentencePiece model."""
     code: list[str] = []
     end = text.find("<<")
@@ -125,7 +124,7 @@ def _language_code(text: str, model: Any) -> list[str]:
     return [*code, *model.encode(text, out_type=str)]
 
 
-def _spm(path: Path) -> Any:
+def _spm(path: Path) -> sentencepiece.SentencePieceProcessor:
     if not path.is_file():
         raise PretrainedError(
             f"{path}: missing (a Marian tokenizer reads {SOURCE_SPM}, {TARGET_SPM} and {VOCAB_FILE})"
@@ -137,7 +136,7 @@ def _spm(path: Path) -> Any:
         raise PretrainedError(f"{path}: not a SentencePiece model ({first})") from None
 
 
-def _json(path: Path, required: bool) -> dict[str, Any]:
+def _json(path: Path, required: bool) -> dict[str, object]:
     if not path.is_file():
         if required:
             raise PretrainedError(f"{path}: missing (a Marian tokenizer reads it for the pieces' ids)")
@@ -151,7 +150,7 @@ def _json(path: Path, required: bool) -> dict[str, Any]:
     return data
 
 
-def _content(token: Any) -> str | None:
+def _content(token: object) -> str | None:
     if isinstance(token, str):
         return token
     if isinstance(token, dict) and isinstance(token.get("content"), str):
@@ -159,13 +158,14 @@ def _content(token: Any) -> str | None:
     return None
 
 
-def _specials(config: dict[str, Any], names: dict[str, str]) -> set[str]:
+def _specials(config: dict[str, object], names: dict[str, str]) -> set[str]:
     """The tokens a text never splits: eos/unk/pad and those tokenizer_config.json marks special."""
     found = set(names.values())
     added = config.get("added_tokens_decoder")
     if isinstance(added, dict):
         found |= {c for t in added.values() if isinstance(t, dict) and t.get("special") and (c := _content(t))}
-    for token in config.get("additional_special_tokens") or []:
+    extra = config.get("additional_special_tokens")
+    for token in extra if isinstance(extra, list) else []:
         if (c := _content(token)) is not None:
             found.add(c)
     return found

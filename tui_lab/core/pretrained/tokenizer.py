@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, processors
 from tokenizers.models import BPE
@@ -187,7 +186,7 @@ def _byte_level_bpe(folder: Path, add_prefix_space: bool) -> Tokenizer:
     return backend
 
 
-def _content(token: Any) -> str | None:
+def _content(token: object) -> str | None:
     """A special token as tokenizer_config.json writes it: a string, or a dict with content."""
     if isinstance(token, str):
         return token
@@ -196,7 +195,7 @@ def _content(token: Any) -> str | None:
     return None
 
 
-def _added_token(token: Any) -> AddedToken | None:
+def _added_token(token: object) -> AddedToken | None:
     content = _content(token)
     if content is None:
         return None
@@ -206,7 +205,7 @@ def _added_token(token: Any) -> AddedToken | None:
     return AddedToken(content, special=bool(token.get("special", True)), **flags)
 
 
-def _add_special_tokens(backend: Tokenizer, tok_config: dict[str, Any], specials: dict[str, Any]) -> None:
+def _add_special_tokens(backend: Tokenizer, tok_config: dict[str, object], specials: dict[str, object]) -> None:
     """Add the tokens the config names that the tokenizer lacks, as AutoTokenizer does."""
     present = {t.content for t in backend.get_added_tokens_decoder().values()}
     decoder = tok_config.get("added_tokens_decoder")
@@ -222,7 +221,7 @@ def _add_special_tokens(backend: Tokenizer, tok_config: dict[str, Any], specials
             present.add(added.content)
 
 
-def _bos_eos_template(backend: Tokenizer, tok_config: dict[str, Any], specials: dict[str, Any]) -> None:
+def _bos_eos_template(backend: Tokenizer, tok_config: dict[str, object], specials: dict[str, object]) -> None:
     """The post-processor ``add_bos_token``/``add_eos_token`` ask for (none: the text alone)."""
     bos, eos = _content(specials.get("bos_token")), _content(specials.get("eos_token"))
     ends: list[tuple[str, int]] = []
@@ -247,7 +246,7 @@ def _id_of(backend: Tokenizer, token: str) -> int:
 
 
 def _special_ids(
-    folder: Path, backend: Tokenizer, specials: dict[str, Any]
+    folder: Path, backend: Tokenizer, specials: dict[str, object]
 ) -> tuple[tuple[int, ...], int | None, int | None]:
     """EOS ids, BOS and pad: generation_config.json, then config.json, then the special tokens."""
     configs = [_optional_json(folder / GENERATION_CONFIG), _optional_json(folder / CONFIG_FILE)]
@@ -267,7 +266,7 @@ def _special_ids(
     return pick("eos_token"), (bos[0] if bos else None), (pad[0] if pad else None)
 
 
-def _optional_json(path: Path) -> dict[str, Any]:
+def _optional_json(path: Path) -> dict[str, object]:
     """A JSON object file if present (else empty); one line naming it if it is not JSON."""
     if not path.is_file():
         return {}

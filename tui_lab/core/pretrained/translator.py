@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.hf_files import GENERATION_CONFIG
 
 
 def translation_settings(
-    folder: Path, config: dict[str, Any], pad_id: int | None
+    folder: Path, config: dict[str, object], pad_id: int | None
 ) -> tuple[int, tuple[int, ...], list[str]]:
     """(decoder start id, banned ids, notes) of a translator's folder."""
     generation = _optional_json(folder / GENERATION_CONFIG)
@@ -40,7 +39,7 @@ def translation_settings(
     return start, tuple(sorted(set(banned))), notes
 
 
-def _first_int(generation: dict[str, Any], config: dict[str, Any], key: str) -> int | None:
+def _first_int(generation: dict[str, object], config: dict[str, object], key: str) -> int | None:
     for source in (generation, config):
         value = source.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -48,7 +47,7 @@ def _first_int(generation: dict[str, Any], config: dict[str, Any], key: str) -> 
     return None
 
 
-def _optional_json(path: Path) -> dict[str, Any]:
+def _optional_json(path: Path) -> dict[str, object]:
     if not path.is_file():
         return {}
     try:

@@ -7,8 +7,6 @@ and its checkpoint's tensors onto the lab's parameter names
 
 from __future__ import annotations
 
-from typing import Any
-
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families import (
     bert,
@@ -23,7 +21,7 @@ from tui_lab.core.pretrained.families import (
     phi3,
     qwen,
 )
-from tui_lab.core.pretrained.families.common import Family
+from tui_lab.core.pretrained.families.common import Family, HFConfig
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 __all__ = ["FAMILIES", "Family", "family_for"]
@@ -38,7 +36,7 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-def family_for(config: dict[str, Any]) -> Family:
+def family_for(config: HFConfig) -> Family:
     """The family of a config.json; one line naming an unknown ``model_type`` and the known ones."""
     model_type = config.get("model_type")
     if model_type is None:

@@ -22,15 +22,17 @@ the context and position i reads row i + 2. A bare model's pooler is not read
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from tui_lab.core.config.error import ConfigError
+from tui_lab.core.config.model_values import ModelValues
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
     Family,
+    HFConfig,
     Tensors,
     Weights,
     activation,
@@ -39,19 +41,23 @@ from tui_lab.core.pretrained.families.common import (
 )
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-def encoder_config(family: str, **values: Any) -> ModelConfig:
+
+def encoder_config(family: str, **values: Unpack[ModelValues]) -> ModelConfig:
     """An encoder-only, post-norm ``ModelConfig`` of ``values``; a refusal becomes one line."""
     try:
-        return ModelConfig(
-            arch="encoder-only", norm="post", dropout=0.0, positional="learned", embed_norm=True,
-            scale_embeddings=False, **values,
-        )
+        settings: ModelValues = {
+            **values, "arch": "encoder-only", "norm": "post", "dropout": 0.0, "positional": "learned",
+            "embed_norm": True, "scale_embeddings": False,
+        }
+        return ModelConfig(**settings)
     except ConfigError as exc:
         raise PretrainedError(f"{CONFIG_FILE}: {family} settings the lab cannot build: {exc}") from None
 
 
-def has_mlm_head(config: dict[str, Any]) -> bool:
+def has_mlm_head(config: HFConfig) -> bool:
     """Whether config.json's ``architectures`` name a masked-LM model (absent: assume it does)."""
     names = config.get("architectures")
     if not isinstance(names, list) or not names:
@@ -59,13 +65,13 @@ def has_mlm_head(config: dict[str, Any]) -> bool:
     return any(isinstance(n, str) and ("MaskedLM" in n or "PreTraining" in n) for n in names)
 
 
-def _check_positions(config: dict[str, Any]) -> None:
+def _check_positions(config: HFConfig) -> None:
     kind = setting(config, "position_embedding_type", str, "absolute")
     if kind != "absolute":
         raise PretrainedError(f"{CONFIG_FILE}: position_embedding_type {kind!r} is not supported (absolute only)")
 
 
-def model_config(config: dict[str, Any], offset: int = 0, family: str = "bert") -> ModelConfig:
+def model_config(config: HFConfig, offset: int = 0, family: str = "bert") -> ModelConfig:
     """The lab's settings for a BERT (or, with ``offset``, RoBERTa) config.json."""
     _check_positions(config)
     table = positive(config, "max_position_embeddings")
@@ -90,7 +96,7 @@ def model_config(config: dict[str, Any], offset: int = 0, family: str = "bert") 
     )
 
 
-def roberta_config(config: dict[str, Any]) -> ModelConfig:
+def roberta_config(config: HFConfig) -> ModelConfig:
     """RoBERTa: BERT's settings with positions offset past the padding index."""
     pad = int(setting(config, "pad_token_id", int, 1))
     return model_config(config, offset=pad + 1, family="roberta")

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, overload
 
 import torch
 
 from tui_lab.core.config.error import ConfigError
+from tui_lab.core.config.model_values import ModelValues
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # Hugging Face's activation names (ACT2FN) -> the lab's. gelu_new, gelu_fast and
 # gelu_pytorch_tanh are one function, GELU's tanh approximation, written three ways.
@@ -33,6 +37,10 @@ ACTIVATIONS = {
 _MISSING = object()
 
 Tensors = Mapping[str, torch.Tensor]
+# A config.json as read: open JSON, each setting checked by ``setting`` when taken.
+HFConfig = dict[str, object]
+T = TypeVar("T")
+D = TypeVar("D")
 
 
 @dataclass(frozen=True)
@@ -42,11 +50,15 @@ class Family:
 
     model_type: str
     title: str  # for display: "GPT-2", "GPT-NeoX (Pythia)"...
-    model_config: Callable[[dict[str, Any]], ModelConfig]
+    model_config: Callable[[HFConfig], ModelConfig]
     lab_state_dict: Callable[[Tensors, ModelConfig], dict[str, torch.Tensor]]
 
 
-def setting(config: dict[str, Any], key: str, kind: type, default: Any = _MISSING) -> Any:
+@overload
+def setting(config: HFConfig, key: str, kind: type[T]) -> T: ...
+@overload
+def setting(config: HFConfig, key: str, kind: type[T], default: D) -> T | D: ...
+def setting(config: HFConfig, key: str, kind: type[T], default: object = _MISSING) -> object:
     """``config[key]`` checked to be a ``kind`` (an int is a float too); ``default``
     when absent or null (no default: the key is required)."""
     value = config.get(key)
@@ -54,8 +66,7 @@ def setting(config: dict[str, Any], key: str, kind: type, default: Any = _MISSIN
         if default is _MISSING:
             raise PretrainedError(f"{CONFIG_FILE}: {key} is missing")
         return default
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind is float and number:
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
         return value
@@ -63,15 +74,15 @@ def setting(config: dict[str, Any], key: str, kind: type, default: Any = _MISSIN
     raise PretrainedError(f"{CONFIG_FILE}: {key} is {value!r}, expected {wanted.get(kind, kind.__name__)}")
 
 
-def positive(config: dict[str, Any], key: str, default: Any = _MISSING) -> int:
-    """A required (or defaulted) whole number > 0."""
-    value = int(setting(config, key, int, default))
+def positive(config: HFConfig, key: str, default: int | None = None) -> int:
+    """A required (no ``default``) or defaulted whole number > 0."""
+    value = setting(config, key, int) if default is None else setting(config, key, int, default)
     if value <= 0:
         raise PretrainedError(f"{CONFIG_FILE}: {key} is {value}, expected a whole number > 0")
     return value
 
 
-def activation(config: dict[str, Any], key: str, default: str) -> str:
+def activation(config: HFConfig, key: str, default: str) -> str:
     """The lab's name for the family's activation setting."""
     name = setting(config, key, str, default)
     if name not in ACTIVATIONS:
@@ -81,12 +92,11 @@ def activation(config: dict[str, Any], key: str, default: str) -> str:
     return ACTIVATIONS[name]
 
 
-def decoder_config(family: str, **values: Any) -> ModelConfig:
+def decoder_config(family: str, **values: Unpack[ModelValues]) -> ModelConfig:
     """A decoder-only, pre-norm ``ModelConfig`` of ``values``; a refusal becomes one line."""
     try:
-        return ModelConfig(
-            arch="decoder-only", norm="pre", n_encoder_layers=0, dropout=0.0, **values
-        )
+        settings: ModelValues = {**values, "arch": "decoder-only", "norm": "pre", "n_encoder_layers": 0, "dropout": 0.0}
+        return ModelConfig(**settings)
     except ConfigError as exc:
         raise PretrainedError(f"{CONFIG_FILE}: {family} settings the lab cannot build: {exc}") from None
 

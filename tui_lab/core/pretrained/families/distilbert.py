@@ -12,8 +12,6 @@ the head: ``vocab_transform`` (dense), ``vocab_layer_norm``, ``vocab_projector``
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from tui_lab.core.config.sections import ModelConfig
@@ -26,6 +24,7 @@ from tui_lab.core.pretrained.families.bert import (
 )
 from tui_lab.core.pretrained.families.common import (
     Family,
+    HFConfig,
     Tensors,
     Weights,
     activation,
@@ -34,7 +33,7 @@ from tui_lab.core.pretrained.families.common import (
 )
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
+def model_config(config: HFConfig) -> ModelConfig:
     """The lab's settings for a DistilBERT config.json."""
     head = has_mlm_head(config)
     return encoder_config(

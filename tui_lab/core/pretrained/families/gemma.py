@@ -14,14 +14,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
+from tui_lab.core.config.model_values import ModelValues
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
     Family,
+    HFConfig,
     Tensors,
     decoder_config,
     setting,
@@ -38,40 +38,40 @@ SANDWICH_NORMS = {
 }
 
 
-def _gemma_values(config: dict[str, Any]) -> dict[str, Any]:
+def _gemma_values(config: HFConfig) -> ModelValues:
     act_key = "hidden_activation" if config.get("hidden_activation") is not None else "hidden_act"
     values = llama_values(config, act_key)
-    values.update(  # main diff with Llama
-        head_dim=setting(config, "head_dim", int, None),
-        norm_offset=1.0,
-        scale_embeddings=True,
-        tie_embeddings=setting(config, "tie_word_embeddings", bool, True),
-    )
+    values.update({  # main diff with Llama
+        "head_dim": setting(config, "head_dim", int, None),
+        "norm_offset": 1.0,
+        "scale_embeddings": True,
+        "tie_embeddings": setting(config, "tie_word_embeddings", bool, True),
+    })
     return values
 
 
-def gemma_config(config: dict[str, Any]) -> ModelConfig:
+def gemma_config(config: HFConfig) -> ModelConfig:
     return decoder_config("gemma", **_gemma_values(config))
 
 
-def _gemma2_values(config: dict[str, Any], pattern: int) -> dict[str, Any]:
+def _gemma2_values(config: HFConfig, pattern: int) -> ModelValues:
     values = _gemma_values(config)
     scalar = setting(config, "query_pre_attn_scalar", float, None)
-    values.update(  # main diff with Gemma
-        output_norms=True,
-        score_scale=None if scalar is None else scalar**-0.5,
-        attn_softcap=setting(config, "attn_logit_softcapping", float, None),
-        logit_softcap=setting(config, "final_logit_softcapping", float, None),
-        attention_windows=layer_windows(config, values["n_decoder_layers"], lambda i: (i + 1) % pattern != 0),
-    )
+    values.update({  # main diff with Gemma
+        "output_norms": True,
+        "score_scale": None if scalar is None else scalar**-0.5,
+        "attn_softcap": setting(config, "attn_logit_softcapping", float, None),
+        "logit_softcap": setting(config, "final_logit_softcapping", float, None),
+        "attention_windows": layer_windows(config, values["n_decoder_layers"], lambda i: (i + 1) % pattern != 0),
+    })
     return values
 
 
-def gemma2_config(config: dict[str, Any]) -> ModelConfig:
+def gemma2_config(config: HFConfig) -> ModelConfig:
     return decoder_config("gemma2", **_gemma2_values(config, 2))
 
 
-def gemma3_config(config: dict[str, Any]) -> ModelConfig:
+def gemma3_config(config: HFConfig) -> ModelConfig:
     pattern = setting(config, "sliding_window_pattern", int, None) or setting(config, "_sliding_window_pattern", int, 6)
     values = _gemma2_values(config, pattern)
     values.update(rotary_settings(config, layer_type="full_attention", theta_default=1_000_000.0))
@@ -84,7 +84,7 @@ def gemma3_config(config: dict[str, Any]) -> ModelConfig:
         local_base = local["rope_base"]
     else:  # older files: the local layers' base has a key of its own, and no scaling
         local_base = setting(config, "rope_local_base_freq", float, 10000.0)
-    values.update(qk_norm="head", rope_local_base=local_base)  # main diff with Gemma 2
+    values.update({"qk_norm": "head", "rope_local_base": local_base})  # main diff with Gemma 2
     return decoder_config("gemma3_text", **values)
 
 

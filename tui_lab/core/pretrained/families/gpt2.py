@@ -11,14 +11,13 @@ hub's own ``gpt2`` file names tensors without the ``transformer.`` prefix that
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
     Family,
+    HFConfig,
     Tensors,
     Weights,
     activation,
@@ -32,7 +31,7 @@ from tui_lab.core.pretrained.families.common import (
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
+def model_config(config: HFConfig) -> ModelConfig:
     """The lab's settings for a GPT-2 config.json."""
     for key in ("scale_attn_by_inverse_layer_idx", "add_cross_attention"):
         if setting(config, key, bool, False):

@@ -8,8 +8,6 @@ export inverts them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.families import gpt2
 from tui_lab.core.pretrained.families.writer import (
@@ -24,7 +22,7 @@ from tui_lab.core.pretrained.families.writer import (
 PREFIX = "transformer."
 
 
-def hf_config(config: ModelConfig, ids: SpecialIds) -> dict[str, Any]:
+def hf_config(config: ModelConfig, ids: SpecialIds) -> dict[str, object]:
     """config.json of a GPT-2 model computing what ``config``'s lab model computes."""
     return {
         **common_keys(config, "GPT2LMHeadModel", "gpt2", ids),

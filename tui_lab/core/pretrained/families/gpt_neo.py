@@ -9,7 +9,7 @@ Every tensor is used as stored. Older files hold the ``attn.attention.bias``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 import torch
 
@@ -17,6 +17,7 @@ from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
     Family,
+    HFConfig,
     Tensors,
     Weights,
     activation,
@@ -30,14 +31,14 @@ from tui_lab.core.pretrained.families.common import (
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 
-def attention_layers(config: dict[str, Any], n_layers: int) -> list[str]:
+def attention_layers(config: HFConfig, n_layers: int) -> list[str]:
     """``attention_types`` ([[["global", "local"], 6]]) expanded to one kind per layer."""
     types = config.get("attention_types")
     if types is None:
         layers = config.get("attention_layers")
     else:
         try:
-            layers = [kind for kinds, count in types for _ in range(count) for kind in kinds]
+            layers = [kind for kinds, count in cast("list[tuple[list[str], int]]", types) for _ in range(count) for kind in kinds]
         except (TypeError, ValueError):
             raise PretrainedError(
                 f"{CONFIG_FILE}: attention_types {types!r} is not a list of [kinds, count] pairs"
@@ -53,7 +54,7 @@ def attention_layers(config: dict[str, Any], n_layers: int) -> list[str]:
     return [str(k) for k in layers]
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
+def model_config(config: HFConfig) -> ModelConfig:
     """The lab's settings for a GPT-Neo config.json."""
     d = positive(config, "hidden_size")
     n_layers = positive(config, "num_layers")

@@ -7,8 +7,6 @@ scores are unscaled: a lab model's 1/sqrt(d_head) is folded into w_q.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.families import gpt_neo
 from tui_lab.core.pretrained.families.writer import (
@@ -28,7 +26,7 @@ def window_size(config: ModelConfig) -> int:
     return max(config.attention_windows, default=0) or config.max_len
 
 
-def hf_config(config: ModelConfig, ids: SpecialIds) -> dict[str, Any]:
+def hf_config(config: ModelConfig, ids: SpecialIds) -> dict[str, object]:
     """config.json of a GPT-Neo model computing what ``config``'s lab model computes."""
     windows = config.attention_windows or (0,) * config.n_decoder_layers
     kinds = ["local" if w else "global" for w in windows]

@@ -12,13 +12,13 @@ tensor itself is then no longer used). Older files also hold ``attention.bias``
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
+from tui_lab.core.config.model_values import ModelValues
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.families.common import (
     Family,
+    HFConfig,
     Tensors,
     Weights,
     activation,
@@ -30,11 +30,10 @@ from tui_lab.core.pretrained.families.common import (
 from tui_lab.core.pretrained.families.rotary import rotary_settings
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
+def model_config(config: HFConfig) -> ModelConfig:
     """The lab's settings for a GPT-NeoX config.json."""
     bias = setting(config, "attention_bias", bool, True)
-    return decoder_config(
-        "gpt_neox",
+    values = ModelValues(
         d_model=positive(config, "hidden_size"),
         n_heads=positive(config, "num_attention_heads"),
         n_decoder_layers=positive(config, "num_hidden_layers"),
@@ -51,6 +50,7 @@ def model_config(config: dict[str, Any]) -> ModelConfig:
         out_bias=bias,
         scale_embeddings=False,
     )
+    return decoder_config("gpt_neox", **values)
 
 
 def _split_per_head(fused: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, ...]:

@@ -8,8 +8,6 @@ reader's split says how, and the export inverts it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.families import gpt_neox
 from tui_lab.core.pretrained.families.writer import (
@@ -29,7 +27,7 @@ def attention_bias(config: ModelConfig) -> bool:
     return config.qkv_bias or config.out_bias
 
 
-def hf_config(config: ModelConfig, ids: SpecialIds) -> dict[str, Any]:
+def hf_config(config: ModelConfig, ids: SpecialIds) -> dict[str, object]:
     """config.json of a GPT-NeoX model computing what ``config``'s lab model computes."""
     return {
         **common_keys(config, "GPTNeoXForCausalLM", "gpt_neox", ids),

@@ -12,13 +12,15 @@ maps the tensors they share. Every tensor is used as stored (no view or copy).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import torch
 
+from tui_lab.core.config.model_values import ModelValues
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.families.common import (
     Family,
+    HFConfig,
     Tensors,
     Weights,
     activation,
@@ -33,7 +35,7 @@ from tui_lab.core.pretrained.families.rotary import layer_windows, rotary_settin
 LLAMA_NORMS = {"norm1": "input_layernorm", "norm2": "post_attention_layernorm"}
 
 
-def llama_values(config: dict[str, Any], act_key: str = "hidden_act") -> dict[str, Any]:
+def llama_values(config: HFConfig, act_key: str = "hidden_act") -> ModelValues:
     """A Llama config.json's ``ModelConfig`` values, for Llama and the families built on it."""
     d = positive(config, "hidden_size")
     n_heads = positive(config, "num_attention_heads")
@@ -62,15 +64,20 @@ def llama_values(config: dict[str, Any], act_key: str = "hidden_act") -> dict[st
     )
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
+def model_config(config: HFConfig) -> ModelConfig:
     """The lab's settings for a Llama config.json."""
     return decoder_config("llama", **llama_values(config))
 
 
-def mistral_config(config: dict[str, Any]) -> ModelConfig:
+def mistral_config(config: HFConfig) -> ModelConfig:
     """Mistral: Llama with a sliding window on every layer (``sliding_window``)."""
     values = llama_values(config)
-    return decoder_config("mistral", **values, attention_windows=layer_windows(config, values["n_decoder_layers"]))
+    values["attention_windows"] = layer_windows(config, values["n_decoder_layers"])
+    return decoder_config("mistral", **values)
+
+
+# One layer's tensors under the lab's names: (weights, source prefix, lab prefix, config).
+LayerTensors = Callable[[Weights, str, str, ModelConfig], dict[str, torch.Tensor]]
 
 
 def attention_tensors(w: Weights, src: str, lab: str, config: ModelConfig) -> dict[str, torch.Tensor]:
@@ -110,8 +117,8 @@ def llama_state(
     config: ModelConfig,
     family: str = "llama",
     norms: dict[str, str] = LLAMA_NORMS,
-    attention: Any = attention_tensors,
-    mlp: Any = mlp_tensors,
+    attention: LayerTensors = attention_tensors,
+    mlp: LayerTensors = mlp_tensors,
 ) -> dict[str, torch.Tensor]:
     """A Llama-layout checkpoint under the lab's names; ``norms`` maps each layer's norms,
     ``attention``/``mlp`` the layer's projections (a family with fused ones passes its own)."""

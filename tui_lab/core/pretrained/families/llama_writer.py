@@ -7,8 +7,6 @@ switch for the attention biases and one for the MLP's.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.families import llama
 from tui_lab.core.pretrained.families.writer import (
@@ -28,7 +26,7 @@ def attention_bias(config: ModelConfig) -> bool:
     return config.qkv_bias or config.out_bias
 
 
-def hf_config(config: ModelConfig, ids: SpecialIds) -> dict[str, Any]:
+def hf_config(config: ModelConfig, ids: SpecialIds) -> dict[str, object]:
     """config.json of a Llama model computing what ``config``'s lab model computes."""
     return {
         **common_keys(config, "LlamaForCausalLM", "llama", ids),

@@ -15,8 +15,6 @@ Encoder and decoder must agree on heads and feed-forward width (the lab's
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from tui_lab.core.config.error import ConfigError
@@ -24,6 +22,7 @@ from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import (
     Family,
+    HFConfig,
     Tensors,
     Weights,
     activation,
@@ -36,7 +35,7 @@ from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 _PROJECTIONS = (("q_proj", "w_q"), ("k_proj", "w_k"), ("v_proj", "w_v"), ("out_proj", "w_o"))
 
 
-def _same(config: dict[str, Any], encoder_key: str, decoder_key: str) -> int:
+def _same(config: HFConfig, encoder_key: str, decoder_key: str) -> int:
     encoder, decoder = positive(config, encoder_key), positive(config, decoder_key)
     if encoder != decoder:
         raise PretrainedError(
@@ -46,7 +45,7 @@ def _same(config: dict[str, Any], encoder_key: str, decoder_key: str) -> int:
     return encoder
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
+def model_config(config: HFConfig) -> ModelConfig:
     """The lab's settings for a Marian config.json."""
     if setting(config, "normalize_before", bool, False):
         raise PretrainedError(f"{CONFIG_FILE}: normalize_before true is not supported (Marian is post-LN)")

@@ -8,20 +8,18 @@ projections (``self_attn.q_norm``/``k_norm``), before rotary.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from tui_lab.core.config.sections import ModelConfig
-from tui_lab.core.pretrained.families.common import Family, Tensors, decoder_config
+from tui_lab.core.pretrained.families.common import Family, HFConfig, Tensors, decoder_config
 from tui_lab.core.pretrained.families.llama import llama_state, llama_values
 
 OLMO2_NORMS = {"norm1_post": "post_attention_layernorm", "norm2_post": "post_feedforward_layernorm"}
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
+def model_config(config: HFConfig) -> ModelConfig:
     values = llama_values(config)
-    values.update(input_norms=False, output_norms=True, qk_norm="full")  # main diff with Llama
+    values.update({"input_norms": False, "output_norms": True, "qk_norm": "full"})  # main diff with Llama
     return decoder_config("olmo2", **values)
 
 

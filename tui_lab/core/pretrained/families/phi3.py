@@ -9,20 +9,25 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from tui_lab.core.config.sections import ModelConfig
-from tui_lab.core.pretrained.families.common import Family, Tensors, Weights, decoder_config
+from tui_lab.core.pretrained.families.common import (
+    Family,
+    HFConfig,
+    Tensors,
+    Weights,
+    decoder_config,
+)
 from tui_lab.core.pretrained.families.llama import llama_state, llama_values
 from tui_lab.core.pretrained.families.rotary import layer_windows, rotary_settings
 
 
-def model_config(config: dict[str, Any]) -> ModelConfig:
+def model_config(config: HFConfig) -> ModelConfig:
     values = llama_values(config)
     values.update(rotary_settings(config, fraction_key="partial_rotary_factor"))  # main diff with Llama
-    return decoder_config("phi3", **values, attention_windows=layer_windows(config, values["n_decoder_layers"]))
+    values["attention_windows"] = layer_windows(config, values["n_decoder_layers"])
+    return decoder_config("phi3", **values)
 
 
 def _attention(w: Weights, src: str, lab: str, config: ModelConfig) -> dict[str, torch.Tensor]:

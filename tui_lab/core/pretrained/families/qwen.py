@@ -9,33 +9,39 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from tui_lab.core.config.sections import ModelConfig
-from tui_lab.core.pretrained.families.common import Family, Tensors, decoder_config, setting
+from tui_lab.core.pretrained.families.common import (
+    Family,
+    HFConfig,
+    Tensors,
+    decoder_config,
+    setting,
+)
 from tui_lab.core.pretrained.families.llama import llama_state, llama_values
 from tui_lab.core.pretrained.families.rotary import layer_windows
 
 
-def _windows(config: dict[str, Any], n_layers: int) -> tuple[int, ...]:
+def _windows(config: HFConfig, n_layers: int) -> tuple[int, ...]:
     if not setting(config, "use_sliding_window", bool, False):
         return ()
     first = int(setting(config, "max_window_layers", int, n_layers))
     return layer_windows(config, n_layers, lambda i: i >= first)
 
 
-def qwen2_config(config: dict[str, Any]) -> ModelConfig:
+def qwen2_config(config: HFConfig) -> ModelConfig:
     values = llama_values(config)
-    values.update(qkv_bias=True, out_bias=False)  # main diff with Llama
-    return decoder_config("qwen2", **values, attention_windows=_windows(config, values["n_decoder_layers"]))
+    values.update({"qkv_bias": True, "out_bias": False})  # main diff with Llama
+    values["attention_windows"] = _windows(config, values["n_decoder_layers"])
+    return decoder_config("qwen2", **values)
 
 
-def qwen3_config(config: dict[str, Any]) -> ModelConfig:
+def qwen3_config(config: HFConfig) -> ModelConfig:
     values = llama_values(config)
-    values.update(qk_norm="head", head_dim=setting(config, "head_dim", int, None))  # main diff with Llama
-    return decoder_config("qwen3", **values, attention_windows=_windows(config, values["n_decoder_layers"]))
+    values.update({"qk_norm": "head", "head_dim": setting(config, "head_dim", int, None)})  # main diff with Llama
+    values["attention_windows"] = _windows(config, values["n_decoder_layers"])
+    return decoder_config("qwen3", **values)
 
 
 def qwen2_state(tensors: Tensors, config: ModelConfig) -> dict[str, torch.Tensor]:

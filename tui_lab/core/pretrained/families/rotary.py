@@ -10,16 +10,17 @@ line naming it, never a silent approximation.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
+from tui_lab.core.config.model_values import ModelValues
 from tui_lab.core.pretrained.errors import PretrainedError
-from tui_lab.core.pretrained.families.common import setting
+from tui_lab.core.pretrained.families.common import HFConfig, setting
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 SCALINGS = ("default", "linear", "llama3")
 
 
-def _parameters(config: dict[str, Any], layer_type: str | None) -> tuple[dict[str, Any], str]:
+def _parameters(config: HFConfig, layer_type: str | None) -> tuple[HFConfig, str]:
     """The rotary settings object and where it was found (for messages)."""
     params = config.get("rope_parameters")
     if params is not None:
@@ -35,13 +36,13 @@ def _parameters(config: dict[str, Any], layer_type: str | None) -> tuple[dict[st
 
 
 def rotary_settings(
-    config: dict[str, Any],
+    config: HFConfig,
     theta_key: str = "rope_theta",
     fraction_key: str | None = None,
     fraction_default: float = 1.0,
     layer_type: str | None = None,
     theta_default: float = 10000.0,
-) -> dict[str, Any]:
+) -> ModelValues:
     """``ModelConfig`` values for the rotary positions: base, fraction and scaling."""
     params, where = _parameters(config, layer_type)
     kind = params.get("rope_type", params.get("type", "default"))
@@ -55,20 +56,20 @@ def rotary_settings(
     fraction = setting(params, "partial_rotary_factor", float, None)
     if fraction is None:
         fraction = setting(config, fraction_key, float, fraction_default) if fraction_key else fraction_default
-    values: dict[str, Any] = {"rope_base": base, "rope_fraction": fraction}
+    values: ModelValues = {"rope_base": base, "rope_fraction": fraction}
     if kind == "default":
         return values
-    values.update(rope_scaling=kind, rope_factor=setting(params, "factor", float))
+    values.update({"rope_scaling": kind, "rope_factor": setting(params, "factor", float)})
     if kind == "llama3":
-        values.update(
-            rope_low_freq_factor=setting(params, "low_freq_factor", float, 1.0),
-            rope_high_freq_factor=setting(params, "high_freq_factor", float, 4.0),
-            rope_original_max_len=int(setting(params, "original_max_position_embeddings", int, 8192)),
-        )
+        values.update({
+            "rope_low_freq_factor": setting(params, "low_freq_factor", float, 1.0),
+            "rope_high_freq_factor": setting(params, "high_freq_factor", float, 4.0),
+            "rope_original_max_len": setting(params, "original_max_position_embeddings", int, 8192),
+        })
     return values
 
 
-def layer_windows(config: dict[str, Any], n_layers: int, default_sliding: Any = None) -> tuple[int, ...]:
+def layer_windows(config: HFConfig, n_layers: int, default_sliding: Callable[[int], bool] | None = None) -> tuple[int, ...]:
     """Each layer's attention window (0: global) from ``layer_types`` and ``sliding_window``.
 
     ``default_sliding(i)``: whether layer i slides when the file has no ``layer_types``

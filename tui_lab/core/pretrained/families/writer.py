@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.families.common import Family
@@ -48,7 +47,7 @@ class Writer:
     """
 
     family: Family
-    hf_config: Callable[[ModelConfig, SpecialIds], dict[str, Any]]
+    hf_config: Callable[[ModelConfig, SpecialIds], dict[str, object]]
     hf_layout: Callable[[ModelConfig], Layout]
 
 
@@ -58,7 +57,7 @@ def tied(config: ModelConfig) -> bool:
     return config.tie_embeddings and not config.scale_embeddings
 
 
-def common_keys(config: ModelConfig, architecture: str, model_type: str, ids: SpecialIds) -> dict[str, Any]:
+def common_keys(config: ModelConfig, architecture: str, model_type: str, ids: SpecialIds) -> dict[str, object]:
     """The keys every family's config.json has."""
     return {
         "architectures": [architecture],
