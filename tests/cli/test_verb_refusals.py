@@ -131,10 +131,9 @@ def test_text_past_the_context(args: list[str], says: str, monkeypatch: pytest.M
 
 def test_steer_text_past_the_context(prompts: tuple[str, str], tmp_path: Path,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from tui_lab.core.opening.model_in_hand import ModelInHand
+    from tui_lab.core.opening.model_in_hand import ModelInHand, open_model
 
-    names = ModelInHand(__import__("tui_lab.core.opening.from_run", fromlist=["x"]).load_for_inference(RUN)
-                        ).hook_names()
+    names = open_model(RUN).hook_names()
     monkeypatch.setattr(ModelInHand, "hook_names", lambda _self: names)  # the hook check reads the list
     _no_model_work(monkeypatch)
     proc = tfx("steer", "--run", RUN, "--input", LONG, "--hook", "blocks.1.hook_resid_pre",
