@@ -220,7 +220,7 @@ def single_input(model: ModelInHand, text: str, target: str | None = None) -> Pa
 
 def model_shape(model: ModelInHand) -> Shape:
     """The model's shape, which says where patching reads the answer (the module docstring)."""
-    return model.config.model.shape
+    return model.shape
 
 
 def masked_ids(model: ModelInHand, text: str) -> list[int]:
