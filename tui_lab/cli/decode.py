@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tui_lab.core.errors import LabError
-
 from .shared import (
     Subparsers,
     add_at_step,
@@ -40,110 +38,55 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=decode)
 
 
-def _sampling(args: argparse.Namespace) -> dict[str, Any]:
-    """The decode options, as ``generate`` and the walkthrough take them."""
-    return {"max_new_tokens": args.max_new, "temperature": args.temperature, "top_k": args.top_k,
-            "top_p": args.top_p, "seed": args.seed}
+def request(args: argparse.Namespace) -> Any:
+    """The decode verb's request for these arguments; LabError (one line) for a refused number."""
+    from tui_lab.core.verbs.decode import Request
+
+    return Request(args.input, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                   seed=args.seed, max_new=args.max_new,
+                   capture=args.attention or args.json or bool(args.explain),
+                   attention=args.attention, lens=args.lens, explain=args.explain)
 
 
 def decode(args: argparse.Namespace) -> int:
     """Decode one input with a trained run or a real model; JSON, or the output and what was asked for."""
-    from tui_lab.core.analysis.lenses.logit_lens import logit_lens
-    from tui_lab.core.decoding.decode import generate
-    from tui_lab.core.decoding.fill_mask import is_fill_mask
+    from tui_lab.core.verbs.decode import run
 
-    run = load_target(args, "cpu", args.at_step)
-    if is_fill_mask(run.model):  # an encoder-only model decodes by filling masks
-        return _fill_mask(run, args)
-    result = generate(run.model, run.task, args.input, **_sampling(args),
-                      capture=args.attention or args.json or bool(args.explain))
-    lens = logit_lens(run.model, run.task, result) if args.lens else None
-    explained = explain(run, result, args.explain, _sampling(args)) if args.explain else None
+    asked = request(args)  # a refused number says so before the model is opened
+    result = run(asked, load_target(args, "cpu", args.at_step))
     if args.json:
-        out = result.to_json()
-        if args.attention:
-            out["attention"] = {
-                name: {"weights": w.tolist(), "queries": result.labels[name][0],
-                       "keys": result.labels[name][1]}
-                for name, w in result.attention.items()
-            }
-        if lens is not None:
-            out["lens"] = lens.to_json()
-        if explained is not None:
-            out["explain"] = explained
-        emit_json(out)
+        emit_json(result.to_json())
         return 0
-    say_notes(result.notes)
-    print(result.output)
+    say_notes(result.decoded.notes)
+    if result.fill:
+        _print_fill(result.decoded, args.attention)
+        return 0
+    print(result.decoded.output)
     if args.attention:
-        _print_attention(result)
+        _print_attention(result.decoded)
     if args.temperature > 0 or args.lens:
-        _print_steps(result)
-    if lens is not None:
-        _print_lens(lens)
-    if explained is not None:
-        _print_explain(explained)
+        _print_steps(result.decoded)
+    if result.lens is not None:
+        _print_lens(result.lens)
+    if result.explained is not None:
+        _print_explain(result.explained)
     return 0
 
 
-def _fill_mask(run: Any, args: argparse.Namespace) -> int:
-    """Fill-mask: each mask's top-k fillers (``masks``), then the masks filled one at a time."""
-    from tui_lab.core.decoding.fill_mask import fill_mask
-
-    result = fill_mask(run.model, run.task, args.input, top_k=args.top_k or 5, capture=args.attention)
-    if args.json:
-        out = result.to_json()
-        if args.attention:
-            out["attention"] = {name: {"weights": w.tolist(), "queries": result.labels, "keys": result.labels}
-                                for name, w in result.attention.items()}
-        emit_json(out)
-        return 0
-    say_notes(result.notes)
+def _print_fill(result: Any, attention: bool) -> None:
+    """Fill-mask: each mask's top-k fillers, then the masks filled one at a time."""
     for i, m in enumerate(result.masks):
         print(f"mask {i + 1} (token {m.position}): " + "  ".join(f"{t!r} {p:.3f}" for t, p in m.top))
     for s in result.steps:
         print(f"fill token {s.position} with {s.token!r} ({s.prob:.3f}): {s.text}")
     print(result.output)
-    if args.attention:
+    if attention:
         from tui_lab.core.decoding.attention_text import render_text
 
         for name, w in result.attention.items():
             for h in range(w.shape[0]):
                 print(f"\n{name} head {h}")
                 print(render_text(w[h], result.labels, result.labels))
-    return 0
-
-
-def parse_explain(text: str) -> tuple[str, int]:
-    """``"decoder.0.cross:1@3"`` -> ("decoder.0.cross:1", 3); LabError if malformed."""
-    head, sep, row = text.rpartition("@")
-    if not sep or not head:
-        raise LabError(f"--explain {text!r}: expected NAME:HEAD@ROW, e.g. decoder.0.cross:1@3")
-    try:
-        return head, int(row)
-    except ValueError:
-        raise LabError(f"--explain {text!r}: {row!r} is not a query row number") from None
-
-
-def explain(run: Any, result: Any, spec: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The walkthrough of one attention row (the lab's numbers), as a dict."""
-    from tui_lab.core.analysis.basics.walkthrough import collect_projections, walk
-    from tui_lab.core.analysis.heads.ablation import parse_head
-
-    head_text, row = parse_explain(spec)
-    ref = parse_head(head_text, run.model)
-    projections = collect_projections(run.model, run.task, result, options)
-    proj = projections.get(ref.name)
-    if proj is None:
-        raise LabError(f"--explain: {ref.name} did not run in this decode")
-    n_rows = proj.q.size(1)
-    if not 0 <= row < n_rows:
-        raise LabError(f"--explain: {ref.name} has query rows 0..{n_rows - 1} in this decode")
-    w = walk(proj, result, ref.name, ref.head, row)
-    return {"head": str(ref), "row": row, "d_head": w.d_head, "query": w.query, "keys": w.keys,
-            "raw": w.raw, "scaled": w.scaled, "weights": w.weights, "masked": w.masked,
-            "output": w.output, "captured": w.captured, "max_diff": w.max_diff,
-            "scale": w.scale_label}
 
 
 def _print_attention(result: Any) -> None:

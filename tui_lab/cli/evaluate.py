@@ -11,7 +11,6 @@ from .shared import (
     add_examples,
     add_json,
     add_run,
-    check_examples,
     emit_json,
     load_target,
 )
@@ -29,35 +28,19 @@ def add_parser(sub: Subparsers) -> None:
 
 def evaluate(args: argparse.Namespace) -> int:
     """Exact match and validation loss of a run on held-out examples."""
-    check_examples(args.n)
-    from tui_lab.core.runs.log import read_metrics
-    from tui_lab.core.training.evaluate import evaluate as evaluate_model
-    from tui_lab.core.training.evaluate import held_out_pairs
+    from tui_lab.core.verbs.evaluate import Request, run
 
-    run = load_target(args, args.device, args.at_step)
-    pairs = None if run.task.is_lm else held_out_pairs(run.task, run.config.train, args.n)
-    ev = evaluate_model(run.model, run.task, run.config, run.device, step=run.step, pairs=pairs)
-    seen = [m.get("overlap") for m in read_metrics(args.run) if m.get("kind") == "eval"]
-    result = {
-        "exact_match": ev.exact_match,
-        "bits_per_char": ev.bits_per_char,
-        "next_char_accuracy": ev.next_char_accuracy,
-        "val_loss": ev.val_loss,
-        "n": ev.n,
-        "step": run.step,
-        "preset": run.config.name,
-        "task": run.config.task.name,
-        # From the run's own last evaluation (its held-out set vs the examples it trained on).
-        "held_out_seen_in_training": seen[-1] if seen else None,
-    }
+    request = Request(args.n, args.run)  # a refused --n says so before the run is opened
+    result = run(request, load_target(args, args.device, args.at_step))
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
         return 0
+    ev = result.evaluation
     em = "n/a (language model)" if ev.exact_match is None else f"{ev.exact_match:.2%}"
     if ev.bits_per_char is not None and ev.next_char_accuracy is not None:
-        unit = "token" if run.config.task.name == "token-lm" else "char"  # a tokenizer's pieces
+        unit = "token" if result.task == "token-lm" else "char"  # a tokenizer's pieces
         em = (f"n/a; {ev.bits_per_char:.3f} bits/{unit}, next-{unit} accuracy "
               f"{ev.next_char_accuracy:.2%}")
-    print(f"{args.run}: step {run.step}, exact match {em} on {ev.n} held-out, "
+    print(f"{args.run}: step {result.step}, exact match {em} on {ev.n} held-out, "
           f"val loss {ev.val_loss:.4f}")
     return 0

@@ -28,34 +28,15 @@ def add_parser(sub: Subparsers) -> None:
 
 def hooks(args: argparse.Namespace) -> int:
     """Run the model once on the input with every hook point cached; print name and shape."""
-    import torch
+    from tui_lab.core.verbs.hooks import Request, run
 
-    from tui_lab.core.opening.model_in_hand import hooked
-
-    lab = hooked(load_target(args, "cpu", args.at_step))
-    text = args.input if args.input is not None else _default_input(lab.task)
-    with torch.no_grad():
-        _, cache = lab.run_with_cache(text)
-    tokens = lab.to_str_tokens(text)
+    result = run(Request(args.input), load_target(args, "cpu", args.at_step))
     if args.json:
-        emit_json({
-            "model" if args.model is not None else "run": target_name(args),
-            "input": text,
-            "tokens": tokens,
-            "hooks": [{"name": name, "shape": list(t.shape)} for name, t in cache.items()],
-        })
+        emit_json({"model" if args.model is not None else "run": target_name(args), **result.to_json()})
         return 0
-    print(f"{target_name(args)}: {len(cache)} hook points on {len(tokens)} tokens of {text!r}")
-    width = max(len(name) for name in cache)
-    for name, t in cache.items():
-        print(f"{name:<{width}}  {tuple(t.shape)}")
+    print(f"{target_name(args)}: {len(result.hooks)} hook points on {len(result.tokens)} tokens "
+          f"of {result.input!r}")
+    width = max(len(name) for name, _ in result.hooks)
+    for name, shape in result.hooks:
+        print(f"{name:<{width}}  {shape}")
     return 0
-
-
-def _default_input(task: object) -> str:
-    """One of the task's own examples (what the lab's Decode offers), else a plain phrase."""
-    try:
-        shown = task.examples_for_display(1)  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - a real model's text has no examples to offer
-        shown = []
-    return str(shown[0]) if shown else "Hello world"

@@ -2,8 +2,9 @@
 
 An encoder-only model does not continue a text: it fills the masks typed in it
 (``core.decoding.fill_mask``); every other model decodes greedily or by sampling
-(``core.decoding.decode.generate``). Decode's worker and time travel's replay
-both go through ``decode_text``, so a history snapshot of a masked-LM run is
+(``core.decoding.decode.generate``). The decode verb (``core.verbs.decode``) holds
+that dispatch for the command line and the lab alike; Decode's worker and time
+travel's replay both go through ``decode_text``, so a history snapshot of a masked-LM run is
 filled the way the live model was. The two results differ in one field the
 panes read: a greedy decode labels each capture's axes (``labels[name]`` is
 (queries, keys): a cross attention's differ), fill-mask has one label per token
@@ -14,23 +15,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui_lab.core.config.shape import Shape
+
 FILL_TOP_K = 5  # fillers shown per mask: the Decode pane's top-k columns
 
 
 def is_fill_mask_model(model: Any) -> bool:
-    """Whether ``model`` decodes by filling masks (an encoder-only model); the core decides.
+    """Whether ``model`` decodes by filling masks (an encoder-only model); the decode verb decides.
     Only asked with a model in hand, so torch is loaded already."""
-    if model is None:
-        return False
-    from tui_lab.core.decoding.fill_mask import is_fill_mask
+    from tui_lab.core.verbs.decode import is_fill_mask_model as fills
 
-    return is_fill_mask(model)
+    return fills(model)
 
 
 def fills_masks(run: Any) -> bool:
     """Whether the run or opened model ``run`` decodes by filling masks, from its config alone
     (a training run's ``model`` is fetched from its process: not on the UI thread)."""
-    return run is not None and run.config.model.arch == "encoder-only"
+    return run is not None and run.config.model.shape is Shape.ENCODER_ONLY
 
 
 def is_fill_result(result: Any) -> bool:
@@ -39,19 +40,31 @@ def is_fill_result(result: Any) -> bool:
 
 
 def decode_text(model: Any, task: Any, text: str, options: dict[str, Any] | None = None) -> Any:
-    """``text`` decoded by ``model``: its masks filled (attention captured), else ``generate``
-    with ``options`` (its keyword arguments). One-line errors come from the core."""
-    if is_fill_mask_model(model):
-        from tui_lab.core.decoding.fill_mask import attention_only, fill_mask
-        from tui_lab.core.model.encoder_only import mlm_head_note
+    """``text`` decoded by ``model`` through the decode verb (``core.verbs.decode.decoded``): its
+    masks filled (attention captured; a bare encoder's attention alone), else ``generate`` with
+    ``options`` (its keyword arguments). One-line errors come from the core."""
+    from tui_lab.core.verbs.decode import decoded
 
-        if mlm_head_note(model) is not None:  # a bare encoder: its attention, and why no fills
-            return attention_only(model, task, text)
-        top_k = int((options or {}).get("report_k", FILL_TOP_K))
-        return fill_mask(model, task, text, top_k=top_k, capture=True)
-    from tui_lab.core.decoding.decode import generate
+    return decoded(model, task, request_for(text, options))
 
-    return generate(model, task, text, **dict(options or {}))
+
+def request_for(text: str, options: dict[str, Any] | None = None) -> Any:
+    """The decode verb's request for ``text`` with the pane's ``options`` (``generate``'s
+    keyword arguments); LabError (one line) for a number the request refuses."""
+    from tui_lab.core.verbs.decode import Request
+
+    given = dict(options or {})
+    return Request(
+        text,
+        temperature=float(given.get("temperature", 0.0)),
+        top_k=int(given.get("top_k", 0)),
+        top_p=float(given.get("top_p", 1.0)),
+        seed=int(given.get("seed", 0)),
+        max_new=given.get("max_new_tokens"),
+        capture=bool(given.get("capture", True)),
+        report_k=int(given.get("report_k", FILL_TOP_K)),
+        bare_attention=True,
+    )
 
 
 def axis_labels(result: Any, name: str) -> tuple[list[str], list[str]]:
