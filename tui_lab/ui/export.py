@@ -14,7 +14,6 @@ import json
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from textual.app import App
 
@@ -59,7 +58,7 @@ def write_runs_table(
     return path
 
 
-def save_svg(app: App[Any], runs_root: Path, pane: str) -> Path | None:
+def save_svg(app: App[None], runs_root: Path, pane: str) -> Path | None:
     """Save the screen as it is (any pane, a modal too) to ``<runs root>/screenshots`` as an SVG,
     named after ``pane`` and the time; say where in a notification. None (and an error
     notification) when it could not be written."""

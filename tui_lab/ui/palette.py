@@ -9,7 +9,6 @@ mounted panes' bindings are offered. Nothing here repeats a key or a label.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -23,14 +22,14 @@ from tui_lab.ui.user_keymap import action_help, as_bindings, bindings_of, first_
 APP_ACTIONS_LEFT_OUT = ("quit", "leave_field")
 
 
-def key_text(app: App[Any], binding: Binding, keymap: Mapping[str, str]) -> str:
+def key_text(app: App[None], binding: Binding, keymap: Mapping[str, str]) -> str:
     """"(t · train.toggle)": the binding's first key as remapped, and its id."""
     key = app.get_key_display(first_key(rebound(binding, keymap)))
     return f"({key} · {binding.id})" if binding.id else f"({key})"
 
 
 def lab_commands(
-    app: App[Any],
+    app: App[None],
     panes: list[Pane],
     keymap: Mapping[str, str],
     run_pane_action: Callable[[str, str], None],
@@ -59,7 +58,7 @@ def lab_commands(
             )
 
 
-def basics_commands(app: App[Any], keymap: Mapping[str, str]) -> Iterator[SystemCommand]:
+def basics_commands(app: App[None], keymap: Mapping[str, str]) -> Iterator[SystemCommand]:
     """One command per view of the basics screen ("Basics: Masks"), opening it on that view."""
     for binding in as_bindings(key_bindings.BASICS):
         if not binding.action.startswith("view("):

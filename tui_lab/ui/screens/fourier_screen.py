@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -23,9 +23,14 @@ from textual.widgets import Footer
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui import key_bindings
-from tui_lab.ui.state.travel import TimeTravel
+from tui_lab.ui.state.travel import TimeTravel, Travel
 from tui_lab.ui.widgets.fourier_view import FourierView
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
+
+if TYPE_CHECKING:  # torch-backed: the run's model is in by the time f is pressed
+    from tui_lab.core.analysis.lenses.embedding_fourier import Spectrum
+    from tui_lab.core.tasks.base import TaskBase
+    from tui_lab.core.training.remote import RemoteRun
 
 PLAY_SECONDS = 0.35
 
@@ -38,15 +43,15 @@ class FourierScreen(Screen[None]):
     class Shown(Message):
         """A spectrum was worked out (``spec`` None: ``error`` says why)."""
 
-        def __init__(self, index: int | None, spec: Any, error: str | None = None) -> None:
+        def __init__(self, index: int | None, spec: Spectrum | None, error: str | None = None) -> None:
             super().__init__()
             self.index, self.spec, self.error = index, spec, error
 
-    def __init__(self, run: Any, run_dir: Path | None, travel: Any, training: bool = False) -> None:
+    def __init__(self, run: RemoteRun, run_dir: Path | None, travel: Travel, training: bool = False) -> None:
         super().__init__()
         self.lab_run, self.run_dir, self.travel, self.training = run, run_dir, travel, training
         self.travel_state = TimeTravel()
-        self._modular_task: Any = None
+        self._modular_task: TaskBase | None = None
 
     def compose(self) -> ComposeResult:
         """The snapshot strip over the spectrum, and the footer."""

@@ -9,12 +9,13 @@ Train's space starts (``finetune_spec``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
+from typing_extensions import Unpack
 
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, check_fits_in_memory, load_file
 from tui_lab.ui import key_bindings
@@ -34,6 +35,11 @@ from tui_lab.ui.widgets.model_card import ModelCardView
 from tui_lab.ui.widgets.model_summary import ModelSummary
 from tui_lab.ui.widgets.preset_list import PresetList
 from tui_lab.ui.widgets.text_line import TextLine
+from tui_lab.ui.widgets.widget_options import WidgetOptions
+
+if TYPE_CHECKING:
+    from tui_lab.core.model.params import ParamReport
+    from tui_lab.core.opening.model_card import ModelCard
 
 FORM_HELP = "↑↓ move · type to edit · enter/←→ choose · esc leaves"
 # Mirrors core/training/finetune.py's FINETUNE_TRAIN and FINETUNE_BLOCK (the core is
@@ -52,7 +58,7 @@ class BuildPane(Pane, Vertical):
     HELP_EXTRA = (("0-9 . e -", "type into a number (backspace, delete, ←→, home, end, ctrl+u)"),)
     BINDINGS = key_bindings.BUILD
 
-    def __init__(self, config: LabConfig, user_dir: Path | None = None, **kwargs: Any) -> None:
+    def __init__(self, config: LabConfig, user_dir: Path | None = None, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.base = config
         self.config = config
@@ -105,7 +111,7 @@ class BuildPane(Pane, Vertical):
 
     # ---- an opened model ------------------------------------------------------------
 
-    card: Any = None  # the opened model's ModelCard while it is on show
+    card: ModelCard | None = None  # the opened model's ModelCard while it is on show
 
     def show_opening(self, source: str) -> None:
         """Until ``--model``'s model is open, its card's place says that it is being opened."""
@@ -129,7 +135,7 @@ class BuildPane(Pane, Vertical):
         """New parameter counts: the summary."""
         self.show_report(message.report, message.vocab_size)
 
-    def show_card(self, card: Any) -> None:
+    def show_card(self, card: ModelCard) -> None:
         """Show an opened model's card and config.json instead of the presets and the form."""
         self.card = card
         self.host.state.finetune = self.finetune_spec()
@@ -313,6 +319,6 @@ class BuildPane(Pane, Vertical):
 
         self.app.push_screen(SavePresetScreen(self.config, self.user_dir), saved)
 
-    def show_report(self, report: object, vocab_size: int) -> None:
+    def show_report(self, report: ParamReport, vocab_size: int) -> None:
         """Show the live parameter count for the current config."""
         self.query_one(ModelSummary).show_report(report, vocab_size, self.edited)

@@ -14,12 +14,12 @@ enter toggles it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from textual import events
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
+from typing_extensions import Unpack
 
 from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.ui import key_bindings
@@ -27,6 +27,7 @@ from tui_lab.ui.panes.builder.form_draw import Cursor, draw_line
 from tui_lab.ui.panes.builder.form_fields import FIELDS, FormField, load_fields, read_fields
 from tui_lab.ui.panes.builder.form_layout import LABEL_WIDTH, Line, lay_out
 from tui_lab.ui.widgets.line_view import LineView
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 __all__ = ["FIELDS", "ConfigForm"]
 
@@ -69,7 +70,7 @@ class ConfigForm(LineView, can_focus=True):
         form: ConfigForm
         help: str
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self._fields = [FormField(spec) for spec in FIELDS.values()]
         self._index = {f.spec.key: i for i, f in enumerate(self._fields)}

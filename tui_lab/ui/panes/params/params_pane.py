@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
+from typing_extensions import Unpack
 
 from tui_lab.ui import key_bindings
 from tui_lab.ui.messages import CountsStale, ShowCounts
@@ -16,6 +17,11 @@ from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.model_summary import human, human_bytes, stacks
 from tui_lab.ui.widgets.text_table import TextTable
+from tui_lab.ui.widgets.widget_options import WidgetOptions
+
+if TYPE_CHECKING:
+    from tui_lab.core.config.lab_config import LabConfig
+    from tui_lab.core.model.params import ParamReport
 
 BAR_WIDTH = 20
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -35,10 +41,10 @@ class ParamsPane(Pane, Vertical, can_focus=False):
     PANE_ID = pane_id(__name__)
     BINDINGS = key_bindings.PARAMS
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
-        self.report: Any = None
-        self.config: Any = None
+        self.report: ParamReport | None = None
+        self.config: LabConfig | None = None
         self.vocab_size = 0
         self.grouped = False
 
@@ -63,7 +69,7 @@ class ParamsPane(Pane, Vertical, can_focus=False):
         )
         self.host.register_pane(self.PANE_ID, self)
         last = self.host.state.last_report
-        if last is not None:
+        if last is not None and last.report is not None:  # kept only with a report
             self.show_report(last.report, last.config, last.vocab_size, last.edited)
 
     def focus_default(self) -> None:
@@ -83,7 +89,7 @@ class ParamsPane(Pane, Vertical, can_focus=False):
         title = self.query_one("#params-title", Static)
         title.update(Text(f"Parameters (stale: {message})", style="yellow"))
 
-    def show_report(self, report: Any, config: Any, vocab_size: int, edited: bool = False) -> None:
+    def show_report(self, report: ParamReport, config: LabConfig, vocab_size: int, edited: bool = False) -> None:
         """Fill the table and the totals from a ParamReport."""
         self.report, self.config, self.vocab_size = report, config, vocab_size
         m = config.model
@@ -97,11 +103,10 @@ class ParamsPane(Pane, Vertical, can_focus=False):
             style="dim",
         )
         self.query_one("#params-title", Static).update(title)
-        self._fill_table()
-        self._fill_totals()
+        self._fill_table(report)
+        self._fill_totals(report)
 
-    def _fill_table(self) -> None:
-        report = self.report
+    def _fill_table(self, report: ParamReport) -> None:
         total = max(1, report.total)
         if self.grouped:
             rows = [(group, n, "") for group, n in report.groups().items()]
@@ -116,8 +121,7 @@ class ParamsPane(Pane, Vertical, can_focus=False):
             ]
         )
 
-    def _fill_totals(self) -> None:
-        r = self.report
+    def _fill_totals(self, r: ParamReport) -> None:
         grid = Table.grid(padding=(0, 2))
         for _ in range(4):
             grid.add_column()
@@ -151,4 +155,4 @@ class ParamsPane(Pane, Vertical, can_focus=False):
         """Switch between one row per tensor group and one row per layer."""
         self.grouped = not self.grouped
         if self.report is not None:
-            self._fill_table()
+            self._fill_table(self.report)

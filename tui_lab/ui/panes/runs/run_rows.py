@@ -77,7 +77,8 @@ COLUMNS = (
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 
-_SORT: dict[str, Callable[[RunRow], Any]] = {
+# A column's figure of a row (None: the row has none, it sorts last).
+_SORT: dict[str, Callable[[RunRow], str | float | None]] = {
     "name": lambda r: r.summary.name.lower(),
     "preset": lambda r: r.summary.preset,
     "label": lambda r: r.arm or difference_text(r),
@@ -148,10 +149,12 @@ def sort_rows(rows: list[RunRow], key: str, reverse: bool = False) -> list[RunRo
     Ties keep a sweep's runs together by arm, then by name.
     """
     get = _SORT[key]
-    known = [r for r in rows if get(r) is not None]
-    missing = [r for r in rows if get(r) is None]
-    tie = sorted(known, key=lambda r: (r.sweep or "", r.arm or "", r.summary.name))
-    return sorted(tie, key=get, reverse=reverse) + sorted(missing, key=lambda r: r.summary.name)
+    figures = [(get(r), r) for r in rows]
+    known = [(figure, r) for figure, r in figures if figure is not None]
+    missing = [r for figure, r in figures if figure is None]
+    tie = sorted(known, key=lambda fr: (fr[1].sweep or "", fr[1].arm or "", fr[1].summary.name))
+    ranked = [r for _, r in sorted(tie, key=lambda fr: fr[0], reverse=reverse)]
+    return ranked + sorted(missing, key=lambda r: r.summary.name)
 
 
 def filter_rows(rows: list[RunRow], text: str) -> list[RunRow]:

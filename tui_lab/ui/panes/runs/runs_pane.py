@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -19,6 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
+from typing_extensions import Unpack
 
 from tui_lab.core.runs.curves import METRICS, Curve
 from tui_lab.ui import key_bindings
@@ -39,6 +39,7 @@ from tui_lab.ui.panes.runs.run_rows import (
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.overlay_chart import COLOURS, Overlay, OverlayChart, Series, rich_colour
 from tui_lab.ui.widgets.run_table import RunTable, TableColumn
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 REFRESH_SECONDS = 2.0
 COLUMN_KEYS = ("mark", *(c.key for c in COLUMNS))
@@ -73,7 +74,7 @@ class RunsPane(Pane, Vertical, can_focus=False):
     HELP_EXTRA = (("enter", "in the filter line: back to the table (the filter stays)"),)
     BINDINGS = key_bindings.RUNS
 
-    def __init__(self, root: Path, **kwargs: Any) -> None:
+    def __init__(self, root: Path, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.roots = [Path(root)]
         self.reader = RowReader()
