@@ -23,7 +23,7 @@ from tui_lab.core.decoding.sampling import check_sampling, pick
 from tui_lab.core.errors import LabError
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.capture import AttentionStore, capture_attention
-from tui_lab.core.model.models import DecoderOnly
+from tui_lab.core.model.models import DecoderOnly, EncoderDecoder
 from tui_lab.core.tasks.protocol import Task, Vocabulary
 from tui_lab.core.tasks.vocab import BOS, EOS, SEP
 
@@ -115,7 +115,7 @@ def face(model: nn.Module) -> ModelFace:
 
 
 def is_decoder_only(model: nn.Module) -> bool:
-    return not hasattr(model, "encode")
+    return not isinstance(model, EncoderDecoder)
 
 
 def max_positions(model: nn.Module) -> int:

@@ -24,8 +24,9 @@ from torch import Tensor, nn
 from tui_lab.core.decoding.decode import DecodeInputError, clean_input
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.capture import capture_attention
-from tui_lab.core.model.encoder_only import mlm_head_note
-from tui_lab.core.tasks.masked_lm import MASK_CHAR
+from tui_lab.core.model.encoder_only import EncoderOnly, mlm_head_note
+from tui_lab.core.tasks.masked_lm import MASK_CHAR, MaskedText
+from tui_lab.core.tasks.protocol import Task
 
 
 @dataclass
@@ -81,15 +82,14 @@ class FillMaskResult:
         }
 
 
-def mask_token(task: Any) -> str:
+def mask_token(task: Task) -> str:
     """How a mask is typed for ``task``'s model (``[MASK]``, ``<mask>``, or ``_``)."""
-    return str(getattr(task, "mask_token", MASK_CHAR))
+    return task.mask_token if isinstance(task, MaskedText) else MASK_CHAR
 
 
 def is_fill_mask(model: nn.Module) -> bool:
     """Whether ``model`` decodes by filling masks (an encoder-only model)."""
-    config = getattr(model, "config", None)
-    return getattr(config, "arch", None) == "encoder-only"
+    return isinstance(model, EncoderOnly)
 
 
 def encode_masked(task: Any, text: str) -> list[int]:
@@ -114,8 +114,8 @@ def encode_masked(task: Any, text: str) -> list[int]:
     return list(task.vocab.encode(text))
 
 
-def _example(task: Any) -> str:
-    examples = task.examples_for_display(1) if hasattr(task, "examples_for_display") else []
+def _example(task: Task) -> str:
+    examples = task.examples_for_display(1)
     return examples[0] if examples else f"The cat sat on the {mask_token(task)}."
 
 
@@ -184,7 +184,7 @@ def fill_mask(model: nn.Module, task: Any, text: str, top_k: int = 5, capture: b
 
 def _text(task: Any, ids: list[int]) -> str:
     """The text of ``ids``, a mask still open shown as it is typed."""
-    if hasattr(task, "fill_text"):
-        return str(task.fill_text(ids))
+    if isinstance(task, MaskedText):  # a real model's: its tokenizer's pieces
+        return task.fill_text(ids)
     mask_id = int(task.mask_id)
     return "".join(MASK_CHAR if i == mask_id else task.vocab.decode([i], stop_at_eos=False) for i in ids)

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from tui_lab.core.config.sections import ModelConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.model.attention import padding_mask
 from tui_lab.core.model.hook_points import active_hooks, fire
 from tui_lab.core.model.layers import _ACTIVATIONS, TransformerBlock, maybe_dropout
@@ -179,4 +180,4 @@ def mlm_head_note(model: nn.Module) -> str | None:
 
 
 
-SHAPES["encoder-only"] = EncoderOnly  # build_model's dispatch (models.py cannot import this module)
+SHAPES[Shape.ENCODER_ONLY] = EncoderOnly  # build_model's dispatch (models.py cannot import this module)

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from tui_lab.core.config.lab_config import LabConfig, ModelConfig, check_fits_in_memory
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention, padding_mask
 from tui_lab.core.model.hook_points import active_hooks, fire
 from tui_lab.core.model.layers import (
@@ -50,7 +51,7 @@ from tui_lab.core.tasks.vocab import PAD
 
 # arch -> the class of a shape built on this module's pieces in a module of its own
 # (``encoder_only.py`` registers ``encoder-only`` when imported: the package does).
-SHAPES: dict[str, Callable[[ModelConfig, int, int], nn.Module]] = {}
+SHAPES: dict[Shape, Callable[[ModelConfig, int, int], nn.Module]] = {}
 
 
 @dataclass
@@ -397,10 +398,10 @@ def build_model(config: ModelConfig, vocab_size: int | None = None, pad_id: int 
     vocab = config.vocab_size or vocab_size
     if not vocab:
         raise ValueError("build_model needs a vocabulary size (config.vocab_size or vocab_size)")
-    if config.arch == "encoder-decoder":
+    if config.shape is Shape.ENCODER_DECODER:
         return EncoderDecoder(config, vocab, pad_id)
-    if config.arch in SHAPES:
-        return SHAPES[config.arch](config, vocab, pad_id)
+    if config.shape in SHAPES:
+        return SHAPES[config.shape](config, vocab, pad_id)
     return DecoderOnly(config, vocab, pad_id)
 
 

@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from tui_lab.core.config.lab_config import TRAIN_BYTES_PER_PARAM, ModelConfig
+from tui_lab.core.config.shape import Shape
 
 
 @dataclass(frozen=True)
@@ -151,11 +152,11 @@ def _keys_attended(config: ModelConfig | None, context_len: int) -> int:
     """Keys one token's attention modules read in all, at full context (windows capped)."""
     if config is None:
         return 0
-    if config.arch == "encoder-only":  # every layer reads the whole sequence
+    if config.shape is Shape.ENCODER_ONLY:  # every layer reads the whole sequence
         return config.n_encoder_layers * context_len
     windows = config.attention_windows or (0,) * config.n_decoder_layers
     decoder_self = sum(min(context_len, w) if w else context_len for w in windows)
-    if config.arch == "encoder-decoder":  # encoder self + decoder cross read the whole source
+    if config.shape is Shape.ENCODER_DECODER:  # encoder self + decoder cross read the whole source
         return decoder_self + (config.n_encoder_layers + config.n_decoder_layers) * context_len
     return decoder_self
 

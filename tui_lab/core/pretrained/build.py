@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from tui_lab.core.config.sections import ModelConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.model.encoder_only import EncoderOnly
 from tui_lab.core.model.models import DecoderOnly, EncoderDecoder
 from tui_lab.core.model.positions import RotaryEmbedding, SinusoidalPositions, sinusoid_table

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import torch
 
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.sae.errors import SAEError
 from tui_lab.core.sae.metrics import LogitsUnder, Replacement
 from tui_lab.core.sae.sae import SparseAutoencoder
@@ -126,7 +127,7 @@ def scored_text(model: Any, ids: torch.Tensor, steps: int = 32) -> ScoredText:
     own place (its MLM head reading the unmasked text); an encoder-decoder, which has no
     target text, its own greedy output of ``steps`` tokens for each window, teacher-forced."""
     config = model.config.model
-    if getattr(config, "arch", "") == "encoder-only":
+    if config.shape is Shape.ENCODER_ONLY:
         return ScoredText(ids, None, ids, 0)
     if model.decoder_only:
         return ScoredText(ids, None, ids, 1)

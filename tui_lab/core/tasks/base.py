@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from tui_lab.core.config.lab_config import ARCHS, TaskConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.tasks.vocab import BOS, EOS, PAD, SEP, Vocab
 
 IGNORE = -100
@@ -78,9 +79,13 @@ def id_rows_to_tensor(rows: list[str], width: int) -> torch.Tensor:
     return torch.frombuffer(buf, dtype=torch.int32).view(len(rows), width).long()
 
 
-def _check_arch(arch: str) -> None:
+def as_shape(arch: Shape | str) -> Shape:
+    """``arch`` as a ``Shape``: a member as it is, a preset's spelling (``model.arch``) checked."""
+    if isinstance(arch, Shape):
+        return arch
     if arch not in ARCHS:
         raise ValueError(f"arch: {arch!r} is not one of {', '.join(ARCHS)}")
+    return Shape(arch)
 
 
 class TaskBase:
@@ -173,25 +178,25 @@ class TaskBase:
         return None
 
     # -- batches ----------------------------------------------------------------
-    def batch(self, rng: random.Random, batch_size: int, arch: str) -> Batch:
+    def batch(self, rng: random.Random, batch_size: int, arch: Shape | str) -> Batch:
         """A random training batch for ``arch``."""
         solve = self.solve
         return self.collate([(s, solve(s)) for s in self.sample_inputs(rng, batch_size)], arch)
 
-    def collate(self, pairs: list[tuple[str, str]], arch: str) -> Batch:
+    def collate(self, pairs: list[tuple[str, str]], arch: Shape | str) -> Batch:
         """A batch for the given ``(input, answer)`` pairs (unknown characters become UNK).
 
         Rows are assembled as id strings, with PAD standing in for "no loss" in
         ``tgt_out`` until one ``masked_fill`` turns it into ``IGNORE`` (answers
         never contain PAD). ``tgt_in`` and ``tgt_out`` share one conversion.
         """
-        _check_arch(arch)
+        shape = as_shape(arch)
         if not pairs:
             raise ValueError("collate: no examples")
         ids = self.vocab.id_string
         inputs = [ids(i) for i, _ in pairs]
         answers = [ids(a) for _, a in pairs]
-        if arch == "encoder-decoder":
+        if shape is Shape.ENCODER_DECODER:
             src = id_rows_to_tensor(inputs, max(map(len, inputs)))  # (B, S)
             rows_in = [BOS_CHAR + a for a in answers]
             rows_out = [a + EOS_CHAR for a in answers]

@@ -9,11 +9,13 @@ import torch
 
 from tui_lab.core.config.error import field_error
 from tui_lab.core.config.lab_config import TaskConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.tasks.base import (
     IGNORE,
     PAD_CHAR,
     Batch,
     TaskBase,
+    as_shape,
     check_sequence_input,
     id_rows_to_tensor,
 )
@@ -116,9 +118,9 @@ class CharLMTask(TaskBase):
         rng = random.Random(f"held-out:{seed}")
         return [self._pair_at(self.val_text, rng) for _ in range(n)]
 
-    def batch(self, rng: random.Random, batch_size: int, arch: str = "decoder-only") -> Batch:
+    def batch(self, rng: random.Random, batch_size: int, arch: Shape | str = Shape.DECODER_ONLY) -> Batch:
         """``batch_size`` random windows of the training split."""
-        if arch != "decoder-only":
+        if as_shape(arch) is not Shape.DECODER_ONLY:
             raise ValueError("char-lm trains decoder-only models")
         g = torch.Generator().manual_seed(rng.getrandbits(63))
         starts = torch.randint(0, len(self._train_in), (batch_size,), generator=g)  # (B,)
@@ -146,9 +148,9 @@ class CharLMTask(TaskBase):
         tgt_out = windows_out.index_select(0, starts).long()  # (B, block)
         return Batch(src=None, tgt_in=tgt_in, tgt_out=tgt_out, n_tokens=tgt_out.numel())
 
-    def collate(self, pairs: list[tuple[str, str]], arch: str = "decoder-only") -> Batch:
+    def collate(self, pairs: list[tuple[str, str]], arch: Shape | str = Shape.DECODER_ONLY) -> Batch:
         """Batch of ``prompt + continuation``; loss only where the continuation is predicted."""
-        if arch != "decoder-only":
+        if as_shape(arch) is not Shape.DECODER_ONLY:
             raise ValueError("char-lm trains decoder-only models")
         if not pairs:
             raise ValueError("collate: no examples")

@@ -23,7 +23,8 @@ import random
 import torch
 
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.tasks.base import IGNORE, Batch, TaskBase, check_sequence_input
+from tui_lab.core.config.shape import Shape
+from tui_lab.core.tasks.base import IGNORE, Batch, TaskBase, as_shape, check_sequence_input
 from tui_lab.core.tasks.vocab import N_SPECIALS, Vocab
 
 INDUCTION_VOCAB = Vocab("abcdefghijklmnopqrstuvwxyzABCDEF")
@@ -63,8 +64,8 @@ class InductionTask(TaskBase):
         tgt_out = tgt_out.masked_fill(~keep, IGNORE)
         return Batch(None, tgt_in, tgt_out, int(keep.sum()))
 
-    def batch(self, rng: random.Random, batch_size: int, arch: str = "decoder-only") -> Batch:
-        if arch != "decoder-only":
+    def batch(self, rng: random.Random, batch_size: int, arch: Shape | str = Shape.DECODER_ONLY) -> Batch:
+        if as_shape(arch) is not Shape.DECODER_ONLY:
             raise ValueError("induction trains decoder-only models")
         return self._batch_of(*self.sequences(rng, batch_size))
 

@@ -29,7 +29,8 @@ import random
 import torch
 
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.tasks.base import IGNORE, Batch, check_sequence_input
+from tui_lab.core.config.shape import Shape
+from tui_lab.core.tasks.base import IGNORE, Batch, as_shape, check_sequence_input
 from tui_lab.core.tasks.char_lm import CharLMTask
 from tui_lab.core.tasks.tokenized import TokenizedText, Tokenizer
 from tui_lab.core.tasks.vocab import N_SPECIALS, PAD, TEXT_VOCAB, Vocab
@@ -111,9 +112,9 @@ class MaskedLMTask(CharLMTask):
         n_tokens = int((targets != IGNORE).sum())
         return Batch(src=None, tgt_in=inputs, tgt_out=targets, n_tokens=n_tokens)
 
-    def batch(self, rng: random.Random, batch_size: int, arch: str = "encoder-only") -> Batch:
+    def batch(self, rng: random.Random, batch_size: int, arch: Shape | str = Shape.ENCODER_ONLY) -> Batch:
         """``batch_size`` random windows of the training split, masked by BERT's rule."""
-        if arch != "encoder-only":
+        if as_shape(arch) is not Shape.ENCODER_ONLY:
             raise ValueError("masked-lm trains encoder-only models")
         g = torch.Generator().manual_seed(rng.getrandbits(63))
         starts = torch.randint(0, len(self._train_in), (batch_size,), generator=g)  # (B,)
@@ -128,10 +129,10 @@ class MaskedLMTask(CharLMTask):
         g = torch.Generator().manual_seed(_VAL_SEED)
         return [self._masked(self._val_in.index_select(0, chunk), g) for chunk in starts.split(batch_size)]
 
-    def collate(self, pairs: list[tuple[str, str]], arch: str = "encoder-only") -> Batch:
+    def collate(self, pairs: list[tuple[str, str]], arch: Shape | str = Shape.ENCODER_ONLY) -> Batch:
         """A PAD-padded batch of typed texts (``_`` for each mask) and the characters behind
         their masks, in order (``held_out``'s pairs): the loss only at the masks."""
-        if arch != "encoder-only":
+        if as_shape(arch) is not Shape.ENCODER_ONLY:
             raise ValueError("masked-lm trains encoder-only models")
         if not pairs:
             raise ValueError("collate: no examples")

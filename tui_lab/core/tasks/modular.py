@@ -22,7 +22,8 @@ from collections.abc import Iterable
 import torch
 
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.tasks.base import IGNORE, Batch, TaskBase
+from tui_lab.core.config.shape import Shape
+from tui_lab.core.tasks.base import IGNORE, Batch, TaskBase, as_shape
 from tui_lab.core.tasks.vocab import N_SPECIALS, SEP, UNK, Vocab
 
 SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
@@ -150,9 +151,9 @@ class ModularTask(TaskBase):
         return [f"{a} {b}" for a, b in self._held[:2]] + [f"{a} {b}" for a, b in self._train[:2]]
 
     # -- batches ---------------------------------------------------------------
-    def collate(self, pairs: list[tuple[str, str]], arch: str) -> Batch:
+    def collate(self, pairs: list[tuple[str, str]], arch: Shape | str) -> Batch:
         """``a b =`` rows; the loss is taken at ``=`` only, on the answer token."""
-        if arch != "decoder-only":
+        if as_shape(arch) is not Shape.DECODER_ONLY:
             raise ValueError("modular-addition trains decoder-only models")
         if not pairs:
             raise ValueError("collate: no examples")

@@ -24,7 +24,8 @@ import torch
 
 from tui_lab.core.config.error import ConfigError, field_error
 from tui_lab.core.config.lab_config import TaskConfig
-from tui_lab.core.tasks.base import Batch
+from tui_lab.core.config.shape import Shape
+from tui_lab.core.tasks.base import Batch, as_shape
 from tui_lab.core.tasks.text import default_text, read_raw_text
 from tui_lab.core.tasks.tokenized import EXAMPLE_PROMPTS, TokenizedText, Tokenizer
 
@@ -84,9 +85,9 @@ class TokenLMTask(TokenizedText):
             for name, part in (("train", train), ("val", val))
         }
 
-    def batch(self, rng: random.Random, batch_size: int, arch: str = "decoder-only") -> Batch:
+    def batch(self, rng: random.Random, batch_size: int, arch: Shape | str = Shape.DECODER_ONLY) -> Batch:
         """``batch_size`` random windows of the training split."""
-        if arch != "decoder-only":
+        if as_shape(arch) is not Shape.DECODER_ONLY:
             raise ValueError("token-lm trains decoder-only models")
         windows_in, windows_out = self._windows_of["train"]
         g = torch.Generator().manual_seed(rng.getrandbits(63))
