@@ -27,7 +27,6 @@ import json
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import safetensors
 import torch
@@ -65,7 +64,7 @@ CHECKPOINT_FORMAT = 1
 
 
 
-def _file_record(path: Path) -> dict[str, Any]:
+def _file_record(path: Path) -> dict[str, object]:
     return {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
@@ -73,9 +72,9 @@ def save_checkpoint(
     run_dir: RunDir,
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
-    state: dict[str, Any],
+    state: dict[str, object],
     config: LabConfig,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Save weights, optimizer and ``state`` as one checkpoint; returns what went into state.json.
 
     ``model`` must be the plain module (not a ``torch.compile`` wrapper, whose
@@ -145,7 +144,7 @@ def _staged_config(run: Path, config: LabConfig) -> list[tuple[Path, Path]]:
     return [(stage(config_path, write_bytes_to(config_text.encode("utf-8"))), config_path)]
 
 
-def _checkpoint_record(save_id: str, weights_tmp: Path, optimizer_tmp: Path) -> dict[str, Any]:
+def _checkpoint_record(save_id: str, weights_tmp: Path, optimizer_tmp: Path) -> dict[str, object]:
     """state.json's ``checkpoint``: the save id, when, the library versions, each file's size and hash."""
     return {
         "format": CHECKPOINT_FORMAT,
@@ -160,7 +159,7 @@ def _checkpoint_record(save_id: str, weights_tmp: Path, optimizer_tmp: Path) -> 
     }
 
 
-def record_end(run_dir: RunDir, end: dict[str, Any] | None) -> None:
+def record_end(run_dir: RunDir, end: dict[str, object] | None) -> None:
     """Write how the run ended into ``state.json`` (``None``: it is training again).
 
     Kept beside the checkpoint record rather than in it: a run that ends on a
@@ -181,7 +180,7 @@ def record_end(run_dir: RunDir, end: dict[str, Any] | None) -> None:
     atomic_write_text(path, json.dumps(state, indent=2) + "\n")
 
 
-def _recorded(state: dict[str, Any], name: str) -> tuple[str | None, dict[str, Any] | None]:
+def _recorded(state: dict[str, object], name: str) -> tuple[str | None, dict[str, object] | None]:
     """(save id, file record) that ``state.json`` holds for file ``name``, if any."""
     checkpoint = state.get("checkpoint")
     if not isinstance(checkpoint, dict):
@@ -191,7 +190,7 @@ def _recorded(state: dict[str, Any], name: str) -> tuple[str | None, dict[str, A
     return checkpoint.get("save"), record if isinstance(record, dict) else None
 
 
-def _check_against_state(path: Path, state: dict[str, Any], file_save_id: str | None) -> list[str]:
+def _check_against_state(path: Path, state: dict[str, object], file_save_id: object) -> list[str]:
     """Compare ``path`` with the size/SHA-256 ``state.json`` recorded for it.
 
     Same bytes: fine. Different bytes from a different save: the save that
@@ -246,7 +245,7 @@ def load_weights(run: RunDir | RunFolder, model: nn.Module) -> list[str]:
     return notes
 
 
-def _check_optimizer_shapes(path: Path, saved: dict[str, Any], optimizer: torch.optim.Optimizer) -> None:
+def _check_optimizer_shapes(path: Path, saved: dict[str, object], optimizer: torch.optim.Optimizer) -> None:
     """Refuse saved moments whose shapes differ from the parameters (load_state_dict does not)."""
     groups = saved.get("param_groups")
     states = saved.get("state")

@@ -22,6 +22,7 @@ from typing import Any
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, from_dict
 from tui_lab.core.config.strict_yaml import parse_yaml
 from tui_lab.core.runs.atomic import atomic_write_text
+from tui_lab.core.runs.log import json_int
 from tui_lab.core.runs.run_files import (
     CONFIG_FILE,
     STATE_FILE,
@@ -119,7 +120,7 @@ def _read_config(run: Path) -> LabConfig:
         raise RunError(str(exc)) from None
 
 
-def _read_state(run: Path) -> dict[str, Any] | None:
+def _read_state(run: Path) -> dict[str, object] | None:
     """``state.json`` as a dict, ``None`` when absent; RunError when damaged."""
     path = run / STATE_FILE
     try:
@@ -149,7 +150,7 @@ class RunFolder:
 
     path: Path
     config: LabConfig
-    state: dict[str, Any]
+    state: dict[str, object]
 
     @classmethod
     def read(cls, run_dir: RunDir, *, need_state: bool = True) -> RunFolder:
@@ -171,7 +172,7 @@ class RunFolder:
     @property
     def step(self) -> int:
         """The step of the last finished checkpoint (0 before any)."""
-        return int(self.state.get("step", 0))
+        return json_int(self.state.get("step", 0))
 
     @property
     def preset_config(self) -> LabConfig:

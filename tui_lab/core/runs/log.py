@@ -12,7 +12,6 @@ import math
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from tui_lab.core.runs.run_files import LOG_FILE, METRICS_FILE, RunDir, RunError, reason
 
@@ -34,7 +33,7 @@ def _append_line(path: Path, line: str) -> None:
         raise RunError(f"cannot save {path}: {reason(exc)}") from exc
 
 
-def append_metrics(run_dir: RunDir, record: dict[str, Any]) -> None:
+def append_metrics(run_dir: RunDir, record: dict[str, object]) -> None:
     """Append ``record`` as one JSON line to ``metrics.jsonl`` and flush it."""
     path = Path(run_dir) / METRICS_FILE
     try:
@@ -44,7 +43,7 @@ def append_metrics(run_dir: RunDir, record: dict[str, Any]) -> None:
     _append_line(path, line)
 
 
-def read_metrics(run_dir: RunDir) -> list[dict[str, Any]]:
+def read_metrics(run_dir: RunDir) -> list[dict[str, object]]:
     """Every metrics record, in order; ``[]`` when there is no ``metrics.jsonl`` yet.
 
     Lines that are not a JSON object (a line cut short by a crash) are
@@ -71,11 +70,26 @@ def read_metrics(run_dir: RunDir) -> list[dict[str, Any]]:
     return records
 
 
-def finite_number(value: Any) -> float | None:
+def finite_number(value: object) -> float | None:
     """A record's number as a float; None for a missing, non-finite, boolean or text value."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def json_int(value: object) -> int:
+    """``int(value)`` of a value read from JSON: a number or numeric text (else the
+    TypeError or ValueError ``int`` raises)."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"int() argument must be a number or text, not {type(value).__name__!r}")
+
+
+def json_float(value: object) -> float:
+    """``float(value)`` of a value read from JSON, as ``json_int`` does for ints."""
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"float() argument must be a number or text, not {type(value).__name__!r}")
 
 
 def log(run_dir: RunDir, message: str) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 from tui_lab.core.runs.log import finite_number, read_metrics
 from tui_lab.core.runs.run_files import CONFIG_FILE, RunError, reason
@@ -39,7 +38,7 @@ def is_sae_folder(path: Path) -> bool:
     return (path / SAE_CONFIG_FILE).is_file() and not (path / CONFIG_FILE).exists()
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, object] | None:
     """A JSON object file; None when absent; RunError naming the file when unreadable."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -52,7 +51,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def sae_description(cfg: dict[str, Any]) -> dict[str, Any]:
+def sae_description(cfg: dict[str, object]) -> dict[str, object]:
     """What an SAE is, as the table's difference column shows it."""
     meta = _object(cfg.get("metadata"))
     out = {"arch": cfg.get("architecture"), "d_sae": cfg.get("d_sae"), "k": cfg.get("k"),
@@ -60,7 +59,7 @@ def sae_description(cfg: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in out.items() if value is not None}
 
 
-def sae_totals(state: dict[str, Any] | None) -> tuple[int, int | None]:
+def sae_totals(state: dict[str, object] | None) -> tuple[int, int | None]:
     """(steps done, steps planned) from ``trainer_state.json``: tokens over batch size."""
     if state is None:
         return 0, None
@@ -69,16 +68,16 @@ def sae_totals(state: dict[str, Any] | None) -> tuple[int, int | None]:
     return _count(state.get("step")), math.ceil(tokens / batch) if tokens and batch else None
 
 
-def _object(value: Any) -> dict[str, Any]:
+def _object(value: object) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     """A positive whole number, else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def sae_records(run: Path) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def sae_records(run: Path) -> tuple[dict[str, object] | None, dict[str, object] | None]:
     """(last step record, end record) of ``metrics.jsonl``; the end only when it is the last word."""
     last_step, end = None, None
     for rec in read_metrics(run):
@@ -90,7 +89,7 @@ def sae_records(run: Path) -> tuple[dict[str, Any] | None, dict[str, Any] | None
     return last_step, end
 
 
-def sae_status(end: dict[str, Any] | None, step: int, last_write: float | None, now: float) -> tuple[str, str]:
+def sae_status(end: dict[str, object] | None, step: int, last_write: float | None, now: float) -> tuple[str, str]:
     """(status, detail): how training ended, that it runs, or that it died without a word."""
     if end is not None:
         why = str(end.get("reason"))
@@ -100,7 +99,7 @@ def sae_status(end: dict[str, Any] | None, step: int, last_write: float | None, 
     return "stopped", f"no closing record: the process ended at step {step} without one (killed?)"
 
 
-def sae_figures(last_step: dict[str, Any] | None) -> dict[str, float | None]:
+def sae_figures(last_step: dict[str, object] | None) -> dict[str, float | None]:
     """The last step's explained variance, CE loss recovered, L0 and dead fraction."""
     rec = last_step or {}
     return {name: finite_number(rec.get(name)) for name in SAE_FIGURES}
@@ -113,7 +112,7 @@ def figures_text(figures: dict[str, float | None]) -> str:
     return " · ".join(fmt.format(figures[name]) for name, fmt in formats if figures.get(name) is not None)
 
 
-def sae_speed(last_step: dict[str, Any] | None) -> tuple[float | None, float | None]:
+def sae_speed(last_step: dict[str, object] | None) -> tuple[float | None, float | None]:
     """(elapsed seconds, tokens per second) of the last step record."""
     rec = last_step or {}
     elapsed, tokens = finite_number(rec.get("elapsed")), finite_number(rec.get("tokens"))

@@ -75,7 +75,7 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
 
 def safetensors_layout(
     path: Path, follow_symlinks: bool = False, remedy: str = "train again"
-) -> tuple[dict[str, Any], int]:
+) -> tuple[dict[str, Any], int]:  # entries checked as far as the file's layout
     """The checked header of a safetensors file, and the offset where its tensors' bytes begin.
 
     ``remedy`` ends the messages of a damaged file (a run's: train again; a
@@ -129,13 +129,13 @@ def safetensors_layout(
     return header, 8 + n
 
 
-def metadata(header: dict[str, Any]) -> dict[str, Any]:
+def metadata(header: dict[str, object]) -> dict[str, object]:
     """The header's ``__metadata__`` (empty when absent or not a mapping)."""
     meta = header.get("__metadata__")
     return meta if isinstance(meta, dict) else {}
 
 
-def fingerprint(config: LabConfig) -> dict[str, Any]:
+def fingerprint(config: LabConfig) -> dict[str, object]:
     """The settings a set of weights belongs to: the model section and the task."""
     model = config.to_dict()["model"]
     out = {f"model.{k}": v for k, v in model.items() if k not in _FINGERPRINT_SKIP}
@@ -143,7 +143,7 @@ def fingerprint(config: LabConfig) -> dict[str, Any]:
     return out
 
 
-def check_fingerprint(path: Path, meta: dict[str, Any], config: LabConfig) -> None:
+def check_fingerprint(path: Path, meta: dict[str, object], config: LabConfig) -> None:
     """Refuse weights trained for other settings than ``config`` (config.yaml now) holds.
 
     Catches a config edited after training and weights copied in from another
@@ -151,7 +151,7 @@ def check_fingerprint(path: Path, meta: dict[str, Any], config: LabConfig) -> No
     (older ones) pass.
     """
     saved_text = meta.get(MODEL_KEY)
-    if not saved_text:
+    if not saved_text or not isinstance(saved_text, (str, bytes, bytearray)):  # json.loads' TypeError
         return
     try:
         saved = json.loads(saved_text)
@@ -167,7 +167,7 @@ def check_fingerprint(path: Path, meta: dict[str, Any], config: LabConfig) -> No
             )
 
 
-def _tensor_key(t: torch.Tensor) -> tuple[Any, ...]:
+def _tensor_key(t: torch.Tensor) -> tuple[object, ...]:
     """Identity of the memory behind ``t``: tied names share one key."""
     ptr = t.untyped_storage().data_ptr() if t.device.type != "meta" else 0
     if ptr == 0:
@@ -179,7 +179,7 @@ def check_names_and_shapes(path: Path, header: dict[str, Any], model: nn.Module)
     """Refuse weights whose names or shapes differ from ``model``'s, naming the first culprit."""
     expected = model.state_dict()
     saved = {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
-    groups: dict[tuple[Any, ...], list[str]] = {}
+    groups: dict[tuple[object, ...], list[str]] = {}
     for name, tensor in expected.items():
         groups.setdefault(_tensor_key(tensor), []).append(name)
     where = f"{path}: weights do not match {CONFIG_FILE}"

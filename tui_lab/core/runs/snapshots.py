@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import torch
 from safetensors.torch import load_model, save_model
@@ -41,6 +41,9 @@ from tui_lab.core.runs.atomic import (
     stage,
 )
 from tui_lab.core.runs.run_files import RunError, reason
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired
 
 HISTORY_DIR = "history"
 INDEX_FILE = "index.json"
@@ -85,7 +88,16 @@ def thin(steps: list[int], keep: int) -> list[int]:
     return [steps[i] for i in sorted(picks)]
 
 
-def read_index(run_dir: str | Path) -> list[dict[str, Any]]:
+class SnapshotRecord(TypedDict):
+    """One snapshot in the index; ``read_index`` has checked step, file and bytes."""
+
+    step: int
+    file: str
+    bytes: NotRequired[int]
+    sha256: NotRequired[str]
+
+
+def read_index(run_dir: str | Path) -> list[SnapshotRecord]:
     """The index's snapshot records, sorted by step ([] without a readable index)."""
     path = Path(run_dir) / HISTORY_DIR / INDEX_FILE
     try:
@@ -98,7 +110,7 @@ def read_index(run_dir: str | Path) -> list[dict[str, Any]]:
     good = [r for r in rows if isinstance(r, dict) and isinstance(r.get("step"), int)
             and isinstance(r.get("file"), str) and "/" not in r["file"]
             and isinstance(r.get("bytes", 0), int)]  # a resumed run sums them for its budget
-    return sorted(good, key=lambda r: r["step"])
+    return sorted((cast(SnapshotRecord, r) for r in good), key=lambda r: r["step"])
 
 
 def list_snapshots(run_dir: str | Path) -> list[int]:
@@ -190,7 +202,7 @@ class SnapshotCache:
             self._keep(key, model)
 
     def _keep(self, key: tuple[str, int, str], model: nn.Module) -> None:
-        clones: dict[tuple[Any, ...], torch.Tensor] = {}  # tied weights: one copy, every name
+        clones: dict[tuple[object, ...], torch.Tensor] = {}  # tied weights: one copy, every name
         weights = {}
         for name, t in model.state_dict().items():
             same = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype)
@@ -258,7 +270,7 @@ class History:
         path = self.folder / snapshot_name(step)
         tmp = stage(path, lambda t: save_model(self.model, str(t)))
         size = tmp.stat().st_size
-        record = {"step": step, "file": path.name, "bytes": size, "sha256": sha256_file(tmp)}
+        record: SnapshotRecord = {"step": step, "file": path.name, "bytes": size, "sha256": sha256_file(tmp)}
         commit(tmp, path)
         self.records = [r for r in self.records if r["step"] != step] + [record]
         self.records.sort(key=lambda r: r["step"])

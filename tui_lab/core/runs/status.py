@@ -19,7 +19,10 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tui_lab.core.config.sections import TrainConfig
 
 # A run whose files were written this recently, with no closing line, is taken
 # to be alive: metrics are appended every step and a checkpoint every few seconds.
@@ -95,8 +98,8 @@ def closing_reason(message: str | None) -> str | None:
 
 def status_of(
     last_line: str | None,
-    state: dict[str, Any] | None,
-    train: Any,
+    state: dict[str, object] | None,
+    train: TrainConfig,
     last_write: float | None,
     now: float | None = None,
 ) -> tuple[str, str]:
@@ -134,5 +137,5 @@ def status_of(
     return "stopped", f"stopped at step {step}"
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0

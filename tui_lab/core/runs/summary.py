@@ -17,7 +17,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from tui_lab.core.config.diff import (
     config_difference,
@@ -28,7 +27,7 @@ from tui_lab.core.config.diff import (
 from tui_lab.core.config.lab_config import ConfigError, LabConfig
 from tui_lab.core.config.strict_yaml import parse_yaml
 from tui_lab.core.runs.folder import RunFolder
-from tui_lab.core.runs.log import finite_number
+from tui_lab.core.runs.log import finite_number, json_int
 from tui_lab.core.runs.run_files import (
     CONFIG_FILE,
     LOG_FILE,
@@ -73,7 +72,7 @@ class RunSummary:
     kind: str = "run"  # "run" (a model's training) or "sae" (an SAE's, ``tfx-lab sae train``)
     preset: str | None = None
     task: str | None = None
-    diff: dict[str, Any] = field(default_factory=dict)
+    diff: dict[str, object] = field(default_factory=dict)
     step: int = 0
     total_steps: int | None = None
     best_exact_match: float | None = None
@@ -107,7 +106,7 @@ class RunSummary:
     def is_lm(self) -> bool:
         return self.task == "char-lm"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready: every field, plus ``label`` and ``date`` (ISO, local time)."""
         out = asdict(self)
         out["label"] = difference_label(self.diff)
@@ -123,7 +122,7 @@ CSV_COLUMNS = (
 )
 
 
-def csv_row(summary: RunSummary) -> dict[str, Any]:
+def csv_row(summary: RunSummary) -> dict[str, object]:
     """The ``CSV_COLUMNS`` of a summary (the config difference as its label text)."""
     data = summary.to_dict()
     return {c: "" if data.get(c) is None else data[c] for c in CSV_COLUMNS}
@@ -170,7 +169,7 @@ def _walk(folder: Path, depth: int, found: list[Path]) -> None:
 def summarize_runs(root: RunDir, depth: int = 2) -> list[RunSummary]:
     """``summarize_run`` for every run folder under ``root``; names are relative to it."""
     base = Path(root)
-    bases: dict[str | None, dict[str, Any]] = {}
+    bases: dict[str | None, dict[str, object]] = {}
     out = []
     for path in list_run_folders(base, depth):
         name = path.name if path == base else str(path.relative_to(base))
@@ -179,7 +178,7 @@ def summarize_runs(root: RunDir, depth: int = 2) -> list[RunSummary]:
 
 
 def summarize_run(
-    path: RunDir, name: str | None = None, bases: dict[str | None, dict[str, Any]] | None = None
+    path: RunDir, name: str | None = None, bases: dict[str | None, dict[str, object]] | None = None
 ) -> RunSummary:
     """One run folder as a row; status ``damaged`` with the reason when it cannot be read.
 
@@ -197,7 +196,7 @@ def summarize_run(
     return row
 
 
-def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, Any]]) -> None:
+def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, object]]) -> None:
     if not run.is_dir():
         raise RunError(f"{run}: not a run folder")
     if is_sae_folder(run):
@@ -214,7 +213,8 @@ def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, Any]]) -
     row.updated = max(writes) if writes else None
     row.started = parse_stamp(stamp) or _mtime(run / CONFIG_FILE)
     train = config.train
-    row.preset = state.get("preset") if state and isinstance(state.get("preset"), str) else None
+    preset = state.get("preset") if state else None
+    row.preset = preset if isinstance(preset, str) else None
     row.task = config.task.name
     row.total_steps = train.steps
     row.target = train.target_accuracy
@@ -223,7 +223,7 @@ def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, Any]]) -
     _fill_metrics(row, raw or b"")
     if state:
         if row.status != "running" or not row.step:
-            row.step = int(state.get("step") or 0)
+            row.step = json_int(state.get("step") or 0)
         if row.elapsed is None or row.status != "running":
             elapsed = state.get("elapsed")
             row.elapsed = float(elapsed) if isinstance(elapsed, (int, float)) else row.elapsed
@@ -241,7 +241,7 @@ def _fill_sae(row: RunSummary, run: Path, now: float | None = None) -> None:
     row.step, row.total_steps = sae_totals(read_json(run / SAE_STATE_FILE))
     last_step, end = sae_records(run)
     if last_step is not None:
-        row.step = max(row.step, int(last_step.get("step") or 0))
+        row.step = max(row.step, json_int(last_step.get("step") or 0))
     writes = [t for t in (_mtime(run / METRICS_FILE), _mtime(run / SAE_STATE_FILE)) if t is not None]
     row.updated = max(writes) if writes else None
     row.status, row.detail = sae_status(end, row.step, row.updated, time.time() if now is None else now)
@@ -253,7 +253,7 @@ def _fill_sae(row: RunSummary, run: Path, now: float | None = None) -> None:
     row.params = _params(run, SAE_WEIGHTS_FILE)
 
 
-def read_run_config(run: Path) -> tuple[LabConfig, dict[str, Any]]:
+def read_run_config(run: Path) -> tuple[LabConfig, dict[str, object]]:
     """A run folder's config and its flat settings; RunError when the file is missing or refused."""
     config = RunFolder.read(run, need_state=False).config
     return config, flat_settings(config)
@@ -279,8 +279,8 @@ SWEEP_BASE = Path(".sweep") / "base.yaml"
 
 
 def _base_settings(
-    preset: str | None, bases: dict[str | None, dict[str, Any]], run: Path
-) -> dict[str, Any]:
+    preset: str | None, bases: dict[str | None, dict[str, object]], run: Path
+) -> dict[str, object]:
     """What a run is compared with: its sweep's base config, else the named preset as it
     is now, else the defaults (a preset given by path, renamed or deleted since)."""
     sweep_base = str(run.parent / SWEEP_BASE)
@@ -341,7 +341,7 @@ def _fill_metrics(row: RunSummary, raw: bytes) -> None:
             break
 
 
-def _record(line: bytes) -> dict[str, Any] | None:
+def _record(line: bytes) -> dict[str, object] | None:
     try:
         rec = json.loads(line)
     except ValueError:  # a line a crash cut short
@@ -349,7 +349,7 @@ def _record(line: bytes) -> dict[str, Any] | None:
     return rec if isinstance(rec, dict) else None
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     number = finite_number(value)
     return int(number) if number is not None else None
 

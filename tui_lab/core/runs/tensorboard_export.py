@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from tui_lab.core.errors import LabError, one_line
 from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
@@ -53,6 +53,9 @@ from tui_lab.core.runs.run_files import (
 )
 from tui_lab.core.runs.sae_summary import SAE_CONFIG_FILE, is_sae_folder
 from tui_lab.core.runs.status import parse_stamp, read_log_ends
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 EXTRA_HINT = "pip install 'tfx-lab[tensorboard]'"
 NEEDS_TENSORBOARD = f"export --tensorboard needs the tensorboard package: {EXTRA_HINT}"
@@ -72,13 +75,13 @@ class ExportResult:
     tags: tuple[str, ...]
 
 
-def summary_writer_class() -> Any:
+def summary_writer_class() -> type[SummaryWriter]:
     """``torch.utils.tensorboard.SummaryWriter``; LabError naming the extra when it is missing."""
     try:
         import tensorboard  # noqa: F401  (torch's module needs it; checked first to name it)
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as exc:
-        name = getattr(exc, "name", None) or ""
+        name = exc.name or ""
         if name and not name.startswith("tensorboard") and name != "torch.utils.tensorboard":
             raise LabError(f"{NEEDS_TENSORBOARD} (import failed: {one_line(exc)})") from None
         raise LabError(NEEDS_TENSORBOARD) from None
@@ -100,7 +103,8 @@ def export_run(run_dir: RunDir, out_root: RunDir, name: str | None = None) -> Ex
     steps, evals = _records(run)
     replaced = _clear_old_events(target)
     base = _start_time(run)
-    preset = folder.state.get("preset") if isinstance(folder.state.get("preset"), str) else None
+    preset = folder.state.get("preset")
+    preset = preset if isinstance(preset, str) else None
     writer = _open_writer(writer_class, target)
     points, tags = 0, set()
     try:
@@ -127,7 +131,7 @@ def export_run(run_dir: RunDir, out_root: RunDir, name: str | None = None) -> Ex
     return ExportResult(run, target, points, len(steps), len(evals), replaced, tuple(sorted(tags)))
 
 
-def _open_writer(writer_class: Any, target: Path) -> Any:
+def _open_writer(writer_class: type[SummaryWriter], target: Path) -> SummaryWriter:
     try:
         return writer_class(log_dir=str(target), max_queue=1000, flush_secs=3600)
     except OSError as exc:
@@ -137,7 +141,7 @@ def _open_writer(writer_class: Any, target: Path) -> Any:
 _SAE_TAGS = ("loss", "mse", "l0", "explained_variance", "fvu", "dead_fraction", "ce_loss_recovered", "lr")
 
 
-def _export_sae(writer_class: Any, run: Path, target: Path) -> ExportResult:
+def _export_sae(writer_class: type[SummaryWriter], run: Path, target: Path) -> ExportResult:
     """An SAE's training folder: its step records as ``sae/*`` scalars, cfg.json as the config."""
     steps = _sae_steps(run)
     replaced = _clear_old_events(target)
@@ -165,18 +169,18 @@ def _export_sae(writer_class: Any, run: Path, target: Path) -> ExportResult:
     return ExportResult(run, target, points, len(steps), 0, replaced, tuple(sorted(tags)))
 
 
-def _sae_steps(run: Path) -> dict[int, dict[str, Any]]:
+def _sae_steps(run: Path) -> dict[int, dict[str, object]]:
     """An SAE's step records by step (a resumed run's later record of a step wins)."""
     if not (run / METRICS_FILE).is_file():
         raise RunError(f"{run}: no {METRICS_FILE}; nothing to export (train it first)")
-    steps = {rec["step"]: rec for rec in read_metrics(run)
-             if rec.get("kind") == "step" and isinstance(rec.get("step"), int)}
+    steps = {step: rec for rec in read_metrics(run)
+             if rec.get("kind") == "step" and isinstance(step := rec.get("step"), int)}
     if not steps:
         raise RunError(f"{run}: {METRICS_FILE} holds no step records; nothing to export")
     return steps
 
 
-def _sae_scalars(rec: dict[str, Any]) -> list[tuple[str, float]]:
+def _sae_scalars(rec: dict[str, object]) -> list[tuple[str, float]]:
     pairs = [(f"sae/{name}", finite_number(rec.get(name))) for name in _SAE_TAGS]
     elapsed, tokens = finite_number(rec.get("elapsed")), finite_number(rec.get("tokens"))
     pairs.append(("sae/tokens_per_s", tokens / elapsed if elapsed and tokens is not None else None))
@@ -190,11 +194,11 @@ def config_markdown(folder: RunFolder, preset: str | None) -> str:
     return f"{head}\n\n```yaml\n{config.to_yaml(full=True).rstrip()}\n```\n"
 
 
-def _records(run: Path) -> tuple[dict[int, tuple[dict[str, Any], StepEvent]], dict[int, EvalEvent]]:
+def _records(run: Path) -> tuple[dict[int, tuple[dict[str, object], StepEvent]], dict[int, EvalEvent]]:
     """Step and evaluation records by step (the later record of a repeated step wins)."""
     if not (run / METRICS_FILE).is_file():
         raise RunError(f"{run}: no {METRICS_FILE}; nothing to export (train it first)")
-    steps: dict[int, tuple[dict[str, Any], StepEvent]] = {}
+    steps: dict[int, tuple[dict[str, object], StepEvent]] = {}
     evals: dict[int, EvalEvent] = {}
     for rec in read_metrics(run):
         ev = event_from_record(rec)
@@ -207,7 +211,7 @@ def _records(run: Path) -> tuple[dict[int, tuple[dict[str, Any], StepEvent]], di
     return steps, evals
 
 
-def _step_scalars(rec: dict[str, Any], ev: StepEvent) -> list[tuple[str, float]]:
+def _step_scalars(rec: dict[str, object], ev: StepEvent) -> list[tuple[str, float]]:
     # tokens_per_s reads as 0.0 when a record lacks it: only a figure the record holds is drawn
     tps = ev.tokens_per_s if "tokens_per_s" in rec else None
     pairs = (("train/loss", ev.loss), ("train/lr", ev.lr), ("train/grad_norm", ev.grad_norm),

@@ -8,14 +8,14 @@ checksummed), and nothing is written without a run folder (``out_dir`` None).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from tui_lab.core.runs import checkpoint
 from tui_lab.core.runs.events import CheckpointEvent, Event, LogEvent
 from tui_lab.core.runs.folder import RunFolder
-from tui_lab.core.runs.log import append_metrics, log
+from tui_lab.core.runs.log import append_metrics, json_float, log
 from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.snapshots import MAX_BYTES, History, snapshot_bytes
 
@@ -115,8 +115,8 @@ class RunKeeping:
         for note in notes:
             self._log(note, "warning")
         self.step = self._start_step = folder.step
-        self.elapsed = float(folder.state.get("elapsed", 0.0))
-        self.best_accuracy = folder.state.get("best_accuracy")
+        self.elapsed = json_float(folder.state.get("elapsed", 0.0))
+        self.best_accuracy = cast("float | None", folder.state.get("best_accuracy"))  # as saved
 
     def _emit(self, event: Event) -> None:
         self.on_event(event)
