@@ -5,6 +5,7 @@ switched off."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from tui_lab.core.errors import LabError
@@ -17,7 +18,6 @@ from .shared import (
     add_examples,
     add_json,
     add_run_or_model,
-    check_examples,
     emit_json,
     load_target,
     target_name,
@@ -49,82 +49,43 @@ def _pct(x: float) -> str:
 
 def ablate(args: argparse.Namespace) -> int:
     """Exact match with heads switched off; without --head, one row per head sorted by drop."""
-    check_examples(args.n)
-    if args.model is not None:
-        return ablate_text(args)
-    if args.revision is not None:
-        raise LabError("--revision goes with --model")
-    if (args.text is not None or args.input is not None) and not _fine_tuned(args.run):
-        raise LabError("--text and --input go with --model or a fine-tuned run (a run is scored on its task)")
-    run = load_target(args, args.device, args.at_step)
-    if run.config.task.name == "token-lm":  # fine-tuned from a real model: scored on a text too
-        return ablate_text(args, run)
-    from tui_lab.core.analysis.heads.ablation import check_mode, parse_head
-    from tui_lab.core.analysis.heads.head_importance import (
-        cached_importance,
-        importance,
-        probe_means,
-        weights_key,
-    )
-    from tui_lab.core.training.evaluate import held_out_pairs
+    from tui_lab.core.verbs.ablate import HeadsOff, Request, run
 
-    mode = check_mode(args.mode)
-    if run.task.is_lm:
-        raise LabError(f"{args.run}: ablate measures exact match; "
-                       f"{run.config.task.name} has no single right answer")
-    heads = [parse_head(h, run.model) for h in args.head]  # every name checked before any work
-    pairs = held_out_pairs(run.task, run.config.train, args.n)
-    max_new = run.config.sequence_length_needed()
-    arch = run.config.model.arch
-    means = probe_means(run.model, run.task, arch, pairs, run.device) if mode == "mean" else None
-    if heads:
-        return _ablate_heads(args, run, heads, pairs, mode, means)
-
+    request = Request(tuple(args.head), args.mode, args.n)  # numbers first, as they always were
+    request = replace(request, text=_text_before_opening(args), typed=args.input is not None,
+                      run_dir=args.run if args.model is None else None, at_step=args.at_step)
+    lab = load_target(args, args.device, args.at_step)
     # On a terminal, one line counts the heads in place; piped or --json, nothing.
-    progress = CountLine("ablating head", enabled=not args.json)
+    count = CountLine("ablating head", enabled=not args.json)
     try:
-        key = weights_key(args.run, args.at_step)
-        table, cached = cached_importance(
-            args.run, key, lambda: importance(run.model, run.task, pairs, max_new, mode, means, progress),
-            mode=mode, n=len(pairs))
+        result = run(request, lab, lambda done, total, _what: count(done, total))
     finally:
-        progress.close()
-    if args.json:
-        emit_json({**table.to_json(), "step": run.step, "cached": cached})
-        return 0
-    print(f"{args.run}: step {run.step}, {table.n} held-out, mode {mode}, baseline exact match "
-          f"{_pct(table.baseline)}{' (cached)' if cached else ''}")
-    width = max(len(r.head) for r in table.rows)
-    print(f"{'head':<{width}}  {'exact':>7}  {'drop':>7}")
-    for r in table.rows:
-        print(f"{r.head:<{width}}  {_pct(r.exact_match):>7}  {r.drop:>+7.1%}")
-    return 0
-
-
-def _ablate_heads(args: argparse.Namespace, run: Any, heads: list[Any], pairs: list[Any], mode: str,
-                  means: Any) -> int:
-    """Exact match with the named heads switched off together, against none off."""
-    from tui_lab.core.analysis.heads.head_importance import ablated_accuracy
-
-    max_new = run.config.sequence_length_needed()
-    baseline = ablated_accuracy(run.model, run.task, pairs, max_new)
-    acc = ablated_accuracy(run.model, run.task, pairs, max_new, heads, mode, means)
-    names = [str(h) for h in heads]
-    if args.json:
-        emit_json({"heads": names, "mode": mode, "n": len(pairs), "baseline": baseline,
-                   "exact_match": acc, "drop": baseline - acc, "step": run.step})
+        count.close()
+    if isinstance(result, HeadsOff):
+        _print_heads_off(args, result)
+    elif result.text:
+        _print_text_table(args, result.table, result.step)
     else:
-        print(f"{args.run}: step {run.step}, {len(pairs)} held-out, mode {mode}")
-        print(f"baseline exact match {_pct(baseline)}; with {', '.join(names)} "
-              f"ablated {_pct(acc)} (drop {baseline - acc:+.1%})")
+        _print_table(args, result.table, result.step, result.cached)
     return 0
 
 
-def _read_text(args: argparse.Namespace) -> str:
+def _text_before_opening(args: argparse.Namespace) -> str | None:
+    """The text to score (typed or read from --text), every mistake about it said before the
+    model is opened; None: the run's own task (or a fine-tuned run's validation text)."""
+    if args.model is None:
+        if args.revision is not None:
+            raise LabError("--revision goes with --model")
+        if (args.text is not None or args.input is not None) and not _fine_tuned(args.run):
+            raise LabError("--text and --input go with --model or a fine-tuned run (a run is scored on its task)")
+    elif args.at_step is not None:
+        raise LabError("--at-step reads a run's history; a model opened with --model has none")
     if args.input is not None:
         return str(args.input)
     if args.text is None:
-        raise LabError("ablate --model measures the loss of a text: give --text FILE or --input TEXT")
+        if args.model is not None:
+            raise LabError("ablate --model measures the loss of a text: give --text FILE or --input TEXT")
+        return None
     from tui_lab.core.tasks.text import read_text_file
 
     return read_text_file(args.text)
@@ -140,59 +101,45 @@ def _fine_tuned(run_dir: str) -> bool:
         return False
 
 
-def _run_text_ids(run: Any) -> list[int]:
-    """A fine-tuned run's default text: the start of its validation split, one context long."""
-    task = run.task
-    return [int(i) for i in task.data[task.split : task.split + run.config.model.max_len].tolist()]
+def _where(args: argparse.Namespace, step: int) -> dict[str, Any]:
+    return {"model": args.model} if args.model is not None else {"run": args.run, "step": step}
 
 
-def ablate_text(args: argparse.Namespace, run: Any = None) -> int:
-    """A real model (or a run fine-tuned from one, ``run``): the loss of a text with heads off;
-    without --head, one row per head by rise."""
-    from tui_lab.core.analysis.heads.ablation import check_mode, parse_head
-    from tui_lab.core.analysis.heads.text_ablation import (
-        loss_with_heads_off,
-        text_ids,
-        text_importance,
-        text_means,
-    )
-
-    mode = check_mode(args.mode)
-    if run is None and args.at_step is not None:
-        raise LabError("--at-step reads a run's history; a model opened with --model has none")
-    if run is not None and args.text is None and args.input is None:
-        ids = _run_text_ids(run)
-    else:
-        text = _read_text(args)
-        run = run if run is not None else load_target(args, args.device)
-        ids = text_ids(run.task, text, run.config.model.max_len)
-    name = target_name(args)
-    where: dict[str, Any] = {"model": args.model} if args.model is not None else {"run": args.run, "step": run.step}
-    heads = [parse_head(h, run.model) for h in args.head]
-    if heads:
-        means = text_means(run.model, ids) if mode == "mean" else None
-        baseline = loss_with_heads_off(run.model, ids, [])
-        loss = loss_with_heads_off(run.model, ids, heads, mode, means)
-        names = [str(h) for h in heads]
-        if args.json:
-            emit_json({**where, "heads": names, "mode": mode, "n_tokens": len(ids) - 1,
-                       "baseline": baseline, "loss": loss, "rise": loss - baseline})
-        else:
-            print(f"{name}: {len(ids) - 1} predicted tokens, mode {mode}")
-            print(f"baseline loss {baseline:.4f}; with {', '.join(names)} ablated {loss:.4f} "
-                  f"(rise {loss - baseline:+.4f})")
-        return 0
-    progress = CountLine("ablating head", enabled=not args.json)
-    try:
-        table = text_importance(run.model, ids, mode, progress)
-    finally:
-        progress.close()
+def _print_heads_off(args: argparse.Namespace, r: Any) -> None:
+    """The named heads off together, against none off."""
     if args.json:
-        emit_json({**where, **table.to_json()})
-        return 0
-    print(f"{name}: {table.n_tokens} predicted tokens, mode {mode}, baseline loss {table.baseline:.4f}")
+        emit_json({**_where(args, r.step), **r.to_json()} if r.text else r.to_json())
+    elif r.text:
+        print(f"{target_name(args)}: {r.n} predicted tokens, mode {r.mode}")
+        print(f"baseline loss {r.baseline:.4f}; with {', '.join(r.heads)} ablated {r.score:.4f} "
+              f"(rise {r.score - r.baseline:+.4f})")
+    else:
+        print(f"{args.run}: step {r.step}, {r.n} held-out, mode {r.mode}")
+        print(f"baseline exact match {_pct(r.baseline)}; with {', '.join(r.heads)} "
+              f"ablated {_pct(r.score)} (drop {r.baseline - r.score:+.1%})")
+
+
+def _print_table(args: argparse.Namespace, table: Any, step: int, cached: bool) -> None:
+    """One row per head by drop in exact match."""
+    if args.json:
+        emit_json({**table.to_json(), "step": step, "cached": cached})
+        return
+    print(f"{args.run}: step {step}, {table.n} held-out, mode {table.mode}, baseline exact match "
+          f"{_pct(table.baseline)}{' (cached)' if cached else ''}")
+    width = max(len(r.head) for r in table.rows)
+    print(f"{'head':<{width}}  {'exact':>7}  {'drop':>7}")
+    for r in table.rows:
+        print(f"{r.head:<{width}}  {_pct(r.exact_match):>7}  {r.drop:>+7.1%}")
+
+
+def _print_text_table(args: argparse.Namespace, table: Any, step: int) -> None:
+    """One row per head by rise in a text's loss."""
+    if args.json:
+        emit_json({**_where(args, step), **table.to_json()})
+        return
+    print(f"{target_name(args)}: {table.n_tokens} predicted tokens, mode {table.mode}, "
+          f"baseline loss {table.baseline:.4f}")
     width = max(len(r.head) for r in table.rows)
     print(f"{'head':<{width}}  {'loss':>8}  {'rise':>8}")
     for r in table.rows:
         print(f"{r.head:<{width}}  {r.loss:>8.4f}  {r.rise:>+8.4f}")
-    return 0

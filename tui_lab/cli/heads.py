@@ -28,20 +28,19 @@ def add_parser(sub: Subparsers) -> None:
 def heads(args: argparse.Namespace) -> int:
     """Score every attention head of a run on its task's probe batch (a real model: the
     standard repeat probe over its vocabulary); best first."""
-    from tui_lab.core.analysis.heads.head_scores import atlas_for
+    from tui_lab.core.verbs.heads import Request, run
 
-    run = load_target(args, "cpu", args.at_step)
-    atlas = atlas_for(run.model, run.task, run.config.model.arch)
+    lab = load_target(args, "cpu", args.at_step)
+    result = run(Request(), lab)
     which = "model" if args.model is not None else "run"
     if args.json:
-        emit_json({which: target_name(args), "step": run.step, "task": run.config.task.name,
-                   **atlas.to_dict()})
+        emit_json({which: target_name(args), **result.to_json()})
         return 0
-    if run.card is not None:  # --model: opened from files
-        print(f"{args.model}: {run.card.family} model; heads by best score")
+    if lab.card is not None:  # --model: opened from files
+        print(f"{args.model}: {lab.card.family} model; heads by best score")
     else:
-        print(f"{args.run}: step {run.step}, task {run.config.task.name}; heads by best score")
-    print_atlas(atlas)
+        print(f"{args.run}: step {result.step}, task {result.task}; heads by best score")
+    print_atlas(result.atlas)
     return 0
 
 
