@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 def atlas_heads(model: nn.Module, task: Task, arch: str) -> list[HeadScore]:
     """Every head's ``HeadScore``, best first, on the probe the core picks for ``task``."""
     from tui_lab.core.analysis.heads import head_scores
+    from tui_lab.core.analysis.heads.head_probes import Tokenized
 
-    lab_run = getattr(task, "tokenizer", None) is None
+    lab_run = not isinstance(task, Tokenized)  # a real model's task reads through a tokenizer
     if lab_run and arch != "encoder-only":  # a lab run's task: its own probe
         return head_scores.score_heads(copy.deepcopy(model), task, arch)
     # A real model, or an encoder (the core scores its bidirectional patterns: atlas_for).

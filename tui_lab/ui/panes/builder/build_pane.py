@@ -9,7 +9,7 @@ Train's space starts (``finetune_spec``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 from textual.app import ComposeResult
@@ -151,7 +151,7 @@ class BuildPane(Pane, Vertical):
         if focused_here:
             self.focus_default()
 
-    def finetune_spec(self) -> dict[str, Any] | None:
+    def finetune_spec(self) -> dict[str, object] | None:
         """What Train fine-tunes the opened model with (``RemoteRun(finetune=...)``); None
         without a text file typed."""
         text = self.query_one("#finetune-text", Input).value.strip()

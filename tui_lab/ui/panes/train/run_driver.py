@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from textual.message import Message
 
@@ -42,7 +42,7 @@ class Launch(TypedDict):
     resume_dir: Path | None
     existing: RemoteRun | None
     start: bool
-    finetune: dict[str, Any] | None  # ``RemoteRun``'s own (``open_finetune``'s arguments)
+    finetune: dict[str, object] | None  # passed on to ``RemoteRun`` (``open_finetune``'s arguments)
 
 
 class RunDriver:
@@ -169,7 +169,7 @@ class RunDriver:
         existing: RemoteRun | None,
         start: bool,
         finished: threading.Event,
-        finetune: dict[str, Any] | None = None,
+        finetune: dict[str, object] | None = None,
     ) -> None:
         """Build or restore a run if needed, then train it until it stops (worker thread)."""
         try:
@@ -185,7 +185,7 @@ class RunDriver:
 
     def _build(
         self, generation: int, config: LabConfig | None, resume_dir: Path | None,
-        finetune: dict[str, Any] | None = None,
+        finetune: dict[str, object] | None = None,
     ) -> RemoteRun | None:
         """A new RemoteRun, or None when it failed (said with RunFailed) or is no longer wanted."""
         # torch-backed: loaded already (the lab trains only once the core is in)
@@ -199,7 +199,7 @@ class RunDriver:
             elif finetune is not None:  # the opened model, on a text
                 from tui_lab.core.training.finetune import run_name
 
-                folder = new_run_dir(self.runs_root, run_name(finetune["source"]))
+                folder = new_run_dir(self.runs_root, run_name(str(finetune["source"])))
                 run = RemoteRun(callback, out_dir=folder, finetune=finetune)
             else:
                 assert config is not None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -321,7 +321,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         resume_dir: Path | None = None,
         existing: RemoteRun | None = None,
         start: bool = True,
-        finetune: dict[str, Any] | None = None,
+        finetune: dict[str, object] | None = None,
     ) -> None:
         """Start the worker on a new run, a restored one, the built run that waits, or a
         fine-tuning run of the opened model (``finetune``)."""
