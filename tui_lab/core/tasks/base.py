@@ -98,6 +98,8 @@ class TaskBase:
     truncates_prompt = True  # a prompt longer than the context keeps its end
     banned_ids: tuple[int, ...] = ()
     decoder_start_id = BOS
+    scores_tokens = False  # evaluation reports the scored tokens' accuracy as the run's (induction, masked-lm)
+    exact_from_forward = False  # a fixed one-token answer: the teacher-forced argmax is the greedy one
 
     @property
     def eos_id(self) -> int | None:

@@ -9,7 +9,13 @@ task (batches, held-out pairs): that is ``TaskBase``'s, and ``TokenLMTask``'s.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import random
+
+    from tui_lab.core.config.shape import Shape
+    from tui_lab.core.tasks.base import Batch
 
 
 class Vocabulary(Protocol):
@@ -24,6 +30,12 @@ class Vocabulary(Protocol):
     def label(self, id: int) -> str: ...
 
     def unknown_chars(self, text: str) -> list[str]: ...
+
+
+class ValidationBatches(Protocol):
+    """A language-model task's validation text in batches (``is_lm`` tasks have it)."""
+
+    def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]: ...
 
 
 @runtime_checkable
@@ -75,4 +87,38 @@ class Task(Protocol):
 
     def solve(self, input_text: str) -> str:
         """The reference answer ("" where there is none: a real text)."""
+        ...
+
+
+class TrainingTask(Task, Protocol):
+    """What training asks of a task: ``TaskBase`` and its subclasses, and ``TokenLMTask``."""
+
+    @property
+    def scores_tokens(self) -> bool:
+        """Evaluation reports the scored tokens' accuracy as the run's (induction, masked-lm)."""
+        ...
+
+    def batch(self, rng: random.Random, batch_size: int, arch: Shape | str) -> Batch:
+        """A training batch of ``batch_size`` rows for a model of shape ``arch``."""
+        ...
+
+    def held_out(self, n: int, seed: int) -> list[tuple[str, str]]:
+        """``n`` held-out (input, answer) pairs, the same for a seed."""
+        ...
+
+
+class PairTask(TrainingTask, Protocol):
+    """A task of (input, answer) pairs (``TaskBase``): what evaluation and a full batch collate."""
+
+    @property
+    def exact_from_forward(self) -> bool:
+        """A fixed one-token answer: the teacher-forced argmax is the greedy answer."""
+        ...
+
+    def collate(self, pairs: list[tuple[str, str]], arch: Shape | str) -> Batch:
+        """``pairs`` as one batch."""
+        ...
+
+    def training_set(self) -> list[tuple[str, str]] | None:
+        """Every training pair (None: no finite set)."""
         ...

@@ -7,7 +7,7 @@ on a saved run, so both measure the same thing on the same held-out examples.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -18,19 +18,21 @@ from tui_lab.core.decoding.decode import batch_greedy
 from tui_lab.core.eval_mode import evaluating
 from tui_lab.core.model.device import autocast_context, to_device
 from tui_lab.core.runs.events import EvalEvent
+from tui_lab.core.tasks.base import Batch
+from tui_lab.core.tasks.protocol import PairTask, TrainingTask, ValidationBatches
 
 HELD_OUT_SEED_OFFSET = 1_000_003  # held-out examples never share the training seed
 EVAL_CHUNK = 256  # held-out examples per loss batch
 LM_VAL_BATCHES = 20  # validation batches of a character language model
 
 
-def held_out_pairs(task: Any, train: TrainConfig, n: int) -> list[tuple[str, str]]:
+def held_out_pairs(task: TrainingTask, train: TrainConfig, n: int) -> list[tuple[str, str]]:
     """The run's ``n`` held-out (input, answer) pairs: the same for a seed wherever drawn."""
     return task.held_out(n, train.seed + HELD_OUT_SEED_OFFSET)
 
 
 def _scored_batch(
-    model: nn.Module, batch: Any, config: LabConfig, device: torch.device
+    model: nn.Module, batch: Batch, config: LabConfig, device: torch.device
 ) -> tuple[float, int, int, int]:
     """(mean cross-entropy, right argmax predictions, scored tokens, rows all right) on ``batch``.
 
@@ -56,7 +58,7 @@ def _scored_batch(
 @torch.no_grad()
 def evaluate(
     model: nn.Module,
-    task: Any,
+    task: TrainingTask,
     config: LabConfig,
     device: torch.device,
     *,
@@ -76,25 +78,26 @@ def evaluate(
     train = config.train
     with evaluating(model):
         if task.is_lm:
-            batches = task.val_batches(train.batch_size, LM_VAL_BATCHES)
+            batches = cast("ValidationBatches", task).val_batches(train.batch_size, LM_VAL_BATCHES)
             results = [_scored_batch(model, b, config, device) for b in batches]
             val_loss = sum(r[0] for r in results) / max(1, len(results))
             # induction: the share of scored tokens predicted right stands in for exact match;
             # char-lm: the same share is its next-character accuracy, beside bits per character.
-            scores = getattr(task, "scores_tokens", False)
+            scores = task.scores_tokens
             accuracy = sum(r[1] for r in results) / max(1, sum(r[2] for r in results))
             return EvalEvent(
                 step, val_loss, accuracy if scores else None, len(results) * train.batch_size, None,
                 bits_per_char=val_loss / math.log(2), next_char_accuracy=None if scores else accuracy,
             )
+        pair_task = cast("PairTask", task)  # not a language model: a task of pairs
         if pairs is None:
             pairs = held_out_pairs(task, train, train.eval_examples)
         total, rows_right = 0.0, 0
         for i in range(0, len(pairs), EVAL_CHUNK):
             chunk = pairs[i : i + EVAL_CHUNK]
-            loss, _, _, rows = _scored_batch(model, task.collate(chunk, config.model.arch), config, device)
+            loss, _, _, rows = _scored_batch(model, pair_task.collate(chunk, config.model.arch), config, device)
             total, rows_right = total + loss * len(chunk), rows_right + rows
-        if getattr(task, "exact_from_forward", False):
+        if pair_task.exact_from_forward:
             # A fixed one-token answer without EOS: the teacher-forced argmax is the greedy answer.
             correct = rows_right
         else:

@@ -42,7 +42,7 @@ from tui_lab.core.training.train import TrainingRun
 FINETUNE_BLOCK = 128
 # What a fine-tuning run changes from the lab's training defaults: a gentler rate
 # (the weights already mean something), a short warmup, small batches of long windows.
-FINETUNE_TRAIN: dict[str, Any] = {
+FINETUNE_TRAIN: dict[str, Any] = {  # TrainConfig's keyword arguments, which it checks
     "steps": 1000,
     "batch_size": 8,
     "lr": 3e-4,
@@ -87,7 +87,7 @@ def finetune_refusal(config: LabConfig) -> str | None:
 
 
 def finetune_config(
-    loaded: ModelInHand, text: str | None, block: int | None = None, overrides: dict[str, Any] | None = None
+    loaded: ModelInHand, text: str | None, block: int | None = None, overrides: dict[str, object] | None = None
 ) -> LabConfig:
     """The run's config: the opened model's ModelConfig, token-lm on ``text``, fine-tuning defaults.
 
@@ -123,7 +123,7 @@ def open_finetune(
     text: str | None,
     out_dir: str | Path | None,
     *,
-    overrides: dict[str, Any] | None = None,
+    overrides: dict[str, object] | None = None,
     block: int | None = None,
     revision: str | None = None,
     device: str | None = None,
@@ -148,7 +148,7 @@ def open_finetune(
     for p in {id(p): p for p in model.parameters()}.values():
         p.data = p.data.contiguous().clone()
 
-    def factory(*args: Any, **kwargs: Any) -> torch.nn.Module:
+    def factory(*args: object, **kwargs: object) -> torch.nn.Module:
         return model
 
     run = FineTuneRun(config, out_dir, on_event=on_event, device=device, task=task, model_factory=factory)

@@ -10,17 +10,17 @@ shrinks.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
 from tui_lab.core.config.error import field_error
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.model.device import to_device
 from tui_lab.core.tasks.base import IGNORE, Batch
+from tui_lab.core.tasks.protocol import PairTask
 
 
-def full_batch(task: Any, arch: str, device: torch.device, rank: int = 0, world: int = 1) -> Batch:
+def full_batch(task: PairTask, arch: Shape | str, device: torch.device, rank: int = 0, world: int = 1) -> Batch:
     """The task's whole training set as one batch on ``device`` (this rank's rows of it)."""
     pairs = task.training_set()
     if not pairs:

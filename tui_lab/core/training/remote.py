@@ -29,14 +29,21 @@ import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.errors import LabError
 from tui_lab.core.runs.events import DoneEvent, EvalEvent, StepEvent
 from tui_lab.core.training.fork_server import ForkedProcess, ForkServer, fresh_interpreter
 
 if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from tui_lab.core.config.lab_config import LabConfig
     from tui_lab.core.opening.model_card import ModelCard
+    from tui_lab.core.runs.events import Event
+    from tui_lab.core.tasks.base import TaskBase
+    from tui_lab.core.training.remote_child import RunInfo
 
 CLOSE_SECONDS = 5.0  # how long close() waits for the child's last save
 
@@ -95,7 +102,7 @@ def prewarm() -> None:
             _spare = _start_child()
 
 
-def _take_child() -> tuple[Any, Connection]:
+def _take_child() -> tuple[subprocess.Popen[bytes] | ForkedProcess, Connection]:
     global _spare
     with _spare_lock:
         spare, _spare = _spare, None
@@ -111,12 +118,12 @@ class RemoteRun:
 
     def __init__(
         self,
-        on_event: Callable[[Any], None],
+        on_event: Callable[[Event], None],
         *,
-        config: Any = None,
+        config: LabConfig | None = None,
         out_dir: str | Path | None = None,
         resume_dir: str | Path | None = None,
-        finetune: dict[str, Any] | None = None,
+        finetune: dict[str, object] | None = None,
     ) -> None:
         """``finetune``: ``open_finetune``'s arguments (source, text, and optionally block,
         revision, overrides) to fine-tune a real model into ``out_dir`` instead of ``config``."""
@@ -143,22 +150,22 @@ class RemoteRun:
             raise RunProcessError(payload)
         self._update(payload)
         self.paused = False
-        self.summary: dict[str, Any] | None = None
+        self.summary: dict[str, object] | None = None
         self._finished = threading.Event()
         self._finished.set()
         self._end_lock = threading.Lock()
         self._weights: queue.Queue[bytes | None] = queue.Queue()
-        self._model: Any = None
+        self._model: nn.Module | None = None
         self._model_step = -1
         self._model_lock = threading.Lock()
-        self._task: Any = None
+        self._task: TaskBase | None = None
         _live.add(self)
         self._reader = threading.Thread(target=self._read, name="trainer-events", daemon=True)
         self._reader.start()
 
     # ---- what the lab reads ---------------------------------------------------------
 
-    def _update(self, info: dict[str, Any]) -> None:
+    def _update(self, info: RunInfo) -> None:
         self.config = info["config"]
         self.out_dir = self._folder if info["out_dir"] is not None else None
         self.device = info["device"]
@@ -184,7 +191,7 @@ class RemoteRun:
             return None
 
     @property
-    def task(self) -> Any:
+    def task(self) -> TaskBase:
         if self._task is None:
             if self.config.task.name == "token-lm" and self._folder is not None:
                 # A fine-tuned run's vocabulary is its copy of the source's tokenizer.
@@ -199,7 +206,7 @@ class RemoteRun:
         return self._task
 
     @property
-    def model(self) -> Any:
+    def model(self) -> nn.Module:
         """A model in this process with the run's current weights (fetched when stale)."""
         with self._model_lock:
             if self._model is None:
@@ -222,12 +229,12 @@ class RemoteRun:
                 self._model_step = step
             return self._model
 
-    def _build_model(self) -> Any:
+    def _build_model(self) -> nn.Module:
         from tui_lab.core.model.models import build_run_model
 
         return build_run_model(self.config, len(self.task.vocab), self.device).eval()
 
-    def _fetch_weights(self) -> dict[str, Any] | None:
+    def _fetch_weights(self) -> dict[str, torch.Tensor] | None:
         import torch
 
         if not self.alive:
@@ -245,7 +252,7 @@ class RemoteRun:
 
     # ---- control ------------------------------------------------------------------------
 
-    def run(self) -> dict[str, Any] | None:
+    def run(self) -> dict[str, object] | None:
         """Train in the child until the run ends; returns its summary."""
         self._finished.clear()
         self.summary = None
@@ -283,7 +290,7 @@ class RemoteRun:
 
     # ---- plumbing -------------------------------------------------------------------------
 
-    def _send(self, message: Any) -> bool:
+    def _send(self, message: object) -> bool:
         with self._send_lock:
             try:
                 self._conn.send(message)
@@ -311,7 +318,7 @@ class RemoteRun:
         if not self._finished.is_set():
             self._died()
 
-    def _note(self, event: Any) -> None:
+    def _note(self, event: Event) -> None:
         if isinstance(event, StepEvent):
             self.step, self.elapsed, self.last_step = event.step, event.elapsed, event
         elif isinstance(event, EvalEvent):

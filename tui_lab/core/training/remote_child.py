@@ -16,9 +16,33 @@ import signal
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from tui_lab.core.errors import one_line
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from torch import nn
+
+    from tui_lab.core.config.lab_config import LabConfig
+    from tui_lab.core.runs.events import EvalEvent, Event, StepEvent
+    from tui_lab.core.training.finetune import FineTuneRun
+    from tui_lab.core.training.train import TrainingRun
+
+
+class RunInfo(TypedDict):
+    """What the training process tells the lab of its run, when ready and when finished."""
+
+    config: LabConfig
+    out_dir: Path | None
+    device: str
+    device_name: str
+    step: int
+    elapsed: float
+    best_accuracy: float | None
+    last_step: StepEvent | None
+    last_eval: EvalEvent | None
 
 
 def child_main(fd: int) -> None:
@@ -33,14 +57,14 @@ def child_main(fd: int) -> None:
         return
     lock = threading.Lock()
 
-    def send(message: Any) -> None:
+    def send(message: object) -> None:
         with lock:
             try:
                 conn.send(message)
             except (OSError, ValueError):  # the lab has gone: nothing to tell
                 pass
 
-    def on_event(event: Any) -> None:
+    def on_event(event: Event) -> None:
         send(("event", event))
 
     try:
@@ -80,7 +104,7 @@ def child_main(fd: int) -> None:
     os._exit(0)
 
 
-def _open(spec: dict[str, Any], on_event: Callable[[Any], None]) -> Any:
+def _open(spec: dict[str, Any], on_event: Callable[[Event], None]) -> TrainingRun | FineTuneRun:
     """The run ``spec`` asks for: resumed from its folder, a real model fine-tuned on a
     text (``finetune.open_finetune``), or a new run of a config."""
     from tui_lab.core.training import train
@@ -96,7 +120,7 @@ def _open(spec: dict[str, Any], on_event: Callable[[Any], None]) -> Any:
     return train.TrainingRun(spec["config"], spec["out_dir"], on_event=on_event)
 
 
-def _info(run: Any) -> dict[str, Any]:
+def _info(run: TrainingRun) -> RunInfo:
     return {
         "config": run.config,
         "out_dir": run.out_dir,
@@ -110,7 +134,7 @@ def _info(run: Any) -> dict[str, Any]:
     }
 
 
-def _state_bytes(model: Any) -> bytes:
+def _state_bytes(model: nn.Module) -> bytes:
     import torch
 
     buffer = io.BytesIO()

@@ -18,6 +18,7 @@ from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.log import append_metrics, json_float, log
 from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.snapshots import MAX_BYTES, History, snapshot_bytes
+from tui_lab.core.tasks.vocab import Vocab
 
 # Snapshots a fine-tuning run keeps room for, whatever their size (snapshots.py thins the plan to them).
 REAL_MODEL_SNAPSHOTS = 8
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from tui_lab.core.config.lab_config import LabConfig
-    from tui_lab.core.tasks.vocab import Vocab
+    from tui_lab.core.tasks.protocol import Vocabulary
     from tui_lab.core.training.distributed import DistInfo
 
 
@@ -42,7 +43,7 @@ class RunKeeping:
     on_event: Callable[[Event], None]
     model: torch.nn.Module
     optimizer: torch.optim.Optimizer
-    vocab: Vocab
+    vocab: Vocabulary
     dist: DistInfo
     device_name: str
     step: int
@@ -79,12 +80,12 @@ class RunKeeping:
                 # says how the run ended, and run_status reads it when this is missing.
                 pass
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, object]:
         return {
             "step": self.step,
             "elapsed": self.elapsed,
             "best_accuracy": self.best_accuracy,
-            "vocab": getattr(self.vocab, "chars", None),  # None: a real model's tokenizer (tokenizer/)
+            "vocab": self.vocab.chars if isinstance(self.vocab, Vocab) else None,  # None: a real model's tokenizer
             "world_size": self.dist.world_size,
             "preset": self.config.name,
             "device": self.device_name,

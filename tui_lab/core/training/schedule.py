@@ -29,7 +29,6 @@ decay ends at ``train.steps`` either way.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 from torch import nn
@@ -117,7 +116,7 @@ def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.AdamW:
     out). Decay is set per group, so ``AdamW``'s own default is never used.
     """
     decay, no_decay = parameter_groups(model)
-    groups: list[dict[str, Any]] = []
+    groups: list[dict[str, object]] = []
     if decay:
         groups.append({"params": decay, "weight_decay": train.weight_decay, "name": "decay"})
     if no_decay:

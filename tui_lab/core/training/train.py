@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -47,6 +47,8 @@ from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.run_files import RunError
 from tui_lab.core.runs.snapshots import History
 from tui_lab.core.tasks import make_task
+from tui_lab.core.tasks.base import Batch
+from tui_lab.core.tasks.protocol import PairTask, TrainingTask
 from tui_lab.core.training import distributed
 from tui_lab.core.training.evaluate import evaluate, held_out_pairs
 from tui_lab.core.training.full_batch import batch_accuracy, full_batch, weight_norm
@@ -94,7 +96,7 @@ class TrainingRun(RunKeeping):
         device: str | None = None,
         resume: bool | RunFolder = False,
         model_factory: Callable[..., torch.nn.Module] = build_model,
-        task: Any = None,
+        task: TrainingTask | None = None,
     ) -> None:
         """``resume``: True to restore from ``out_dir``, or the RunFolder already read.
 
@@ -114,7 +116,7 @@ class TrainingRun(RunKeeping):
         self.micro_batch, self.accumulation = distributed.split_batch(config.train, self.dist.world_size)
         if task is None:  # a resumed token-lm run reads its tokenizer from its folder
             task = run_task(folder) if folder is not None else make_task(config.task)
-        self.task = task
+        self.task: TrainingTask = task
         self.vocab = self.task.vocab
         self.arch = config.model.arch
         torch.manual_seed(config.train.seed)
@@ -128,7 +130,7 @@ class TrainingRun(RunKeeping):
         self.train_model = self._wrapped_model()
         self._start_fresh()
         self._held_out: list[tuple[str, str]] | None = None
-        self._full: Any = None  # train.full_batch: the whole training set, built once
+        self._full: Batch | None = None  # train.full_batch: the whole training set, built once
         if config.train.full_batch:
             self._use_full_batch()
         self._train_solved = False  # training accuracy has reached 100% (snapshot that step)
@@ -186,7 +188,7 @@ class TrainingRun(RunKeeping):
 
     def _use_full_batch(self) -> None:
         """train.full_batch: the whole training set, built once, every step's batch."""
-        self._full = full_batch(self.task, self.arch, self.device, self.dist.rank, self.dist.world_size)
+        self._full = full_batch(cast("PairTask", self.task), self.arch, self.device, self.dist.rank, self.dist.world_size)
         self.accumulation = 1
         self._seen_inputs.update(p[0] for p in self._full.examples or [])
 
@@ -206,7 +208,7 @@ class TrainingRun(RunKeeping):
             model = torch.compile(model)  # type: ignore[assignment]
         return model
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> dict[str, object]:
         """Train until done, stopped, out of time or at the target; returns a summary."""
         keep_freed_memory()
         self._prepare_folder()
@@ -364,7 +366,7 @@ class TrainingRun(RunKeeping):
         self.optimizer.step()
         return loss_total, grad_norm, tokens * self.dist.world_size, accuracy
 
-    def _next_batch(self, size: int) -> Any:
+    def _next_batch(self, size: int) -> Batch:
         batch = self.task.batch(self._rng, size, self.arch)
         if batch.examples and len(self._seen_inputs) < 2_000_000:
             self._seen_inputs.update(p[0] for p in batch.examples)
@@ -397,7 +399,7 @@ class TrainingRun(RunKeeping):
         self._metric({"kind": "eval", **asdict(event)})
         return event
 
-    def summary(self, reason: str, message: str) -> dict[str, Any]:
+    def summary(self, reason: str, message: str) -> dict[str, object]:
         ev = self.last_eval
         st = self.last_step
         return {
@@ -420,7 +422,7 @@ def _failed(step: int, exc: BaseException) -> str:  # a run that a device fault 
     return f"training failed at step {step}: {one_line(exc)}"
 
 
-def open_run(run_dir: str | Path, overrides: dict[str, Any] | None = None, **kwargs: Any) -> TrainingRun:
+def open_run(run_dir: str | Path, overrides: dict[str, object] | None = None, **kwargs: Any) -> TrainingRun:
     """A TrainingRun restored from its folder (config, weights, optimizer, step).
 
     ``overrides`` (``{"train.steps": 100}``) change the saved config for the
