@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import reprlib
 from collections.abc import Iterable
-from typing import Any
 
 from tui_lab.core.errors import LabError
 
@@ -31,7 +30,7 @@ class ConfigError(LabError):
         self.field = field
         self.reason = reason
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         # Errors cross process boundaries (the trainer child): keep the data, not only the text.
         return (type(self), self.args, {"field": self.field, "reason": self.reason})
 
@@ -56,12 +55,12 @@ _SHOW.maxlist = _SHOW.maxtuple = _SHOW.maxdict = _SHOW.maxset = 6
 _SHOW.maxlong = 40
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     """``repr(value)``, shortened: what an error message says a file held."""
     return _SHOW.repr(value)
 
 
-def show_key(key: Any) -> str:
+def show_key(key: object) -> str:
     """A key as typed when it is a short printable word, else its shortened repr."""
     text = str(key)
     if isinstance(key, str) and len(text) <= 60 and text.isprintable():
@@ -69,7 +68,7 @@ def show_key(key: Any) -> str:
     return show(key)
 
 
-def suggest(word: Any, options: Iterable[str]) -> str:
+def suggest(word: object, options: Iterable[str]) -> str:
     """``" (did you mean 'x'?)"`` for the closest option, or ``""``."""
     close = difflib.get_close_matches(str(word), list(options), n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""

@@ -20,7 +20,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui_lab.core.config.error import (
     ConfigError,
@@ -77,6 +77,10 @@ TRAIN_BYTES_PER_PARAM = 16
 
 SECTIONS: dict[str, type] = {"model": ModelConfig, "task": TaskConfig, "train": TrainConfig}
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+
 
 @dataclass(frozen=True)
 class LabConfig:
@@ -130,7 +134,7 @@ class LabConfig:
             return src + tgt + 2  # input, SEP, answer, EOS
         return max(src, tgt) + 1  # BOS or EOS
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # YAML-ready; callers index its sections by name
         """Every setting, as plain YAML-ready values."""
         return {
             "description": self.description,
@@ -139,9 +143,9 @@ class LabConfig:
             "train": _section_dict(self.train),
         }
 
-    def diff_dict(self) -> dict[str, Any]:
+    def diff_dict(self) -> dict[str, object]:
         """Only the settings that differ from the defaults (what a preset file holds)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         if self.description:
             out["description"] = self.description
         for name, cls in SECTIONS.items():
@@ -156,7 +160,7 @@ class LabConfig:
         """The preset file's text (``full``: every setting, as a run's config.yaml), block style."""
         return dump_yaml(self.to_dict() if full else self.diff_dict())
 
-    def with_values(self, values: dict[str, Any]) -> LabConfig:
+    def with_values(self, values: dict[str, object]) -> LabConfig:
         """A new config with dotted keys (``"model.d_model"``) replaced, fully re-validated."""
         data = self.to_dict()
         for dotted, value in values.items():
@@ -167,8 +171,8 @@ class LabConfig:
         return from_dict(data, source=self.source, name=self.name)
 
 
-def _section_dict(obj: Any) -> dict[str, Any]:
-    out = {}
+def _section_dict(obj: DataclassInstance) -> dict[str, object]:
+    out: dict[str, object] = {}
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
         out[f.name] = list(v) if isinstance(v, tuple) else v
@@ -201,7 +205,7 @@ def check_fits_in_memory(model: ModelConfig, vocab_size: int | None = None) -> N
         raise ConfigError(f"model: {reason}", reason=reason)
 
 
-def _coerce(path: str, value: Any, hint: Any) -> Any:
+def _coerce(path: str, value: object, hint: object) -> object:
     """Check ``value`` against a field's type hint; ints are accepted for floats.
 
     ``path`` is the dotted field, with ``[i]`` for an item of a list.
@@ -251,12 +255,12 @@ def _type_error(path: str, reason: str) -> ConfigError:
 
 
 @functools.cache
-def _type_hints(cls: type) -> dict[str, Any]:
+def _type_hints(cls: type) -> dict[str, object]:
     """A section's field types, resolved once (resolving costs ~1 ms, paid per config read)."""
     return typing.get_type_hints(cls)
 
 
-def _build_section(section: str, data: Any) -> Any:
+def _build_section(section: str, data: object) -> Any:  # the section's dataclass (LabConfig's keyword)
     cls = SECTIONS[section]
     if data is None:
         return cls()
@@ -272,7 +276,7 @@ def _build_section(section: str, data: Any) -> Any:
     return cls(**kwargs)
 
 
-def from_dict(data: Any, source: str = "<dict>", name: str | None = None) -> LabConfig:
+def from_dict(data: object, source: str = "<dict>", name: str | None = None) -> LabConfig:
     """Validate a parsed preset; errors are ConfigError prefixed with ``source``."""
     try:
         if data is None:

@@ -21,7 +21,7 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 class DuplicateKeyError(yaml.constructor.ConstructorError):
     """A mapping that states one key twice (``line`` and ``first_line`` count from 1)."""
 
-    def __init__(self, key: Any, path: str, line: int, first_line: int, mark: yaml.Mark) -> None:
+    def __init__(self, key: object, path: str, line: int, first_line: int, mark: yaml.Mark) -> None:
         super().__init__(problem=f"duplicate key {key!r}", problem_mark=mark)
         self.key = key
         self.path = path
@@ -48,7 +48,7 @@ class StrictLoader(_SAFE_BASE):
         return super().construct_document(node)
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        first: dict[Any, int] = {}
+        first: dict[object, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE_TAG:  # "<<: *base" then overriding a key is allowed
                 continue
@@ -65,7 +65,7 @@ class StrictLoader(_SAFE_BASE):
             first[key] = line
         return super().construct_mapping(node, deep=deep)
 
-    def _path_of(self, node: MappingNode, key: Any) -> str:
+    def _path_of(self, node: MappingNode, key: object) -> str:
         """``"model.d_model"`` for a key of a top-level section, else the key itself."""
         name = show_key(key)
         root = self._root
@@ -76,7 +76,7 @@ class StrictLoader(_SAFE_BASE):
         return name
 
 
-def parse_yaml(text: str, source: str) -> Any:
+def parse_yaml(text: str, source: str) -> object:
     """The data in ``text``; malformed YAML is one ConfigError line naming ``source``."""
     try:
         return yaml.load(text, Loader=StrictLoader)  # safe: StrictLoader is a SafeLoader
@@ -85,9 +85,10 @@ def parse_yaml(text: str, source: str) -> Any:
         reason = f"duplicate {what} at line {exc.line} (first at line {exc.first_line})"
         raise ConfigError(f"{source}: {exc.path}: {reason}", field=exc.path, reason=reason) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        # A bare YAMLError has no place or problem.
+        mark = exc.problem_mark if isinstance(exc, yaml.MarkedYAMLError) else None
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
+        problem = (exc.problem if isinstance(exc, yaml.MarkedYAMLError) else None) or "invalid YAML"
         reason = f"YAML syntax error{where}: {problem}"
         raise ConfigError(f"{source}: {reason}", reason=reason) from None
     except RecursionError:  # PyYAML recurses once per nesting level
@@ -95,6 +96,6 @@ def parse_yaml(text: str, source: str) -> Any:
         raise ConfigError(f"{source}: {reason}", reason=reason) from None
 
 
-def dump_yaml(data: dict[str, Any]) -> str:
+def dump_yaml(data: dict[str, object]) -> str:
     """``data`` as block-style YAML, one key a line, in the order given (as presets are written)."""
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
