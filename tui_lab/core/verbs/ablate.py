@@ -8,7 +8,9 @@ file is measured on its first context, as it always was).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tui_lab.core.checks import positive
@@ -103,8 +105,6 @@ def _on_task(request: Request, model: Any, progress: Progress, cancelled: Cancel
     from tui_lab.core.analysis.heads.ablation import parse_head
     from tui_lab.core.analysis.heads.head_importance import (
         ablated_accuracy,
-        cached_importance,
-        importance,
         probe_means,
         weights_key,
     )
@@ -116,24 +116,52 @@ def _on_task(request: Request, model: Any, progress: Progress, cancelled: Cancel
     heads = [parse_head(h, model.model) for h in request.heads]  # every name checked before any work
     stop_if(cancelled)
     pairs = held_out_pairs(model.task, model.config.train, request.n)
-    max_new = model.config.sequence_length_needed()
     mode = request.mode
-    means = probe_means(model.model, model.task, model.config.model.arch, pairs, model.device) \
-        if mode == "mean" else None
     if heads:
+        max_new = model.config.sequence_length_needed()
+        means = probe_means(model.model, model.task, model.config.model.arch, pairs, model.device) \
+            if mode == "mean" else None
         baseline = ablated_accuracy(model.model, model.task, pairs, max_new)
         acc = ablated_accuracy(model.model, model.task, pairs, max_new, heads, mode, means)
         return HeadsOff([str(h) for h in heads], mode, len(pairs), baseline, acc, False, model.step)
+    key = weights_key(request.run_dir, request.at_step) if request.run_dir is not None else None
+    table, cached = importance_table(model.model, model.task, model.config, pairs, mode,
+                                     lambda done, total: progress(done, total, "ablating head"),
+                                     request.run_dir, key)
+    return PerHead(table, False, model.step, cached)
+
+
+def importance_table(
+    model: Any, task: Any, config: Any, pairs: list[tuple[str, str]], mode: str,
+    progress: Callable[[int, int], None] | None = None, run_dir: str | Path | None = None,
+    key: str | None = None,
+) -> tuple[Any, bool]:
+    """Each head of the module ``model`` off alone on ``pairs``: (the ``ImportanceTable``, whether
+    it was read from ``run_dir``'s cache under weights ``key``; None: measured, not kept).
+    ``tfx-lab ablate`` and the Attention pane's importance table both measure here."""
+    from tui_lab.core.analysis.heads.head_importance import (
+        cached_importance,
+        importance,
+        probe_means,
+    )
 
     def compute() -> Any:
-        return importance(model.model, model.task, pairs, max_new, mode, means,
-                          lambda done, total: progress(done, total, "ablating head"))
+        device = next(model.parameters()).device
+        means = probe_means(model, task, config.model.arch, pairs, device) if mode == "mean" else None
+        return importance(model, task, pairs, config.sequence_length_needed(), mode, means, progress)
 
-    if request.run_dir is None:
-        return PerHead(compute(), False, model.step)
-    key = weights_key(request.run_dir, request.at_step)
-    table, cached = cached_importance(request.run_dir, key, compute, mode=mode, n=len(pairs))
-    return PerHead(table, False, model.step, cached)
+    if run_dir is None:
+        return compute(), False
+    return cached_importance(run_dir, key, compute, mode=mode, n=len(pairs))
+
+
+def text_table(model: Any, task: Any, context: int, text: str, mode: str,
+               progress: Callable[[int, int], None] | None = None) -> Any:
+    """Each head of the module ``model`` off alone: the ``TextImportance`` of ``text`` (its first
+    ``context`` tokens). ``tfx-lab ablate --model`` and the Attention pane both measure here."""
+    from tui_lab.core.analysis.heads.text_ablation import text_ids, text_importance
+
+    return text_importance(model, text_ids(task, text, context), mode, progress)
 
 
 def _on_text(request: Request, model: Any, progress: Progress, cancelled: Cancelled) -> Result:

@@ -109,12 +109,12 @@ class ImportancePanel(ImportanceView):
     @work(thread=True, exclusive=True, exit_on_error=False, group="importance")
     def _text_worker(self, run: Any, mode: str, text: str) -> None:
         """Switch each head of a real model off alone; its loss on ``text`` (thread)."""
-        from tui_lab.core.analysis.heads.text_ablation import text_ids, text_importance
+        from tui_lab.core.verbs.ablate import text_table
 
         progress = self._progress(f"{mode}, loss on the text")
         try:
-            ids = text_ids(run.task, text, run.config.model.max_len)
-            table = text_importance(shared_clone(settled(run).model), ids, mode, progress)
+            table = text_table(shared_clone(settled(run).model), run.task, run.config.model.max_len, text, mode,
+                               progress)
         except Exception as exc:  # noqa: BLE001 - say it in the view, never crash the lab
             self.post_message(self.Ready(error=one_line(exc)))
             return
@@ -123,13 +123,9 @@ class ImportancePanel(ImportanceView):
 
     def _exact_table(self, ask: ImportanceAsk, n: int) -> tuple[Any, bool, str]:
         """The table, whether it came from the run folder's cache, and what it was measured on."""
-        from tui_lab.core.analysis.heads.head_importance import (
-            cached_importance,
-            importance,
-            probe_means,
-            weights_key,
-        )
+        from tui_lab.core.analysis.heads.head_importance import weights_key
         from tui_lab.core.training.evaluate import held_out_pairs
+        from tui_lab.core.verbs.ablate import importance_table
 
         run, mode = ask.run, ask.mode
         run_dir = Path(run.out_dir) if run.out_dir is not None else None
@@ -143,16 +139,8 @@ class ImportancePanel(ImportanceView):
             at_checkpoint = run_dir is not None and _at_checkpoint(run_dir, run.step)
             key = weights_key(run_dir) if run_dir and at_checkpoint and not ask.training else None
         pairs = held_out_pairs(run.task, run.config.train, n)
-        arch = run.config.model.arch
-        device = next(model.parameters()).device
         progress = self._progress(f"{mode}, N={len(pairs)}")
-
-        def compute() -> Any:
-            means = probe_means(model, run.task, arch, pairs, device) if mode == "mean" else None
-            max_new = run.config.sequence_length_needed()
-            return importance(model, run.task, pairs, max_new, mode, means, progress)
-
-        table, cached = cached_importance(run_dir or ".", key, compute, mode=mode, n=len(pairs))
+        table, cached = importance_table(model, run.task, run.config, pairs, mode, progress, run_dir or ".", key)
         return table, cached, where
 
     def on_importance_panel_progress(self, message: ImportancePanel.Progress) -> None:
