@@ -26,16 +26,16 @@ class ArmGroup:
     """One arm of a recorded sweep: its label, varied values and run folders."""
 
     label: str
-    values: dict[str, Any]
+    values: dict[str, object]
     runs: list[Path]
 
 
 def sweep_document(
-    plan: SweepPlan, outcomes: dict[str, dict[str, Any]], interrupted: bool = False
-) -> dict[str, Any]:
+    plan: SweepPlan, outcomes: dict[str, dict[str, object]], interrupted: bool = False
+) -> dict[str, object]:
     """The ``sweep.json`` object; runs are summarised from their folders now."""
     summaries: dict[str, RunSummary] = {}
-    bases: dict[str | None, dict[str, Any]] = {}
+    bases: dict[str | None, dict[str, object]] = {}
     for run in plan.runs:
         if run.folder.exists():
             summaries[run.name] = summarize_run(run.folder, name=run.name, bases=bases)
@@ -67,11 +67,11 @@ def sweep_document(
     }
 
 
-def write_sweep(folder: Path, document: dict[str, Any]) -> None:
+def write_sweep(folder: Path, document: dict[str, object]) -> None:
     atomic_write_text(folder / SWEEP_FILE, json.dumps(document, indent=2) + "\n")
 
 
-def read_sweep(sweep_dir: RunDir) -> dict[str, Any] | None:
+def read_sweep(sweep_dir: RunDir) -> dict[str, Any] | None:  # open JSON, as write_sweep wrote it
     """A sweep folder's ``sweep.json``, None when it has none; RunError when damaged."""
     path = Path(sweep_dir) / SWEEP_FILE
     try:

@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from tui_lab.core.config.diff import config_difference, difference_label, flat_settings
 from tui_lab.core.errors import LabError
@@ -32,6 +32,9 @@ from tui_lab.core.runs.status import is_complete
 from tui_lab.core.runs.summary import read_run_config, summarize_run
 from tui_lab.core.sweeps.spec import PlannedRun, SweepPlan
 from tui_lab.core.training.remote import fork_server
+
+if TYPE_CHECKING:
+    from tui_lab.core.training.fork_server import ForkedProcess
 
 PRIVATE = ".sweep"  # per-run preset, pid and output files; hidden from run listings
 
@@ -55,7 +58,7 @@ class RunTask:
 
     run: PlannedRun
     action: str  # "skip" | "start" | "resume"
-    process: Any = None  # subprocess.Popen, or fork_server.ForkedProcess (the same calls)
+    process: subprocess.Popen[bytes] | ForkedProcess | None = None  # the same calls either way
     slot: int | None = None
     started: float | None = None
     ended: float | None = None
@@ -73,7 +76,7 @@ class RunTask:
     def private(self) -> Path:
         return self.run.folder.parent / PRIVATE / self.run.name
 
-    def outcome(self) -> dict[str, Any]:
+    def outcome(self) -> dict[str, object]:
         return {"action": self.action, "reason": self.reason, "message": self.message,
                 "seconds": round(self.ended - self.started, 2) if self.started and self.ended else None}
 
@@ -204,13 +207,13 @@ class SweepRunner:
     def _progress(self, task: RunTask) -> None:
         """Step, loss and exact match from the tail of the run's metrics (a few KB)."""
         for rec in _tail_records(task.run.folder / METRICS_FILE):
-            if rec.get("kind") == "step" and isinstance(rec.get("step"), int):
-                task.step, task.loss = rec["step"], rec.get("loss")
+            if rec.get("kind") == "step" and isinstance(step := rec.get("step"), int):
+                task.step, task.loss = step, cast("float | None", rec.get("loss"))  # as the run wrote it
             elif rec.get("kind") == "eval":
-                task.exact_match = rec.get("exact_match")
+                task.exact_match = cast("float | None", rec.get("exact_match"))
 
 
-def _launch(args: list[str], out: int, err: int, threads: int | None) -> Any:
+def _launch(args: list[str], out: int, err: int, threads: int | None) -> subprocess.Popen[bytes] | ForkedProcess:
     """``tfx-lab ARGS`` in its own session, writing to ``out``/``err``: forked by the fork
     server where there is one (torch imported once for the whole sweep, not once a run),
     else a fresh interpreter. ``threads``: the run's share of cores for OpenMP's pool."""
@@ -229,7 +232,7 @@ def _launch(args: list[str], out: int, err: int, threads: int | None) -> Any:
     )
 
 
-def _tail_records(path: Path, size: int = 4096) -> list[dict[str, Any]]:
+def _tail_records(path: Path, size: int = 4096) -> list[dict[str, object]]:
     try:
         with open(path, "rb") as f:
             end = f.seek(0, 2)
@@ -246,7 +249,7 @@ def _tail_records(path: Path, size: int = 4096) -> list[dict[str, Any]]:
     return out
 
 
-def _last_json(path: Path) -> dict[str, Any] | None:
+def _last_json(path: Path) -> dict[str, object] | None:
     for line in reversed(_lines(path)):
         with contextlib.suppress(ValueError):
             data = json.loads(line)

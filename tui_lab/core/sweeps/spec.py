@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import overload
 
 from tui_lab.core.config.diff import format_value
 from tui_lab.core.config.error import show, suggest
@@ -36,8 +36,8 @@ class SweepSpec:
     """What to sweep. ``vary`` keeps its keys' order: the first key changes slowest."""
 
     preset: str | None
-    vary: dict[str, list[Any]]
-    set: dict[str, Any] = field(default_factory=dict)
+    vary: dict[str, list[object]]
+    set: dict[str, object] = field(default_factory=dict)
     seeds: int = 1
     parallel: int | None = None
     steps: int | None = None
@@ -45,7 +45,7 @@ class SweepSpec:
     out: str | None = None
     description: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {f: getattr(self, f) for f in FIELDS}
 
 
@@ -54,7 +54,7 @@ class Arm:
     """One combination of varied values; ``label`` names it in tables and folders."""
 
     label: str
-    values: dict[str, Any]
+    values: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _refuse(field_name: str, reason: str) -> ConfigError:
     return ConfigError(f"{field_name}: {reason}", field=field_name, reason=reason)
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str) -> object:
     """A ``--vary`` value as a preset would read it: 3 -> int, 3e-3 -> float, true, null, text."""
     low = text.strip().lower()
     if low in ("true", "false"):
@@ -97,9 +97,9 @@ def parse_value(text: str) -> Any:
     return text.strip()
 
 
-def parse_vary(items: list[str]) -> dict[str, list[Any]]:
+def parse_vary(items: list[str]) -> dict[str, list[object]]:
     """``["model.norm=pre,post", ...]`` -> ``{"model.norm": ["pre", "post"]}``."""
-    out: dict[str, list[Any]] = {}
+    out: dict[str, list[object]] = {}
     for item in items:
         key, eq, values = item.partition("=")
         key = key.strip()
@@ -138,7 +138,7 @@ def load_sweep_spec(name_or_path: str) -> SweepSpec:
         raise ConfigError(f"{path}: {exc}", field=exc.field, reason=exc.reason) from None
 
 
-def spec_from_dict(data: Any) -> SweepSpec:
+def spec_from_dict(data: object) -> SweepSpec:
     """A SweepSpec from parsed YAML (or a ``sweep.json``'s spec), type-checked."""
     if not isinstance(data, dict):
         raise _refuse("spec", "expected a mapping with preset, vary, seeds, ...")
@@ -148,7 +148,7 @@ def spec_from_dict(data: Any) -> SweepSpec:
     vary = data.get("vary") or {}  # none: one arm, the preset itself, over seeds
     if not isinstance(vary, dict):
         raise _refuse("vary", "expected a mapping of settings to lists of values")
-    clean: dict[str, list[Any]] = {}
+    clean: dict[str, list[object]] = {}
     for key, values in vary.items():
         values = values if isinstance(values, list) else [values]
         if not values:
@@ -174,10 +174,10 @@ def spec_from_dict(data: Any) -> SweepSpec:
 
 
 @overload
-def _whole(data: dict[str, Any], key: str, default: int) -> int: ...
+def _whole(data: dict[str, object], key: str, default: int) -> int: ...
 @overload
-def _whole(data: dict[str, Any], key: str, default: None) -> int | None: ...
-def _whole(data: dict[str, Any], key: str, default: int | None) -> int | None:
+def _whole(data: dict[str, object], key: str, default: None) -> int | None: ...
+def _whole(data: dict[str, object], key: str, default: int | None) -> int | None:
     """``data[key]`` as a whole number >= 1; missing or null (``seeds: ~``) is ``default``."""
     value = data.get(key)
     if value is None:
@@ -187,7 +187,7 @@ def _whole(data: dict[str, Any], key: str, default: int | None) -> int | None:
     return value
 
 
-def _positive_number(data: dict[str, Any], key: str) -> float | None:
+def _positive_number(data: dict[str, object], key: str) -> float | None:
     value = data.get(key)
     if value is None:
         return None
@@ -196,7 +196,7 @@ def _positive_number(data: dict[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def arm_label(values: dict[str, Any]) -> str:
+def arm_label(values: dict[str, object]) -> str:
     """``norm=post+warmup_steps=0``: each key's last part, unless two varied keys share it.
 
     Safe as a folder name (anything but letters, digits and ``._=+-`` becomes ``_``).
@@ -219,7 +219,7 @@ def plan_sweep(spec: SweepSpec, out: Path, max_threads: int = 0, pinned: bool = 
         if key in spec.vary or key in spec.set:
             raise _refuse(key, reason)
     base = load_preset(spec.preset)
-    overrides: dict[str, Any] = dict(spec.set)
+    overrides: dict[str, object] = dict(spec.set)
     if spec.steps is not None:
         overrides["train.steps"] = spec.steps
     if spec.max_seconds is not None:

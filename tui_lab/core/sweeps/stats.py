@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import TypedDict
 
 from tui_lab.core.runs.summary import RunSummary
 
 
-def spread(values: list[float | None]) -> dict[str, Any]:
+class Spread(TypedDict):
+    """A value over an arm's seeds: how many seeds have one, and its mean, std, min and max."""
+
+    n: int
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+
+
+def spread(values: list[float | None]) -> Spread:
     """``{"n", "mean", "std", "min", "max"}`` of the known values (std 0 for one; Nones when none)."""
     known = [float(v) for v in values if v is not None and math.isfinite(v)]
     if not known:
@@ -23,7 +33,7 @@ def spread(values: list[float | None]) -> dict[str, Any]:
     }
 
 
-def arm_stats(label: str, runs: list[RunSummary]) -> dict[str, Any]:
+def arm_stats(label: str, runs: list[RunSummary]) -> dict[str, object]:
     """One row of a sweep's table, from the summaries of one arm's seeds."""
     lm = any(r.is_lm for r in runs)
     return {
@@ -40,7 +50,7 @@ def arm_stats(label: str, runs: list[RunSummary]) -> dict[str, Any]:
     }
 
 
-def format_spread(s: dict[str, Any], fmt: str = "{:.0f}") -> str:
+def format_spread(s: Spread, fmt: str = "{:.0f}") -> str:
     """``"412 ± 35 (380–450)"``; ``"-"`` when no seed has a value."""
     if not s["n"]:
         return "-"
