@@ -51,9 +51,16 @@ def private_handle(run: Any) -> Any:
 
 
 def ready_names(handle: Any) -> list[str]:
-    """The ready-made pairs this model takes (the core's names)."""
+    """The ready-made pairs this model takes (the core's names); ``handle``: the model in hand,
+    or the lab's run (its shape, card and task read; its model left as it is: it may be training)."""
     from tui_lab.core.analysis.patching.patch_pair import ready_pairs
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
+    if not isinstance(handle, ModelInHand):
+        from types import SimpleNamespace
+
+        handle = SimpleNamespace(shape=handle.config.model.shape, card=getattr(handle, "card", None),
+                                 task=handle.task)
     return list(ready_pairs(handle))
 
 
@@ -102,13 +109,10 @@ def patch_site(handle: Any, pair: Any, site: str, method: str,
 
 
 def logit_attribution(handle: Any, pair: Any) -> Any:
-    """Direct logit attribution of the clean input's answer over the wrong one."""
-    import torch
+    """Direct logit attribution of the clean input's answer over the wrong one (``tfx-lab dla``'s)."""
+    from tui_lab.core.verbs.dla import attribute
 
-    from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
-
-    ids = torch.tensor([pair.clean], device=handle.device)
-    return direct_logit_attribution(handle, ids, pair.answer, pair.wrong, pair.target_ids(1, handle.device))
+    return attribute(handle, pair, pair.answer, pair.wrong)
 
 
 def atlas_heads(handle: Any) -> list[Any]:
