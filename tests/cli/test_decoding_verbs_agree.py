@@ -91,3 +91,18 @@ def test_ablate(learned_run: Path, extra: list[str]) -> None:
     if not names:
         assert cli.pop("cached") is False and got.pop("cached") is False
     _same(got, cli)
+
+
+@pytest.mark.parametrize("preset", ["copy", None])
+def test_params_of_a_preset(preset: str | None) -> None:
+    from tui_lab.core.verbs import params
+
+    args = ["--preset", preset] if preset else []
+    _same(params.run(params.Request(preset)).to_json(), _cli("params", *args))
+
+
+def test_params_of_a_model(model: Any) -> None:
+    from tui_lab.core.verbs import params
+
+    cli = _cli("params", "--model", RUN)
+    _same(params.run(params.Request(), model).to_json(), cli)

@@ -20,34 +20,16 @@ def add_parser(sub: Subparsers) -> None:
 
 def params(args: argparse.Namespace) -> int:
     """Parameter breakdown of a preset: rows, total, memory and FLOPs per token."""
-    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.verbs.params import Request, run
 
-    if args.model is not None:
-        from tui_lab.core.model.params import report_for_model
-
-        loaded = load_target(args)
-        cfg = loaded.config
-        report = report_for_model(loaded.model, cfg.model.max_len)
-    else:
-        cfg = load_preset(args.preset)  # a bad preset is refused before torch is imported
-        from tui_lab.core.model.params import parameter_report
-        from tui_lab.core.tasks import make_task
-
-        report = parameter_report(cfg.model, len(make_task(cfg.task).vocab))
+    result = run(Request(args.preset), load_target(args) if args.model is not None else None)
+    report = result.report
     if args.json:
-        emit_json({
-            "model" if args.model is not None else "preset": cfg.name,
-            "total": report.total,
-            "rows": [{"name": r.name, "params": r.params, "group": r.group} for r in report.rows],
-            "fp32_bytes": report.fp32_bytes,
-            "bf16_bytes": report.bf16_bytes,
-            "train_flops_per_token": report.train_flops_per_token,
-            "infer_flops_per_token": report.infer_flops_per_token,
-        })
+        emit_json(result.to_json())
         return 0
     from rich.table import Table
 
-    table = Table(title=f"Parameters of {cfg.name}", title_justify="left")
+    table = Table(title=f"Parameters of {result.name}", title_justify="left")
     table.add_column("component")
     table.add_column("params", justify="right")
     table.add_column("%", justify="right")
