@@ -31,11 +31,10 @@ def add_parser(sub: Subparsers) -> None:
 
 def dla(args: argparse.Namespace) -> int:
     """Each component's direct contribution at the last position, their total and the model's own."""
-    from tui_lab.core.opening.model_in_hand import hooked
     from tui_lab.core.verbs.dla import Request, run
 
     request = Request(args.input, args.answer, args.wrong, args.target)
-    result = run(request, hooked(load_target(args, "cpu", args.at_step))).attribution
+    result = run(request, load_target(args, "cpu", args.at_step)).attribution
     which = "model" if args.model is not None else "run"
     if args.json:
         emit_json({which: target_name(args), **result.to_dict()})

@@ -56,11 +56,10 @@ def request_from_args(args: argparse.Namespace) -> Any:
 
 def patch(args: argparse.Namespace) -> int:
     """Patch every cell of the site and print the grid (0: corrupted run, 1: clean run)."""
-    from tui_lab.core.opening.model_in_hand import hooked
     from tui_lab.core.verbs.patch import run
 
     request = request_from_args(args)
-    result = run(request, hooked(load_target(args, "cpu", args.at_step)))
+    result = run(request, load_target(args, "cpu", args.at_step))
     which = "model" if args.model is not None else "run"
     if args.json:
         emit_json({which: target_name(args), **result.to_json()})

@@ -34,12 +34,11 @@ def add_parser(sub: Subparsers) -> None:
 def steer(args: argparse.Namespace) -> int:
     """Build the vector, decode plainly and steered, print both."""
     from tui_lab.core.analysis.patching.steering import read_prompts
-    from tui_lab.core.opening.model_in_hand import hooked
     from tui_lab.core.verbs.steer import Request, Steering, run
 
     positive, negative = read_prompts(args.positive), read_prompts(args.negative)
     request = Request(args.input, Steering(args.hook, tuple(positive), tuple(negative), args.coef), args.max_new)
-    result = run(request, hooked(load_target(args, "cpu", args.at_step))).steered
+    result = run(request, load_target(args, "cpu", args.at_step)).steered
     which = "model" if args.model is not None else "run"
     if args.json:
         emit_json({which: target_name(args), **result.to_dict()})

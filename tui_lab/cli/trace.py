@@ -35,12 +35,11 @@ def add_parser(sub: Subparsers) -> None:
 
 def trace(args: argparse.Namespace) -> int:
     """Restore each state in turn; print tokens x layers as a fraction of the clean probability."""
-    from tui_lab.core.opening.model_in_hand import hooked
     from tui_lab.core.verbs.trace import Request, run
 
     request = Request(args.input, args.subject, args.answer, args.target, noise=args.noise,
                       samples=args.samples, seed=args.seed)
-    traced = run(request, hooked(load_target(args, "cpu", args.at_step)))
+    traced = run(request, load_target(args, "cpu", args.at_step))
     result, span = traced.trace, traced.span
     which = "model" if args.model is not None else "run"
     if args.json:

@@ -23,8 +23,8 @@ from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.config.shape import Shape
 from tui_lab.core.model.device import choose_device, set_threads, threads_set_to
+from tui_lab.core.opening.in_hand import ModelInHand
 from tui_lab.core.opening.model_card import ModelCard
-from tui_lab.core.opening.model_in_hand import ModelInHand
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.encoder_tokenizer import load_encoder_tokenizer
 from tui_lab.core.pretrained.encoder_tokenizer import mask_token as encoder_mask_token

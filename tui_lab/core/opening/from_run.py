@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tui_lab.core.model.device import choose_device, set_threads
 from tui_lab.core.model.models import build_run_model
-from tui_lab.core.opening.model_in_hand import ModelInHand
+from tui_lab.core.opening.in_hand import ModelInHand
 from tui_lab.core.opening.run_source import run_task
 from tui_lab.core.runs.checkpoint import load_weights
 from tui_lab.core.runs.folder import RunFolder

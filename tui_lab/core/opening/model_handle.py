@@ -2,7 +2,7 @@
 
 A run in training (``TrainingRun``), a run training in a child process
 (``RemoteRun``) and a model loaded for inference or opened from files
-(``LoadedModel``) all carry a config, a task, a model and a ``card``: the
+(``ModelInHand``) all carry a config, a task, a model, a step and a ``card``: the
 opened model's ``ModelCard``, None for the others. ``opened_from_files`` is the
 one way to ask which kind of model is in hand.
 """
@@ -35,6 +35,11 @@ class ModelHandle(Protocol):
     @property
     def model(self) -> nn.Module:
         """The model itself."""
+        ...
+
+    @property
+    def step(self) -> int:
+        """The training step its weights are from (a model from files: 0)."""
         ...
 
     @property

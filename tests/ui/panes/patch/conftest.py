@@ -38,7 +38,7 @@ def in_hand(run_dir: Path) -> Any:
 
     run = load_for_inference(run_dir, "cpu")
     # what the lab's opened runs carry: RemoteRun.out_dir
-    return SimpleNamespace(model=run.model, task=run.task, config=run.config, card=None, out_dir=run_dir)
+    return SimpleNamespace(model=run.model, task=run.task, config=run.config, card=None, step=run.step, out_dir=run_dir)
 
 
 @pytest.fixture(scope="session")

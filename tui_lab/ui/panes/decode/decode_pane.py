@@ -460,10 +460,10 @@ class DecodePane(Pane, Vertical):
         if self.run is None:
             self._error("no model yet: train one in the Train pane (2, then space)")
             return
-        from tui_lab.core.opening.model_in_hand import hooked
         from tui_lab.ui.screens.steer import SteerScreen
+        from tui_lab.ui.state.model_copies import in_hand
 
-        handle = hooked(self.run)
+        handle = in_hand(self.run)
         names = handle.hook_names()
         resid = [n for n in names if n.endswith("hook_resid_pre") and not n.startswith("decoder.")]
         default = resid[len(resid) // 2] if resid else names[0]

@@ -18,11 +18,9 @@
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from rich.text import Text
@@ -338,16 +336,11 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
 
     # ---- workers (threads) ---------------------------------------------------------
     def _hooked(self, run: Any, training: bool) -> Any:
-        """The run as a hooked handle; its model copied unless it was opened from files."""
-        from tui_lab.core.opening.model_handle import opened_from_files
-        from tui_lab.core.opening.model_in_hand import hooked
-        from tui_lab.ui.state.model_copies import settled
+        """The run as a model in hand of its own: copied unless it was opened from files
+        (``model_copies.private_in_hand``)."""
+        from tui_lab.ui.state.model_copies import private_in_hand
 
-        # An opened model's background layout first: its replaced weights' pages are handed back.
-        model = settled(run).model if opened_from_files(run) else copy.deepcopy(run.model)
-        device = next(model.parameters()).device
-        return hooked(SimpleNamespace(model=model, task=run.task, config=run.config,
-                                      card=getattr(run, "card", None), device=device))
+        return private_in_hand(run)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="features-train")
     def _train_worker(self, run: Any, out: Path, training: bool) -> None:
