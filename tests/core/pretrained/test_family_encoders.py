@@ -17,7 +17,6 @@ from tui_lab.core.decoding.fill_mask import fill_mask
 from tui_lab.core.model.capture import capture_attention
 from tui_lab.core.model.params import parameter_report
 from tui_lab.core.opening.from_files import open_files
-from tui_lab.core.opening.model_in_hand import hooked
 
 pytestmark = pytest.mark.usefixtures("no_network")
 FAMILIES = ("bert", "distilbert", "roberta")
@@ -114,7 +113,7 @@ def test_bare_encoder_opens_but_cannot_fill(tmp_path: Path) -> None:
     torch.testing.assert_close(store.matrices()["encoder.1.self"], want[1], atol=1e-5, rtol=0)
     pooler = sum(p.numel() for n, p in reference.named_parameters() if n.startswith("pooler"))
     assert parameter_report(lab.config.model, 120).total == reference.num_parameters() - pooler
-    names = hooked(lab).hook_names()
+    names = lab.hook_names()
     assert "blocks.1.attn.hook_pattern" in names and "mlm_head.hook_normalized" not in names
     with pytest.raises(DecodeInputError, match="no masked-LM head") as err:
         fill_mask(lab.model, lab.task, "The [MASK] sat.")

@@ -21,22 +21,16 @@ start token unless ``target`` (text or ids) is given.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-import torch
-from torch import nn
-
-from tui_lab.core.config.lab_config import LabConfig
 from tui_lab.core.opening.in_hand import HookError, ModelInHand, Names, TokensLike
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.run_files import CONFIG_FILE
-from tui_lab.core.tasks.protocol import Task
 
 if TYPE_CHECKING:
-    from tui_lab.core.opening.model_card import ModelCard
     from tui_lab.core.pretrained.widening import Widening
 
-__all__ = ["HookError", "HookedModel", "ModelInHand", "Names", "TokensLike", "hooked", "is_run_folder", "open_model"]
+__all__ = ["HookError", "ModelInHand", "Names", "TokensLike", "is_run_folder", "open_model"]
 
 
 def is_run_folder(source: str | Path) -> bool:
@@ -76,25 +70,3 @@ def open_model(
     return open_files(
         str(source), device, revision, lay_out_later=lay_out_later, dtype=dtype, widening=widening
     )
-
-
-class _Parts(Protocol):
-    """What the panes' workers still hand ``hooked``: a model with its task and config."""
-
-    config: LabConfig
-    task: Task
-    model: nn.Module
-    card: ModelCard | None
-    device: torch.device
-
-
-def hooked(parts: ModelInHand | _Parts) -> ModelInHand:
-    """A model in hand from what a pane's worker holds; one already in hand as it is.
-    Goes once the panes' workers take ``ModelInHand`` (``private_copy``) directly."""
-    if isinstance(parts, ModelInHand):
-        return parts
-    return ModelInHand(parts.config, parts.task, parts.model, 0, parts.device, [], parts.card)
-
-
-# The name the handle had before it became the one model in hand.
-HookedModel = ModelInHand

@@ -13,7 +13,6 @@ from tui_lab.core.analysis.patching.steering import steering_hooks, steering_vec
 from tui_lab.core.decoding.decode import generate
 from tui_lab.core.model.hook_points import using_hooks
 from tui_lab.core.opening.from_run import load_for_inference
-from tui_lab.core.opening.model_in_hand import hooked
 from tui_lab.ui.screens.steer import SteerScreen, prompt_set
 
 LEARNED = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
@@ -35,7 +34,7 @@ async def test_steering_by_keyboard_matches_the_core(learned_run: Path, tmp_path
     negative = tmp_path / "negative.txt"
     negative.write_text("99999\n88888\n")
     loaded = load_for_inference(LEARNED)
-    vector = steering_vector(hooked(loaded), HOOK, ["11111", "22222"], ["99999", "88888"])
+    vector = steering_vector(loaded, HOOK, ["11111", "22222"], ["99999", "88888"])
     plain_out = generate(loaded.model, loaded.task, TEXT, capture=False).output
     with using_hooks(steering_hooks(HOOK, vector, 2.0)):
         steered_out = generate(loaded.model, loaded.task, TEXT, capture=False).output

@@ -49,9 +49,8 @@ def _reference(site: str, method: str = "exact") -> Any:
     from tui_lab.core.analysis.patching.attribution_patching import attribution_patch
     from tui_lab.core.analysis.patching.patch_pair import ready_pair
     from tui_lab.core.opening.from_run import load_for_inference
-    from tui_lab.core.opening.model_in_hand import hooked
 
-    handle = hooked(load_for_inference(INDUCTION_RUN, "cpu"))
+    handle = load_for_inference(INDUCTION_RUN, "cpu")
     pair = ready_pair(handle, "induction")
     run = activation_patch if method == "exact" else attribution_patch
     return run(handle, pair, site)
@@ -168,7 +167,6 @@ async def test_dla_view_is_bars_of_every_part(tmp_path: Path) -> None:
     from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution
     from tui_lab.core.analysis.patching.patch_pair import ready_pair
     from tui_lab.core.opening.from_run import load_for_inference
-    from tui_lab.core.opening.model_in_hand import hooked
 
     host, pane = _host(INDUCTION_RUN, tmp_path)
     async with host.run_test(size=SIZE) as pilot:
@@ -177,7 +175,7 @@ async def test_dla_view_is_bars_of_every_part(tmp_path: Path) -> None:
         await pilot.press("d")
         assert host.query_one("#patch-dla-scroll").display
         assert not host.query_one("#patch-map").display
-        handle = hooked(load_for_inference(INDUCTION_RUN, "cpu"))
+        handle = load_for_inference(INDUCTION_RUN, "cpu")
         pair = ready_pair(handle, "induction")
         import torch
 
@@ -229,9 +227,8 @@ async def test_history_stepping_and_the_view_over_training(tmp_path: Path, histo
     from tui_lab.core.analysis.patching.patch_pair import ready_pair
     from tui_lab.core.analysis.patching.patching_history import patch_history
     from tui_lab.core.opening.from_run import load_for_inference
-    from tui_lab.core.opening.model_in_hand import hooked
 
-    handle = hooked(load_for_inference(history_run, "cpu"))
+    handle = load_for_inference(history_run, "cpu")
     want = patch_history(handle, history_run, ready_pair(handle, "induction"), "z")
     assert want.steps == [4, 8, 12]
     host, pane = _host(history_run, tmp_path)
@@ -284,10 +281,9 @@ async def test_an_encoder_decoder_run_patches_by_its_ready_pair(tmp_path: Path, 
     from tui_lab.core.analysis.patching.activation_patching import activation_patch
     from tui_lab.core.analysis.patching.patch_pair import ready_pair
     from tui_lab.core.opening.from_run import load_for_inference
-    from tui_lab.core.opening.model_in_hand import hooked
 
     learned = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
-    handle = hooked(load_for_inference(learned, "cpu"))
+    handle = load_for_inference(learned, "cpu")
     pair = ready_pair(handle)
     host, pane = _host(learned, tmp_path)
     async with host.run_test(size=SIZE) as pilot:
@@ -336,10 +332,9 @@ async def test_an_encoder_decoder_pair_typed_with_its_decoder_input(tmp_path: Pa
     from tui_lab.core.analysis.patching import patch_pair
     from tui_lab.core.analysis.patching.activation_patching import activation_patch
     from tui_lab.core.opening.from_run import load_for_inference
-    from tui_lab.core.opening.model_in_hand import hooked
 
     learned = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
-    handle = hooked(load_for_inference(learned, "cpu"))
+    handle = load_for_inference(learned, "cpu")
     want = activation_patch(handle, patch_pair.make_pair(handle, "31415", "31915", "4", "9", target="31"))
     host, pane = _host(learned, tmp_path)
     async with host.run_test(size=SIZE) as pilot:

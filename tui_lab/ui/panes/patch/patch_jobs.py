@@ -8,11 +8,9 @@ so the pane's worker reports and stops between forward passes.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 Progress = Callable[[int, int], None]
@@ -34,20 +32,11 @@ class PairSource:
 
 
 def private_handle(run: Any) -> Any:
-    """``run`` as a hooked handle on a model of its own: a lab run's model copied whole (it may
-    be training, and history stepping loads other weights into it); a model opened from files
-    shares its weights (they never change here)."""
-    from tui_lab.core.opening.model_handle import opened_from_files
-    from tui_lab.core.opening.model_in_hand import hooked
-    from tui_lab.ui.state.model_copies import settled, shared_clone
+    """``run`` as a model in hand of its own (``model_copies.private_in_hand``: a lab run's
+    model copied whole, a model opened from files sharing its weights)."""
+    from tui_lab.ui.state.model_copies import private_in_hand
 
-    if opened_from_files(run):
-        model = shared_clone(settled(run).model)
-    else:
-        model = copy.deepcopy(run.model)
-    device = next(model.parameters()).device
-    return hooked(SimpleNamespace(model=model, task=run.task, config=run.config,
-                                  card=getattr(run, "card", None), device=device))
+    return private_in_hand(run)
 
 
 def ready_names(handle: Any) -> list[str]:
@@ -136,12 +125,7 @@ def patch_over_history(handle: Any, run_dir: Path, pair: Any, site: str, method:
     """``site`` patched at every snapshot of ``run_dir`` (``HistoryPatching``), on a copy of
     the handle's model (the handle keeps its own weights)."""
     from tui_lab.core.analysis.patching.patching_history import patch_history
-    from tui_lab.core.opening.model_in_hand import hooked
-
-    model = copy.deepcopy(handle.model)
-    travelled = hooked(SimpleNamespace(model=model, task=handle.task, config=handle.config,
-                                       card=handle.card, device=handle.device))
-    return patch_history(travelled, run_dir, pair, site, method=method,
+    return patch_history(handle.private_copy(), run_dir, pair, site, method=method,
                          progress=progress, cancelled=cancelled)
 
 
