@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
@@ -21,13 +21,32 @@ from tui_lab.core.sae.errors import SAEError
 from tui_lab.core.sae.metrics import LogitsUnder, Replacement
 from tui_lab.core.sae.sae import SparseAutoencoder
 
+if TYPE_CHECKING:
+    from tui_lab.core.config.lab_config import LabConfig
+    from tui_lab.core.model.hook_points import HookFn
+    from tui_lab.core.tasks.protocol import Task
+
 
 class HookedLike(Protocol):
-    """What this module needs of a model handle (``tui_lab.core.open_model``'s has it)."""
+    """What the SAE code needs of a model in hand (``tui_lab.core.open_model``'s ``ModelInHand``)."""
 
-    def run_with_cache(self, text_or_ids: Any, names: Any = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
+    config: LabConfig
+    task: Task
 
-    def run_with_hooks(self, text_or_ids: Any, hooks: Any = ()) -> torch.Tensor: ...
+    @property
+    def decoder_only(self) -> bool: ...
+
+    def hook_names(self) -> list[str]: ...
+
+    def to_tokens(self, text: str) -> torch.Tensor: ...
+
+    def run_with_cache(
+        self, text_or_ids: torch.Tensor, names: list[str]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
+
+    def run_with_hooks(
+        self, text_or_ids: torch.Tensor, hooks: list[tuple[str, HookFn]], *, target: torch.Tensor | None = None
+    ) -> torch.Tensor: ...
 
 
 def flat_site(act: torch.Tensor) -> torch.Tensor:
@@ -47,7 +66,7 @@ def site_width(model: HookedLike, hook: str, sample: torch.Tensor) -> int:
     """The width d of the activations at ``hook`` (one forward on ``sample``). An
     encoder-decoder reads the text in its encoder: its decoder's hooks (which would see
     only its start token) are refused in one line."""
-    if hook.startswith(("decoder.", "decoder_final_ln.")) and not getattr(model, "decoder_only", True):
+    if hook.startswith(("decoder.", "decoder_final_ln.")) and not model.decoder_only:
         raise SAEError(f"{hook}: an encoder-decoder reads the text in its encoder; "
                        "train at an encoder.{L} hook (its decoder would see only its start token)")
     with torch.no_grad():
@@ -122,7 +141,7 @@ class ScoredText:
     shift: int
 
 
-def scored_text(model: Any, ids: torch.Tensor, steps: int = 32) -> ScoredText:
+def scored_text(model: HookedLike, ids: torch.Tensor, steps: int = 32) -> ScoredText:
     """A decoder-only model predicts each next token; an encoder-only one each token at its
     own place (its MLM head reading the unmasked text); an encoder-decoder, which has no
     target text, its own greedy output of ``steps`` tokens for each window, teacher-forced."""
@@ -133,7 +152,7 @@ def scored_text(model: Any, ids: torch.Tensor, steps: int = 32) -> ScoredText:
         return ScoredText(ids, None, ids, 1)
     task = model.task
     target = torch.full((ids.size(0), 1), int(task.decoder_start_id), device=ids.device)
-    banned = list(getattr(task, "banned_ids", ()))
+    banned = list(task.banned_ids)
     with torch.no_grad():
         for _ in range(max(1, min(steps, int(config.max_len) - 1))):
             logits = model.run_with_hooks(ids, hooks=[], target=target)[:, -1].float()

@@ -104,7 +104,7 @@ def load_checkpoint(folder: Path, device: torch.device | str = "cpu") -> tuple[
     return sae, optimizer, activity, state
 
 
-def append_record(folder: Path, record: dict[str, Any]) -> None:
+def append_record(folder: Path, record: dict[str, object]) -> None:
     """Append one event to ``metrics.jsonl`` (a line at a time, so a crash loses at most one)."""
     with open(folder / METRICS_FILE, "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")

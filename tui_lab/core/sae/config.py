@@ -13,7 +13,6 @@ Both are read here. Kept free of torch so naming and checking a folder is cheap.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from tui_lab.core.sae.errors import SAEError
 
@@ -37,10 +36,10 @@ class SAEMetadata:
     model_name: str | None = None
     context_size: int | None = None
     prepend_bos: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"sae_lens_version": FORMAT_VERSION, **self.extra}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"sae_lens_version": FORMAT_VERSION, **self.extra}
         out.update(hook_name=self.hook_name, model_name=self.model_name,
                    context_size=self.context_size, prepend_bos=self.prepend_bos)
         return out
@@ -88,9 +87,9 @@ class SAEConfig:
             if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.d_sae:
                 raise SAEError(f"{where}: topk needs k between 1 and d_sae={self.d_sae}, got {k!r}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """``cfg.json``'s content, as SAELens's ``SAE.load_from_disk`` reads it."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "architecture": self.architecture,
             "d_in": self.d_in,
             "d_sae": self.d_sae,
@@ -107,12 +106,12 @@ class SAEConfig:
         return out
 
 
-def config_from_dict(raw: Any, where: str = "cfg.json") -> SAEConfig:
+def config_from_dict(raw: object, where: str = "cfg.json") -> SAEConfig:
     """The SAEConfig of a parsed ``cfg.json`` in SAELens's 6.x or older layout; SAEError if not one."""
     if not isinstance(raw, dict):
         raise SAEError(f"{where}: expected a JSON object, got {type(raw).__name__}")
     metadata_block = raw.get("metadata")
-    nested: dict[str, Any] = metadata_block if isinstance(metadata_block, dict) else {}
+    nested: dict[str, object] = metadata_block if isinstance(metadata_block, dict) else {}
     # Older files keep metadata at the top level; the nested block wins where both exist.
     flat = {**raw, **nested}
     if "hook_name" not in flat and "hook_point" in flat:

@@ -7,7 +7,6 @@ held-out set can be larger than memory.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import torch
 
@@ -48,7 +47,7 @@ class ReconstructionStats:
 
 @torch.no_grad()
 def evaluate_sae(sae: SparseAutoencoder, activations: Iterable[torch.Tensor], tokens: int,
-                 ce: CELosses | None = None) -> dict[str, Any]:
+                 ce: CELosses | None = None) -> dict[str, object]:
     """The metrics of ``sae`` over the first ``tokens`` rows of ``activations`` (..., d_in) batches."""
     stats = ReconstructionStats(sae.cfg.d_in, sae.cfg.d_sae)
     for batch in activations:
@@ -57,7 +56,7 @@ def evaluate_sae(sae: SparseAutoencoder, activations: Iterable[torch.Tensor], to
         stats.add(x, sae.decode(f), f)
         if stats.n >= tokens:
             break
-    out: dict[str, Any] = {**stats.metrics(), "tokens": stats.n}
+    out: dict[str, object] = {**stats.metrics(), "tokens": stats.n}
     out["ce_loss_recovered"] = None if ce is None else ce.recovered
     if ce is not None:
         out.update(ce_clean=ce.clean, ce_zero_ablated=ce.zero_ablated, ce_reconstructed=ce.reconstructed)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class SAEStepEvent:
 
     kind = "step"
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         out = {"kind": self.kind, **asdict(self)}
         out.update(out.pop("extra"))
         return out
@@ -43,7 +42,7 @@ class SAECheckpointEvent:
 
     kind = "checkpoint"
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         return {"kind": self.kind, **asdict(self)}
 
 
@@ -58,7 +57,7 @@ class SAEEndEvent:
 
     kind = "end"
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         return {"kind": self.kind, **asdict(self)}
 
 

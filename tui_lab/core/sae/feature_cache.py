@@ -21,7 +21,6 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -57,7 +56,7 @@ def cache_dir() -> Path:
     return cache_root() / "sae-features"
 
 
-def _hash_tensors(h: Any, tensors: Mapping[str, torch.Tensor]) -> None:
+def _hash_tensors(h: hashlib._Hash, tensors: Mapping[str, torch.Tensor]) -> None:
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())

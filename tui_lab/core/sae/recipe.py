@@ -12,7 +12,7 @@ loss recovered on a few held-out windows.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -23,12 +23,16 @@ from tui_lab.core.sae.defaults import BATCH, LR, TOKENS
 from tui_lab.core.sae.sae import SparseAutoencoder
 from tui_lab.core.sae.settings import TrainSettings
 
+if TYPE_CHECKING:
+    from tui_lab.core.sae.activations import HookedLike
+    from tui_lab.core.sae.metrics import CELosses
+
 HELD_OUT = 0.1  # the share of a text file kept out of training
 CE_WINDOWS = 8  # held-out windows CE loss recovered is measured on
 PASS_TOKENS = 4096  # tokens per forward pass when reading activations
 
 
-def read_texts(model: Any, path: str | None, name: str) -> tuple[str, str]:
+def read_texts(model: HookedLike, path: str | None, name: str) -> tuple[str, str]:
     """(training text, held-out text): the file at ``path`` split 90/10, else the model's own
     split; LabError (one line) when the file cannot be read or the model ``name`` has no text."""
     if path:
@@ -50,7 +54,7 @@ def rows_per_pass(windows: torch.Tensor) -> int:
     return max(1, PASS_TOKENS // windows.shape[1])
 
 
-def last_resid(model: Any) -> str:
+def last_resid(model: HookedLike) -> str:
     """The residual stream after the model's last block (an encoder-decoder's: its encoder's,
     which reads the text)."""
     names = [n for n in model.hook_names() if n.endswith("hook_resid_post")
@@ -60,7 +64,7 @@ def last_resid(model: Any) -> str:
     return str(names[-1])
 
 
-def ce_scorer(model: Any, hook: str, held_out: torch.Tensor) -> Callable[[SparseAutoencoder], Any]:
+def ce_scorer(model: HookedLike, hook: str, held_out: torch.Tensor) -> Callable[[SparseAutoencoder], CELosses]:
     """CE clean, zero-ablated and reconstructed (``CELosses``) of an SAE at ``hook`` on the
     first CE_WINDOWS held-out windows (their clean run read once, here)."""
     from tui_lab.core.sae.activations import logits_under, reconstruction, scored_text
@@ -68,17 +72,17 @@ def ce_scorer(model: Any, hook: str, held_out: torch.Tensor) -> Callable[[Sparse
 
     scored = scored_text(model, held_out[:CE_WINDOWS])
 
-    def score(sae: SparseAutoencoder) -> Any:
+    def score(sae: SparseAutoencoder) -> CELosses:
         return ce_losses(logits_under(model, scored.ids, hook, scored.target), scored.tokens,
                          reconstruction(sae), scored.shift)
 
     return score
 
 
-def text_windows(handle: Any, text: str) -> torch.Tensor:
+def text_windows(handle: HookedLike, text: str) -> torch.Tensor:
     """The text's ids cut into (n, T) windows of the model's context (at most 128 tokens)."""
     limit = int(handle.config.model.max_len or 128)
-    block = getattr(handle.config.task, "block_size", None) or limit
+    block = handle.config.task.block_size or limit
     return token_windows(handle.to_tokens(text)[0].cpu(), max(2, min(128, block, limit)))
 
 

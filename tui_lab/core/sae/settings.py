@@ -70,11 +70,11 @@ class TrainSettings:
         return Coefficients(l1=self.l1_coefficient * ramp, l0=self.l0_coefficient * ramp,
                             aux_k=self.aux_k_coefficient)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> TrainSettings:
+    def from_dict(cls, raw: dict[str, Any]) -> TrainSettings:  # its keys become the keyword arguments
         """Settings from a checkpoint's record, ignoring keys this version does not know."""
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in known})
