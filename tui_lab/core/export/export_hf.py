@@ -16,9 +16,10 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import save_file
@@ -30,6 +31,9 @@ from tui_lab.core.export.export_tokenizer import (
     write_vocab_tokenizer,
 )
 from tui_lab.core.export.export_weights import adapt, invert
+
+if TYPE_CHECKING:
+    from tui_lab.core.tasks.vocab import Vocab
 from tui_lab.core.model.models import DecoderOnly, build_run_model
 from tui_lab.core.pretrained.build import build_pretrained
 from tui_lab.core.pretrained.errors import PretrainedError
@@ -119,7 +123,7 @@ def _check_out(out: Path) -> None:
         raise ExportError(f"{out}: already exists; choose another --out or remove it")
 
 
-def _run_model(folder: RunFolder, at_step: int | None) -> tuple[DecoderOnly, Any, Path | None]:
+def _run_model(folder: RunFolder, at_step: int | None) -> tuple[DecoderOnly, Vocab | None, Path | None]:
     """(the run's model in eval mode on the CPU, its lab vocabulary or None, its tokenizer folder or None)."""
     config = folder.preset_config
     vocab = tokenizer_dir = None
@@ -190,5 +194,5 @@ def _self_check(model: DecoderOnly, folder: Path) -> float:
     return diff
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: Path, data: Mapping[str, object]) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
 from tokenizers.models import BPE, WordLevel
@@ -60,7 +60,7 @@ def write_vocab_tokenizer(vocab: Vocab, folder: Path, context: int) -> list[str]
     """tokenizer.json, tokenizer_config.json and special_tokens_map.json into ``folder``."""
     vocab_tokenizer(vocab).save(str(folder / "tokenizer.json"))
     specials = dict(zip(_NAMES, SPECIALS, strict=True))
-    config: dict[str, Any] = {
+    config: dict[str, object] = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         **specials,
         "model_max_length": context,
@@ -83,5 +83,5 @@ def copy_tokenizer(source: Path, folder: Path) -> list[str]:
     return copied
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: Path, data: Mapping[str, object]) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -13,11 +13,13 @@ import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import torch
 
 from tui_lab.core.errors import LabError
+
+B = TypeVar("B")  # a batch: whatever holds src, tgt_in and tgt_out tensors
 
 
 class DeviceError(LabError):
@@ -213,7 +215,7 @@ def bulk_threads(busy: bool = False) -> contextlib.AbstractContextManager[int]:
     return threads_set_to(1 if busy else 0)
 
 
-def to_device(batch: Any, device: torch.device) -> Any:
+def to_device(batch: B, device: torch.device) -> B:
     """Move a batch's ``src``, ``tgt_in`` and ``tgt_out`` tensors to ``device`` (in place)."""
     if device.type == "cpu":
         return batch

@@ -73,7 +73,7 @@ class ParamReport:
     non_embedding: int = 0
     train_bytes: int = 0
     context_len: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
     def groups(self) -> dict[str, int]:
         """Parameter count per group, in row order."""
@@ -82,7 +82,7 @@ class ParamReport:
             out[row.group] = out.get(row.group, 0) + row.params
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready: ``{"total": n, "rows": [{"name", "params", "group", "note"}], ...}``."""
         data = asdict(self)
         data.pop("extra")
