@@ -3,7 +3,7 @@
 The names other code relies on are reachable from here, imported on first use:
 ``import tui_lab.core`` loads no torch until one of them is asked for. Each
 lives in the subpackage of its concept (``config``, ``model``, ``tasks``,
-``runs``, ``decoding``, ``training``, ``hooked``, ``analysis``, ``sweeps``).
+``runs``, ``opening``, ``decoding``, ``training``, ``analysis``, ``verbs``, ...).
 """
 
 from __future__ import annotations
