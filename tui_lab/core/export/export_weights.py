@@ -26,7 +26,7 @@ import torch
 
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.model.models import DecoderOnly
-from tui_lab.core.model.positions import sinusoid_table
+from tui_lab.core.model.positions import SinusoidalPositions, sinusoid_table
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.common import Family
 from tui_lab.core.pretrained.families.writer import Layout
@@ -51,9 +51,8 @@ def adapt(model: DecoderOnly, target: ModelConfig) -> State:
         if source.positional == "learned":
             out["pos.weight"] = state["pos.weight"]
         else:  # the sinusoids the lab adds, as rows of a table
-            table = getattr(model.pos, "pe", None)
-            if not isinstance(table, torch.Tensor):
-                table = sinusoid_table(source.max_len, source.d_model)
+            pos = model.pos
+            table = pos.pe if isinstance(pos, SinusoidalPositions) else sinusoid_table(source.max_len, source.d_model)
             out["pos.weight"] = table[: source.max_len].to(embed.dtype)
     ratio = _scale(source) / _scale(target)
     group = target.kv_heads // source.kv_heads

@@ -153,9 +153,8 @@ class Block(nn.Module):
     def hook_prefix(self, prefix: str) -> None:
         self._prefix = prefix
         self.self_attn.hook_prefix = prefix + "attn."
-        cross = getattr(self, "cross_attn", None)
-        if isinstance(cross, MultiHeadAttention):
-            cross.hook_prefix = prefix + "cross_attn."
+        if isinstance(self, CrossAttentionBlock):
+            self.cross_attn.hook_prefix = prefix + "cross_attn."
         if self.ff is not None:
             self.ff.hook_prefix = prefix + "mlp."
 

@@ -25,6 +25,7 @@ from tui_lab.core.model.models import DecoderOnly, EncoderDecoder
 from tui_lab.core.model.positions import RotaryEmbedding, SinusoidalPositions, sinusoid_table
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families import family_for
+from tui_lab.core.pretrained.files import TensorSource
 from tui_lab.core.pretrained.relayout import lay_out
 
 
@@ -64,7 +65,7 @@ def build_pretrained(
         model.lm_head.weight = model.tgt_embed.weight
     _real_buffers(model, model_config)
     if lay_out_now:
-        lay_out(model, getattr(tensors, "release", None))
+        lay_out(model, tensors.release if isinstance(tensors, TensorSource) else None)
     return model_config, model.eval()
 
 

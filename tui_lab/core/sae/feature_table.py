@@ -199,14 +199,13 @@ def build_feature_table(sae: SparseAutoencoder, windows: torch.Tensor, activatio
 def unembedding(model: nn.Module) -> torch.Tensor | None:
     """(d_model, V): the output head's weight, with the final norm's scale folded in
     (as TransformerLens folds it); None for a model with no ``lm_head``."""
-    head = getattr(model, "lm_head", None)
-    weight = getattr(head, "weight", None)
+    # By name, tied weights included (lm_head.weight may be tgt_embed.weight).
+    state = model.state_dict(keep_vars=True)
+    weight = state.get("lm_head.weight")
     if not isinstance(weight, torch.Tensor):
         return None
     w_u = weight.detach().T.float()  # (d_model, V)
-    stack = getattr(model, "decoder", None)
-    norm = getattr(stack, "norm", None)
-    scale = getattr(norm, "weight", None)
+    scale = state.get("decoder.norm.weight")
     if isinstance(scale, torch.Tensor) and scale.shape == w_u.shape[:1]:
         w_u = scale.detach().float()[:, None] * w_u
     return w_u

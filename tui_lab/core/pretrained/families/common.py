@@ -18,6 +18,7 @@ from tui_lab.core.config.error import ConfigError
 from tui_lab.core.config.model_values import ModelValues
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.pretrained.errors import PretrainedError
+from tui_lab.core.pretrained.files import TensorSource
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE
 
 if TYPE_CHECKING:
@@ -115,8 +116,8 @@ class Weights:
         self.prefix = next((p for p in prefixes if p + probe in tensors), prefixes[0])
 
     def file_of(self, name: str) -> str:
-        finder = getattr(self.tensors, "tensor_file", None)
-        return str(finder(name)) if callable(finder) else "the weights"
+        tensors = self.tensors
+        return str(tensors.tensor_file(name)) if isinstance(tensors, TensorSource) else "the weights"
 
     def get(self, name: str, shape: tuple[int, ...], top_level: bool = False) -> torch.Tensor:
         """Tensor ``name`` (under the prefix unless ``top_level``), of exactly ``shape``."""
