@@ -27,8 +27,7 @@ class DeviceError(LabError):
 
 
 def _mps_available() -> bool:
-    mps = getattr(torch.backends, "mps", None)
-    return bool(mps is not None and mps.is_available())
+    return bool(torch.backends.mps.is_available())
 
 
 def choose_device(name: str) -> torch.device:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import torch
 from torch import nn
@@ -112,21 +111,30 @@ def _row_of(name: str) -> tuple[str, str]:
     return ".".join(parts[:-1]) or name, "other"
 
 
+@dataclass
+class _Tally:
+    """One row's count as the parameters are walked."""
+
+    params: int
+    group: str
+    note: str = ""
+
+
 def report_for_model(model: nn.Module, context_len: int) -> ParamReport:
     """Breakdown of an already built model (real or on the meta device)."""
-    rows: dict[str, list[Any]] = {}  # row name -> [params, group, note]
+    rows: dict[str, _Tally] = {}
     owner: dict[int, str] = {}  # id(tensor) -> first parameter name
     for name, p in model.named_parameters(remove_duplicate=False):
         row, group = _row_of(name)
-        entry = rows.setdefault(row, [0, group, ""])
+        entry = rows.setdefault(row, _Tally(0, group))
         if id(p) in owner:
-            if not entry[0]:
+            if not entry.params:
                 verb = "shared with" if row.endswith("embed") else "tied to"
-                entry[2] = f"{verb} {owner[id(p)]}"
+                entry.note = f"{verb} {owner[id(p)]}"
             continue
         owner[id(p)] = name
-        entry[0] += p.numel()
-    out_rows = tuple(ParamRow(name, n, group, note) for name, (n, group, note) in rows.items())
+        entry.params += p.numel()
+    out_rows = tuple(ParamRow(name, t.params, t.group, t.note) for name, t in rows.items())
     total = sum(r.params for r in out_rows)
 
     embedding = sum(r.params for r in out_rows if r.group == "embeddings")

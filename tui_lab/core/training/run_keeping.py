@@ -8,7 +8,7 @@ checksummed), and nothing is written without a run folder (``out_dir`` None).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -71,7 +71,7 @@ class RunKeeping:
             return None
         return max(MAX_BYTES, REAL_MODEL_SNAPSHOTS * snapshot_bytes(self.model))
 
-    def _record_end(self, end: dict[str, Any] | None) -> None:
+    def _record_end(self, end: dict[str, object] | None) -> None:
         if self.out_dir is not None:
             try:
                 checkpoint.record_end(self.out_dir, end)
@@ -122,7 +122,7 @@ class RunKeeping:
     def _emit(self, event: Event) -> None:
         self.on_event(event)
 
-    def _metric(self, record: dict[str, Any]) -> None:
+    def _metric(self, record: dict[str, object]) -> None:
         if self.out_dir is not None:
             append_metrics(self.out_dir, record)
 
