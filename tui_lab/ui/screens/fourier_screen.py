@@ -10,7 +10,6 @@ jumps. ``]`` past the last snapshot is the run's model now.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,15 +103,15 @@ class FourierScreen(Screen[None]):
         """Load the snapshot's weights (or take the live model) and take its spectrum (thread)."""
         from tui_lab.core.analysis.lenses.embedding_fourier import model_spectrum
         from tui_lab.core.tasks import make_task
+        from tui_lab.ui.state.model_copies import model_to_read
 
         try:
             if self._modular_task is None:
                 self._modular_task = make_task(self.lab_run.config.task)
-            live = self.lab_run.model
             if step is None or self.run_dir is None:
-                model = copy.deepcopy(live) if self.training else live
+                model, _ = model_to_read(self.lab_run, self.training)
             else:
-                model = self.travel.snapshot_model(self.run_dir, step, live)
+                model = self.travel.snapshot_model(self.run_dir, step, self.lab_run.model)
             spec = model_spectrum(model, self._modular_task)
         except Exception as exc:  # noqa: BLE001 - say it on the screen, never crash the lab
             self.post_message(self.Shown(index, None, one_line(exc)))

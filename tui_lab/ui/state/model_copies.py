@@ -38,6 +38,12 @@ def shared_clone(model: nn.Module) -> nn.Module:
     return copy.deepcopy(model, memo)
 
 
+def model_to_read(run: ModelHandle, training: bool) -> tuple[nn.Module, bool]:
+    """(the model a decode reads, whether it is a copy of its own): a run in training
+    copied (the trainer steps its weights meanwhile), any other the model itself."""
+    return (copy.deepcopy(run.model), True) if training else (run.model, False)
+
+
 def in_hand(run: ModelHandle) -> ModelInHand:
     """``run`` as a model in hand, its model shared as it is: one already in hand unchanged,
     a run in training seen through its hook points (for reading its hook names)."""

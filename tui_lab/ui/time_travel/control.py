@@ -123,15 +123,13 @@ class TimeTravelControl(Hosted):
         started: float,
     ) -> None:
         """Load ``step``'s weights into the lab's copy and decode ``text`` again (thread)."""
-        import copy
-
         from tui_lab.ui.state.decoding import decode_text
+        from tui_lab.ui.state.model_copies import model_to_read
 
         travel, ablation = self.host.state.travel, self.host.state.ablation
         try:
             if step is None:  # back to the live model, as the Decode pane would use it
-                model = copy.deepcopy(run.model) if training else run.model
-                private = training
+                model, private = model_to_read(run, training)
             else:
                 # A copy of the travel model: heads switched off here never stick to it.
                 model, private = travel.snapshot_model(run_dir, step, run.model), True
