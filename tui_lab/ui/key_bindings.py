@@ -51,7 +51,7 @@ FORM: list[BindingType] = [
     Binding("left", "cycle(-1)", "Previous choice", show=False, id="form.previous_choice"),
     Binding("right", "cycle(1)", "Next choice", show=False, id="form.next_choice"),
     Binding(
-        "escape", "leave", "Close the list, or stop editing (1-5, q work)", show=False,
+        "escape", "leave", "Close the list, or stop editing (the pane keys and q work again)", show=False,
         id="form.leave",
     ),
 ]

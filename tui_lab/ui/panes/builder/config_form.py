@@ -6,7 +6,7 @@ visible widget on each full repaint: showing the Build pane while a model
 trained took twice as long as any other pane.
 
 Keys: ↑↓ (or tab) move between fields. On a number, typing edits it, and escape
-leaves the field so that 1-5 and q work again; enter resumes editing. On a
+leaves the field so that the pane keys and q work again; enter resumes editing. On a
 choice, ←→ cycle and enter opens the list of choices; on a switch, space or
 enter toggles it.
 """
@@ -180,7 +180,7 @@ class ConfigForm(LineView, can_focus=True):
                 self.redraw_lines({i for i, line in enumerate(self._lines) if line.field in (old, index)})
             else:
                 self._changed()
-            self.refresh_bindings()  # whether 1-5 and q type or switch depends on the field
+            self.refresh_bindings()  # whether the pane keys and q type or switch depends on the field
         self._announce()
         self.call_after_refresh(self._scroll_to_cursor)
 
@@ -227,7 +227,7 @@ class ConfigForm(LineView, can_focus=True):
     # ---- keys and mouse -------------------------------------------------------------
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
-        """While a number is edited, printable keys type (so 1-5 and q are not bindings)."""
+        """While a number is edited, printable keys type (so the pane keys and q are not bindings)."""
         return self.in_text and character is not None and character.isprintable()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -351,7 +351,7 @@ class ConfigForm(LineView, can_focus=True):
             self._changed(report=True)
 
     def action_leave(self) -> None:
-        """Escape: close an open choice list, else stop editing (1-5 switch panes again)."""
+        """Escape: close an open choice list, else stop editing (the pane keys switch panes again)."""
         if self.choosing is not None:
             self.choosing = None
             self._changed()
