@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from tui_lab import __version__
 
@@ -43,8 +44,21 @@ from .shared import PROG, print_error
 COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, dla, trace, steer, sae, serve, export)
 
 
+class UsageError(Exception):
+    """A command line argparse refused (an unknown option, a value of the wrong type)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose mistakes are one line, like every other refusal: argparse would
+    print the usage lines first. Subparsers are made of the same class
+    (``add_subparsers`` takes the parent's), so ``sae train`` and the rest are too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=PROG,
         description="Build, train and look inside small Transformer models from a terminal.",
     )
@@ -57,7 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print_error(exc)
+        return 2
     from tui_lab.core.errors import LabError
 
     try:
