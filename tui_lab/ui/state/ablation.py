@@ -133,7 +133,7 @@ class AblationState:
         """Each head's mean output over the task's held-out probe pairs (once per model and step);
         for a real model (no task to draw pairs from), over ``text`` (once per text)."""
         real = opened_from_files(run)
-        key = (id(run), getattr(run, "step", None), text if real else None)
+        key = (id(run), run.step, text if real else None)
         with self._lock:
             if self._means is not None and self._means[0] == key:
                 return self._means[1]
