@@ -16,7 +16,7 @@ import mmap
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -31,7 +31,12 @@ from tui_lab.core.pretrained.hf_files import (
 )
 from tui_lab.core.pretrained.source import weight_map_of
 from tui_lab.core.runs.run_files import RunError
-from tui_lab.core.runs.safetensors_check import open_regular, safetensors_layout
+from tui_lab.core.runs.safetensors_check import (
+    TensorEntry,
+    open_regular,
+    safetensors_layout,
+    tensor_entries,
+)
 
 if TYPE_CHECKING:
     from tui_lab.core.pretrained.widening import Widened
@@ -216,13 +221,12 @@ def _map_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], mmap.mmap]:
     if len(buffer) < start:
         raise PretrainedError(f"{path}: changed while it was read; {_REMEDY}")
     tensors: dict[str, torch.Tensor] = {}
-    for name, info in header.items():
-        if name != "__metadata__":
-            tensors[name] = _view(path, buffer, start, name, info)
+    for name, info in tensor_entries(header).items():
+        tensors[name] = _view(path, buffer, start, name, info)
     return tensors, buffer
 
 
-def _view(path: Path, buffer: mmap.mmap, start: int, name: str, info: dict[str, Any]) -> torch.Tensor:
+def _view(path: Path, buffer: mmap.mmap, start: int, name: str, info: TensorEntry) -> torch.Tensor:
     """Tensor ``name`` of the header as a view of ``buffer`` (no copy), its size checked."""
     raw = info.get("dtype")
     dtype = _DTYPES.get(raw) if isinstance(raw, str) else None
@@ -233,10 +237,11 @@ def _view(path: Path, buffer: mmap.mmap, start: int, name: str, info: dict[str, 
         )
     shape = info["shape"]
     begin, end = info["data_offsets"]
-    if not all(isinstance(d, int) and d >= 0 for d in shape):
+    dims = [d for d in shape if isinstance(d, int) and d >= 0]
+    if len(dims) != len(shape):
         raise PretrainedError(f"{path}: tensor {name} has a bad shape {shape}; {_REMEDY}")
     count = 1
-    for d in shape:
+    for d in dims:
         count *= d
     itemsize = torch.empty((), dtype=dtype).element_size()
     if not 0 <= begin <= end or end - begin != count * itemsize or start + end > len(buffer):
@@ -245,9 +250,9 @@ def _view(path: Path, buffer: mmap.mmap, start: int, name: str, info: dict[str, 
             f"{_REMEDY}"
         )
     if count == 0:  # frombuffer refuses an empty view
-        return torch.empty(shape, dtype=dtype)
+        return torch.empty(dims, dtype=dtype)
     flat = torch.frombuffer(buffer, dtype=dtype, count=count, offset=start + begin)
-    return flat.view(shape)
+    return flat.view(dims)
 
 
 def _load_torch(path: Path) -> tuple[dict[str, torch.Tensor], None]:

@@ -26,17 +26,24 @@ import mmap
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.hf_files import SAFETENSORS_FILE, SAFETENSORS_INDEX
 from tui_lab.core.pretrained.source import resolve_source, weight_map_of
-from tui_lab.core.runs.safetensors_check import open_regular, safetensors_layout
+from tui_lab.core.runs.safetensors_check import (
+    TensorEntry,
+    open_regular,
+    safetensors_layout,
+    tensor_entries,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
 HALF = ("BF16", "F16")  # safetensors' names of the dtypes widened here
+# A tensor's (data offsets, name, entry) in its file's header.
+Entry = tuple[list[int], str, TensorEntry]
 
 
 @dataclass
@@ -99,7 +106,7 @@ def widen_file(path: Path, into: Widened) -> None:
 
     header, start = safetensors_layout(path, follow_symlinks=True)
     entries = sorted(
-        ((info["data_offsets"], name, info) for name, info in header.items() if name != "__metadata__"),
+        ((info["data_offsets"], name, info) for name, info in tensor_entries(header).items()),
         key=lambda e: e[0][0],
     )
     with open_regular(path, follow_symlinks=True) as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as file:
@@ -117,12 +124,20 @@ def widen_file(path: Path, into: Widened) -> None:
             del halves  # the file's mapping closes only once nothing views it
             into.buffers.append(out_map)
             for (lo, hi), name, info in run:
-                into.arrays[name] = (path, out[(lo - begin) // 2:(hi - begin) // 2].reshape(info["shape"]))
+                into.arrays[name] = (path, out[(lo - begin) // 2:(hi - begin) // 2].reshape(_dims(info)))
 
 
-def _runs(entries: list[tuple[Any, str, dict[str, Any]]]) -> list[list[tuple[Any, str, dict[str, Any]]]]:
+def _dims(info: TensorEntry) -> list[int]:
+    """The entry's shape; ValueError (the widening gives up) when a dim is not a whole number."""
+    dims = [d for d in info["shape"] if isinstance(d, int)]
+    if len(dims) != len(info["shape"]):
+        raise ValueError(f"a bad shape {info['shape']}")
+    return dims
+
+
+def _runs(entries: list[Entry]) -> list[list[Entry]]:
     """The half-precision entries grouped in runs of one dtype lying back to back."""
-    runs: list[list[tuple[Any, str, dict[str, Any]]]] = []
+    runs: list[list[Entry]] = []
     for entry in entries:
         (lo, hi), _, info = entry
         kind = info.get("dtype")

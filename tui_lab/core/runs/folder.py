@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from tui_lab.core.config.lab_config import ConfigError, LabConfig, from_dict
 from tui_lab.core.config.strict_yaml import parse_yaml
@@ -185,7 +184,7 @@ class RunFolder:
         return self.path / WEIGHTS_FILE
 
     @cached_property
-    def weights_header(self) -> dict[str, Any]:
+    def weights_header(self) -> dict[str, object]:
         """The checked safetensors header of ``model.safetensors`` (read on first use)."""
         path = self.weights_path
         if not path.exists() and not path.is_symlink():  # a FIFO or symlink there is refused by name

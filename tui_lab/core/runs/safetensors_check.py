@@ -22,7 +22,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, TypedDict, cast
 
 from tui_lab.core.runs.run_files import CONFIG_FILE, RunError, reason
 
@@ -68,14 +68,14 @@ def open_regular(path: Path, follow_symlinks: bool = False) -> IO[bytes]:
     return os.fdopen(fd, "rb")
 
 
-def read_safetensors_header(path: Path) -> dict[str, Any]:
+def read_safetensors_header(path: Path) -> dict[str, object]:
     """Parse and check a safetensors header by hand, without loading any tensor."""
     return safetensors_layout(path)[0]
 
 
 def safetensors_layout(
     path: Path, follow_symlinks: bool = False, remedy: str = "train again"
-) -> tuple[dict[str, Any], int]:  # entries checked as far as the file's layout
+) -> tuple[dict[str, object], int]:
     """The checked header of a safetensors file, and the offset where its tensors' bytes begin.
 
     ``remedy`` ends the messages of a damaged file (a run's: train again; a
@@ -129,6 +129,20 @@ def safetensors_layout(
     return header, 8 + n
 
 
+class TensorEntry(TypedDict):
+    """A tensor's header entry once ``safetensors_layout`` has checked it: two whole-number
+    data offsets and a shape list (its dims and the dtype are the reader's to check)."""
+
+    dtype: object
+    shape: list[object]
+    data_offsets: list[int]
+
+
+def tensor_entries(header: dict[str, object]) -> dict[str, TensorEntry]:
+    """The tensors' entries of a header ``safetensors_layout`` returned (``__metadata__`` left out)."""
+    return {name: cast(TensorEntry, info) for name, info in header.items() if name != "__metadata__"}
+
+
 def metadata(header: dict[str, object]) -> dict[str, object]:
     """The header's ``__metadata__`` (empty when absent or not a mapping)."""
     meta = header.get("__metadata__")
@@ -175,10 +189,10 @@ def _tensor_key(t: torch.Tensor) -> tuple[object, ...]:
     return (t.device.type, t.device.index, ptr, t.storage_offset(), tuple(t.shape), t.stride())
 
 
-def check_names_and_shapes(path: Path, header: dict[str, Any], model: nn.Module) -> None:
+def check_names_and_shapes(path: Path, header: dict[str, object], model: nn.Module) -> None:
     """Refuse weights whose names or shapes differ from ``model``'s, naming the first culprit."""
     expected = model.state_dict()
-    saved = {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+    saved = {k: tuple(v["shape"]) for k, v in tensor_entries(header).items()}
     groups: dict[tuple[object, ...], list[str]] = {}
     for name, tensor in expected.items():
         groups.setdefault(_tensor_key(tensor), []).append(name)
