@@ -19,19 +19,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.pretrained.hf_files import TOKENIZER_FILES
 from tui_lab.core.runs.atomic import atomic_write_bytes, atomic_write_text
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.run_files import RunDir, RunError, reason
 from tui_lab.core.tasks import make_task
+from tui_lab.core.tasks.base import TaskBase
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.model_card import ModelCard
 
 SOURCE_FILE = "source.json"
 TOKENIZER_DIR = "tokenizer"
 
 
-def keep_source(run_dir: RunDir, card: Any) -> list[str]:
+def keep_source(run_dir: RunDir, card: ModelCard) -> list[str]:
     """Write ``source.json`` and copy the tokenizer files of the model ``card`` describes
     into the run folder; returns the files copied. RunError (one line) if it cannot."""
     run = Path(run_dir)
@@ -60,7 +64,7 @@ def keep_source(run_dir: RunDir, card: Any) -> list[str]:
     return copied
 
 
-def run_task(folder: RunFolder) -> Any:
+def run_task(folder: RunFolder) -> TaskBase:
     """The task of a run folder: token-lm's through the run's own copy of the tokenizer."""
     config = folder.config
     if config.task.name != "token-lm":

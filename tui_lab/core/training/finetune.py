@@ -152,7 +152,7 @@ def open_finetune(
         return model
 
     run = FineTuneRun(config, out_dir, on_event=on_event, device=device, task=task, model_factory=factory)
-    if run.out_dir is not None:  # rank 0 alone writes
+    if run.out_dir is not None and loaded.card is not None:  # rank 0 alone writes; files always have a card
         keep_source(run.out_dir, loaded.card)
         # config.yaml now, not at the first save: the lab's trainer process reports the
         # run ready before that, and the lab then reads the run's task from its folder.
