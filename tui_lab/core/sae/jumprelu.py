@@ -15,7 +15,7 @@ moves only the thresholds. SAELens's JumpReLU trainer does the same.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 import torch
 
@@ -30,15 +30,23 @@ def _per_feature(grad: torch.Tensor, d_sae: int) -> torch.Tensor:
     return grad.reshape(-1, d_sae).sum(dim=0)
 
 
+class _Context(Protocol):
+    """What the two functions keep on autograd's context between forward and backward."""
+
+    bandwidth: float
+    saved_tensors: tuple[torch.Tensor, ...]
+
+    def save_for_backward(self, *tensors: torch.Tensor) -> None: ...
+
 class _JumpReLU(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, z: torch.Tensor, threshold: torch.Tensor, bandwidth: float) -> torch.Tensor:
+    def forward(ctx: _Context, z: torch.Tensor, threshold: torch.Tensor, bandwidth: float) -> torch.Tensor:
         ctx.save_for_backward(z, threshold)
         ctx.bandwidth = bandwidth
         return z * (z > threshold).to(z.dtype)
 
     @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+    def backward(ctx: _Context, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         z, threshold = ctx.saved_tensors
         eps = ctx.bandwidth
         z_grad = (z > threshold).to(grad_out.dtype) * grad_out
@@ -49,13 +57,13 @@ class _JumpReLU(torch.autograd.Function):
 
 class _Step(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, z: torch.Tensor, threshold: torch.Tensor, bandwidth: float) -> torch.Tensor:
+    def forward(ctx: _Context, z: torch.Tensor, threshold: torch.Tensor, bandwidth: float) -> torch.Tensor:
         ctx.save_for_backward(z, threshold)
         ctx.bandwidth = bandwidth
         return (z > threshold).to(z.dtype)
 
     @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[None, torch.Tensor, None]:
+    def backward(ctx: _Context, grad_out: torch.Tensor) -> tuple[None, torch.Tensor, None]:
         z, threshold = ctx.saved_tensors
         eps = ctx.bandwidth
         window = rectangle((z - threshold) / eps)
