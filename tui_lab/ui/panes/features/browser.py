@@ -8,11 +8,46 @@ lookup: no forward pass, no encode over the text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from tui_lab.core.sae.feature_table import FeatureTable
+    from tui_lab.core.sae.sae import SparseAutoencoder
 
 SORTS = ("density", "max", "prompt")
 SORT_TITLES = {"density": "density", "max": "largest activation", "prompt": "activation on the typed text"}
+
+
+class ContextRow(TypedDict):
+    """One top context: its token labels, the feature's activation on each, its peak."""
+
+    tokens: list[str]
+    activations: list[float]
+    peak_at: int
+    peak: float
+
+
+class Effects(TypedDict):
+    """The tokens the feature's decoder direction promotes and suppresses most: (label, logit)."""
+
+    promoted: list[tuple[str, float]]
+    suppressed: list[tuple[str, float]]
+
+
+class Card(TypedDict):
+    """What the pane shows of one feature (``card_view.card_text`` draws it)."""
+
+    feature: int
+    density: float
+    max: float
+    tokens: int
+    histogram: list[tuple[float, float, int]]
+    effects: Effects | None
+    contexts: list[ContextRow]
 
 
 @dataclass
@@ -27,14 +62,14 @@ class PromptRow:
 class FeatureBrowser:
     """An SAE's feature table, the list's order and cursor, and the typed text's features."""
 
-    sae: Any  # SparseAutoencoder
-    table: Any  # FeatureTable
-    label: Any  # id -> the token's label (the model's vocabulary)
-    w_u: Any = None  # (d_in, V) unembedding, or None (no logit effects)
+    sae: SparseAutoencoder
+    table: FeatureTable
+    label: Callable[[int], str]  # id -> the token's label (the model's vocabulary)
+    w_u: Tensor | None = None  # (d_in, V) unembedding, or None (no logit effects)
     sort: str = "density"
     cursor: int = 0  # row of the list
     prompt: list[PromptRow] = field(default_factory=list)
-    prompt_max: Any = None  # (d_sae,) max activation over the typed text
+    prompt_max: Tensor | None = None  # (d_sae,) max activation over the typed text
     order: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -45,7 +80,7 @@ class FeatureBrowser:
         """The feature on show (the list's cursor)."""
         return self.order[self.cursor] if self.order else 0
 
-    def key(self) -> Any:
+    def key(self) -> Tensor:
         if self.sort == "max":
             return self.table.max
         if self.sort == "prompt" and self.prompt_max is not None:
@@ -72,24 +107,24 @@ class FeatureBrowser:
         """Show ``feature`` (the list keeps its order; the cursor moves to it)."""
         self.cursor = self.order.index(feature)
 
-    def card(self, top: int = 8) -> dict[str, Any]:
+    def card(self, top: int = 8) -> Card:
         """What the pane shows of the feature on show: density, max, histogram, logit effects,
         top contexts (token labels, activations, peak)."""
         from tui_lab.core.sae.feature_table import logit_effects
 
         i = self.feature
-        effects = None
+        effects: Effects | None = None
         if self.w_u is not None and self.w_u.shape[0] == self.sae.cfg.d_in:
             found = logit_effects(self.sae, i, self.w_u, top)
             effects = {"promoted": [(self.label(t), v) for t, v in found.promoted],
                        "suppressed": [(self.label(t), v) for t, v in found.suppressed]}
-        contexts = [{"tokens": [self.label(t) for t in c.ids], "activations": c.activations,
+        contexts: list[ContextRow] = [{"tokens": [self.label(t) for t in c.ids], "activations": c.activations,
                      "peak_at": c.peak_at, "peak": c.peak} for c in self.table.contexts(i)]
         return {"feature": i, "density": float(self.table.density[i]), "max": float(self.table.max[i]),
                 "tokens": self.table.tokens, "histogram": self.table.histogram(i), "effects": effects,
                 "contexts": contexts}
 
-    def set_prompt(self, labels: list[str], features: Any, top: int = 3) -> None:
+    def set_prompt(self, labels: list[str], features: Tensor, top: int = 3) -> None:
         """The typed text's tokens and their feature activations (T, d_sae)."""
         self.prompt = []
         for token, acts in zip(labels, features, strict=True):

@@ -7,9 +7,12 @@ is bold, underlined and bracketed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from tui_lab.ui.panes.features.browser import Card
 
 SHADE_STYLES = ("", "on #3a2a10", "on #6b4a12", "on #a86b12", "bold black on #f0a020")
 BAR = "█"
@@ -61,7 +64,7 @@ def histogram_text(rows: list[tuple[float, float, int]], width: int = 24, height
     return out
 
 
-def card_text(card: dict[str, Any], width: int = 70) -> Text:
+def card_text(card: Card, width: int = 70) -> Text:
     """The whole card: header, logit effects, histogram, contexts."""
     out = Text()
     out.append(f"feature {card['feature']}", style="bold")
@@ -69,9 +72,10 @@ def card_text(card: dict[str, Any], width: int = 70) -> Text:
                style="dim")
     effects = card["effects"]
     if effects is not None:
-        for kind, style in (("promoted", "green"), ("suppressed", "red")):
+        for kind, style, pairs in (("promoted", "green", effects["promoted"]),
+                                   ("suppressed", "red", effects["suppressed"])):
             out.append(f"{kind:<11}", style="dim")
-            for token, value in effects[kind][:8]:
+            for token, value in pairs[:8]:
                 out.append(shown(token), style=f"bold {style}")
                 out.append(f" {value:+.2f}  ", style="dim")
             out.append("\n")
@@ -85,6 +89,22 @@ def card_text(card: dict[str, Any], width: int = 70) -> Text:
         out.append_text(context_text(c["tokens"], c["activations"], c["peak_at"], c["peak"], width))
         out.append("\n")
     return out
+
+
+def hint_text() -> Text:
+    """What the pane says before it has an SAE: how to get one, then the keys."""
+    text = Text()
+    text.append("Sparse autoencoder features\n\n", style="bold")
+    text.append(
+        "t  train an SAE on the model in hand: TopK, 1,024 features, k = 16, on the residual\n"
+        "   stream after its last block, from its own text (live curves below)\n"
+        "o  open an SAE folder in SAELens's format\n\n"
+        "Then: up/down move between features, s sorts (density, largest activation,\n"
+        "activation on the typed text), / types text to see which features fire on each token;\n"
+        "x decodes it without the feature on show, v steered along it.\n",
+        style="dim",
+    )
+    return text
 
 
 def sparkline(values: list[float], width: int = 40) -> str:

@@ -5,7 +5,6 @@ lines whose look changed (a 30-line list drawn whole cost 14 ms a key under load
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -15,8 +14,10 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
+from typing_extensions import Unpack
 
 from tui_lab.ui import key_bindings
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 
 class CursorList(Widget, can_focus=True):
@@ -40,7 +41,7 @@ class CursorList(Widget, can_focus=True):
         sender: CursorList
         index: int
 
-    def __init__(self, empty: str = "", **kwargs: Any) -> None:
+    def __init__(self, empty: str = "", **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.lines: list[Text] = []
         self.empty = empty

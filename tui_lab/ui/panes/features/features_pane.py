@@ -19,36 +19,38 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import work
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import Input, Static
-from textual.worker import get_current_worker
+from typing_extensions import Unpack
 
 from tui_lab.core.sae import defaults as DEFAULT
 from tui_lab.ui import key_bindings
 from tui_lab.ui.messages import OpenSaeFolder
 from tui_lab.ui.pane_registry import pane_id
+from tui_lab.ui.panes.features import features_workers as jobs
 from tui_lab.ui.panes.features.browser import SORT_TITLES, FeatureBrowser
-from tui_lab.ui.panes.features.card_view import card_text, curves_text, shown
+from tui_lab.ui.panes.features.card_view import card_text, curves_text, hint_text, shown
 from tui_lab.ui.panes.features.cursor_list import CursorList
 from tui_lab.ui.state.host import Pane
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
-POST_EVERY_S = 0.25  # progress messages at most this often (a fast loop must not flood the UI)
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from tui_lab.core.opening.model_handle import ModelHandle
+    from tui_lab.core.opening.model_in_hand import ModelInHand
+    from tui_lab.core.sae.sae import SparseAutoencoder
+
 TABLE_TOKENS = 200_000  # tokens of the text the browser reads
 CURVES = ("mse", "l0", "explained_variance", "dead_fraction")
-DECODE_TOKENS = 40  # characters (tokens) decoded by x and v
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else exc.__class__.__name__
 
 
 class FeaturesPane(Pane, Vertical, can_focus=False):
@@ -58,63 +60,23 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     BINDINGS = key_bindings.FEATURES
     KEY_SECTIONS = (("Feature list and the typed text's tokens", key_bindings.FEATURE_LIST),)
 
-    @dataclass
-    class TrainProgress(Message):
-        """A training step's numbers (merged: at most one message per POST_EVERY_S)."""
-
-        record: dict[str, Any]
-
-    @dataclass
-    class TrainEnded(Message):
-        """Training stopped; the SAE is saved in ``folder``."""
-
-        sae: Any
-        handle: Any
-        windows: Any
-        folder: str
-        reason: str
-
-    @dataclass
-    class TableProgress(Message):
-        done: int
-        total: int
-
-    @dataclass
-    class TableReady(Message):
-        """Every feature's table is built (or read from the cache)."""
-
-        browser: FeatureBrowser
-        cached: bool
-        seconds: float
-        source: str
-
-    @dataclass
-    class PromptReady(Message):
-        labels: list[str]
-        features: Any  # (T, d_sae)
-
-    @dataclass
-    class Intervened(Message):
-        """The typed text decoded plainly and with the feature ablated or steered."""
-
-        feature: int
-        mode: str
-        coef: float
-        plain: str
-        changed: str
-
-    @dataclass
-    class Failed(Message):
-        text: str
+    # the workers' messages (``features_workers.py``), reachable as FeaturesPane.<name>
+    TrainProgress = jobs.TrainProgress
+    TrainEnded = jobs.TrainEnded
+    TableProgress = jobs.TableProgress
+    TableReady = jobs.TableReady
+    PromptReady = jobs.PromptReady
+    Intervened = jobs.Intervened
+    Failed = jobs.Failed
 
     def __init__(self, d_sae: int = DEFAULT.D_SAE, k: int = DEFAULT.K, train_tokens: int | None = None,
-                 table_tokens: int = TABLE_TOKENS, **kwargs: Any) -> None:
+                 table_tokens: int = TABLE_TOKENS, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.d_sae, self.k = d_sae, k
         self.train_tokens = train_tokens
         self.table_tokens = table_tokens
         self.browser: FeatureBrowser | None = None
-        self.handle: Any = None
+        self.handle: ModelInHand | None = None
         self.hook: str | None = None
         self.training = False
         self.history: dict[str, list[float]] = {name: [] for name in CURVES}
@@ -140,27 +102,13 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         self.host.register_pane(self.PANE_ID, self)
         self.query_one("#features-path", Input).display = False
         self._title()
-        self.query_one("#features-card", Static).update(self._hint())
+        self.query_one("#features-card", Static).update(hint_text())
 
     def focus_default(self) -> None:
         """The feature list takes the keys."""
         self.query_one("#features-list", CursorList).focus()
 
     # ---- what is on show -----------------------------------------------------------
-    def _hint(self) -> Text:
-        text = Text()
-        text.append("Sparse autoencoder features\n\n", style="bold")
-        text.append(
-            "t  train an SAE on the model in hand: TopK, 1,024 features, k = 16, on the residual\n"
-            "   stream after its last block, from its own text (live curves below)\n"
-            "o  open an SAE folder in SAELens's format\n\n"
-            "Then: up/down move between features, s sorts (density, largest activation,\n"
-            "activation on the typed text), / types text to see which features fire on each token;\n"
-            "x decodes it without the feature on show, v steered along it.\n",
-            style="dim",
-        )
-        return text
-
     def _title(self) -> None:
         title = Text()
         title.append("Features", style="bold")
@@ -286,7 +234,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         self._status(Text(said, style="bold magenta" if off else "dim"))
         self._title()
 
-    def _run(self) -> Any:
+    def _run(self) -> ModelHandle | None:
         state = self.host.state
         run = state.current_run if state.current_run is not None else state.opened
         if run is None:
@@ -327,143 +275,50 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             elif value:
                 self._prompt_worker(self.handle, self.browser.sae, self.hook, value)
 
-    def on_key(self, event: Any) -> None:
+    def on_key(self, event: events.Key) -> None:
         """Escape in the path input closes it."""
         if event.key == "escape" and self.query_one("#features-path", Input).has_focus:
             self.query_one("#features-path", Input).display = False
             self.focus_default()
             event.stop()
 
-    # ---- workers (threads) ---------------------------------------------------------
-    def _hooked(self, run: Any, training: bool) -> Any:
-        """The run as a model in hand of its own: copied unless it was opened from files
-        (``model_copies.private_in_hand``)."""
-        from tui_lab.ui.state.model_copies import private_in_hand
+    # ---- workers (threads: ``features_workers.py``) ---------------------------------
+    def _start(self, group: str, job: Callable[[], None]) -> None:
+        """Run ``job`` in a thread, the group's earlier one cancelled."""
+        self.run_worker(job, name=group, group=group, thread=True, exclusive=True, exit_on_error=False)
 
-        return private_in_hand(run)
+    def _train_worker(self, run: ModelHandle, out: Path, training: bool) -> None:
+        self._start("features-train", partial(jobs.train, self.post_message, run, out, self.d_sae, self.k,
+                                              self.train_tokens or DEFAULT.TOKENS, self.table_tokens, training))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="features-train")
-    def _train_worker(self, run: Any, out: Path, training: bool) -> None:
-        """Train an SAE at the last residual stream (thread, ``core/verbs/sae_train.py``), posting
-        merged progress."""
-        from tui_lab.core.model.device import bulk_threads
-        from tui_lab.core.sae.recipe import last_resid
-        from tui_lab.core.verbs import sae_train
+    def _open_worker(self, run: ModelHandle, folder: str, training: bool) -> None:
+        self._start("features-table", partial(jobs.open_folder, self.post_message, run, folder,
+                                              self.table_tokens, training))
 
-        worker = get_current_worker()
-        try:
-            handle = self._hooked(run, training)
-            self.hook = last_resid(handle)
-            request = sae_train.Request(str(out), self.hook, d_sae=self.d_sae, k=self.k,
-                                        tokens=self.train_tokens or DEFAULT.TOKENS,
-                                        model_name=getattr(run.config, "name", None), score_ce=False,
-                                        keep_tokens=self.table_tokens)  # the table reads them after
-            last = [0.0]
+    def _table_worker(self, sae: SparseAutoencoder, handle: ModelInHand, windows: Tensor, hook: str,
+                      source: str) -> None:
+        self._start("features-table", partial(jobs.build_table, self.post_message, sae, handle, windows, hook,
+                                              source, self.table_tokens, self.host.training_active))
 
-            def on_event(event: Any) -> None:
-                final = event.kind == "step" and event.tokens >= event.total_tokens
-                if event.kind == "step" and (final or time.monotonic() - last[0] >= POST_EVERY_S):
-                    last[0] = time.monotonic()
-                    self.post_message(self.TrainProgress(event.record()))
+    def _prompt_worker(self, handle: ModelInHand, sae: SparseAutoencoder, hook: str | None, text: str) -> None:
+        self._start("features-prompt", partial(jobs.prompt, self.post_message, handle, sae, hook, text))
 
-            with bulk_threads(training):
-                end = sae_train.run(request, handle, cancelled=lambda: worker.is_cancelled, on_event=on_event)
-        except Exception as exc:
-            self.post_message(self.Failed(one_line(exc)))
-            return
-        self.post_message(self.TrainEnded(end.sae.eval(), handle, end.windows, str(out), end.reason))
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="features-table")
-    def _open_worker(self, run: Any, folder: str, training: bool) -> None:
-        """Open an SAE folder (thread), then build its table."""
-        from tui_lab.core.sae.recipe import last_resid
-        from tui_lab.core.sae.source import open_sae
-        from tui_lab.core.verbs.sae_features import windows_for
-
-        try:
-            sae = open_sae(folder)
-            handle = self._hooked(run, training)
-            hook = sae.cfg.metadata.hook_name or last_resid(handle)
-            windows = windows_for(sae, hook, handle, name=getattr(run.config, "name", None) or "the model")
-        except Exception as exc:
-            self.post_message(self.Failed(one_line(exc)))
-            return
-        self._build_table(sae.eval(), handle, windows, hook, folder)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="features-table")
-    def _table_worker(self, sae: Any, handle: Any, windows: Any, hook: str, source: str) -> None:
-        """Build (or read back) every feature's table (thread)."""
-        self._build_table(sae, handle, windows, hook, source)
-
-    def _build_table(self, sae: Any, handle: Any, windows: Any, hook: str, source: str) -> None:
-        from tui_lab.core.model.device import bulk_threads
-        from tui_lab.core.sae.feature_table import unembedding
-        from tui_lab.core.verbs.sae_features import feature_table
-
-        worker = get_current_worker()
-        last = [0.0]
-
-        def progress(done: int, total: int, _what: str) -> None:
-            if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
-                last[0] = time.monotonic()
-                self.post_message(self.TableProgress(done, total))
-
-        try:
-            t0 = time.perf_counter()
-            with bulk_threads(self.host.training_active):
-                table, cached = feature_table(handle, sae, windows, hook, self.table_tokens, progress=progress,
-                                              cancelled=lambda: worker.is_cancelled)
-            if table is None:
-                return
-            browser = FeatureBrowser(sae, table, handle.task.vocab.label, unembedding(handle.model))
-        except Exception as exc:
-            self.post_message(self.Failed(one_line(exc)))
-            return
-        self.handle, self.hook = handle, hook
-        self.post_message(self.TableReady(browser, cached, time.perf_counter() - t0, source))
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="features-prompt")
-    def _prompt_worker(self, handle: Any, sae: Any, hook: str | None, text: str) -> None:
-        """The typed text's feature activations (thread; text past the context refused in one line)."""
-        from tui_lab.core.verbs.sae_features import on_text
-
-        try:
-            labels, features = on_text(handle, sae, hook or "", text)
-        except Exception as exc:
-            self.post_message(self.Failed(one_line(exc)))
-            return
-        self.post_message(self.PromptReady(labels, features))
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="features-decode")
-    def _intervene_worker(self, handle: Any, sae: Any, hook: str | None, feature: int, text: str, mode: str,
-                          coef: float) -> None:
-        """Greedy decodes of ``text``: plain, then with the feature ablated or steered (thread)."""
-        from tui_lab.core.decoding.decode import generate
-        from tui_lab.core.model.hook_points import using_hooks
-        from tui_lab.core.sae.interventions import ablation_hooks, steering_hooks
-
-        try:
-            hooks = (ablation_hooks(sae, feature, hook) if mode == "ablate"
-                     else steering_hooks(sae, feature, coef, hook))
-            plain = generate(handle.model, handle.task, text, max_new_tokens=DECODE_TOKENS, capture=False)
-            with using_hooks(hooks):
-                changed = generate(handle.model, handle.task, text, max_new_tokens=DECODE_TOKENS, capture=False)
-        except Exception as exc:
-            self.post_message(self.Failed(one_line(exc)))
-            return
-        self.post_message(self.Intervened(feature, mode, coef, plain.output, changed.output))
+    def _intervene_worker(self, handle: ModelInHand, sae: SparseAutoencoder, hook: str | None, feature: int,
+                          text: str, mode: str, coef: float) -> None:
+        self._start("features-decode", partial(jobs.intervene, self.post_message, handle, sae, hook, feature,
+                                               text, mode, coef))
 
     # ---- worker messages -------------------------------------------------------------
-    def on_features_pane_train_progress(self, message: FeaturesPane.TrainProgress) -> None:
+    def on_features_pane_train_progress(self, message: jobs.TrainProgress) -> None:
         """Live curves and the bar."""
         message.stop()
-        r = message.record
+        self.hook = message.hook
         for name in CURVES:
-            self.history[name].append(float(r[name]))
+            self.history[name].append(float(message.curves[name]))
         self._title()
-        self._status(curves_text(self.history, int(r["tokens"]), int(r["total_tokens"])))
+        self._status(curves_text(self.history, message.tokens, message.total_tokens))
 
-    def on_features_pane_train_ended(self, message: FeaturesPane.TrainEnded) -> None:
+    def on_features_pane_train_ended(self, message: jobs.TrainEnded) -> None:
         """Training stopped: build the feature table of what was trained."""
         message.stop()
         self.training = False
@@ -471,17 +326,20 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             return
         self.notify(f"SAE saved in {message.folder} ({message.reason})", title="Features")
         self._status(Text(f"SAE saved in {message.folder}; reading every feature's contexts…", style="dim"))
-        self._table_worker(message.sae, message.handle, message.windows, self.hook or "", message.folder)
+        self.hook = message.hook
+        self._table_worker(message.sae, message.handle, message.windows, message.hook, message.folder)
 
-    def on_features_pane_table_progress(self, message: FeaturesPane.TableProgress) -> None:
+    def on_features_pane_table_progress(self, message: jobs.TableProgress) -> None:
         message.stop()
         frac = message.done / max(1, message.total)
         bar = "█" * int(30 * frac) + "·" * (30 - int(30 * frac))
         self._status(Text(f"reading contexts {bar} {message.done:,}/{message.total:,} tokens", style="dim"))
 
-    def on_features_pane_table_ready(self, message: FeaturesPane.TableReady) -> None:
+    def on_features_pane_table_ready(self, message: jobs.TableReady) -> None:
         """Browse: the list, the first feature."""
         message.stop()
+        if message.handle is not None:
+            self.handle, self.hook = message.handle, message.hook
         self.browser = message.browser
         self.source = Path(message.source).name
         self._fill_list()
@@ -492,7 +350,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         if not self.training:
             keep.update(Text(f"{message.browser.table.tokens:,} tokens of the text, {how}", style="dim"))
 
-    def on_features_pane_prompt_ready(self, message: FeaturesPane.PromptReady) -> None:
+    def on_features_pane_prompt_ready(self, message: jobs.PromptReady) -> None:
         """Each token with its features; the list can now sort by them."""
         message.stop()
         if self.browser is None:
@@ -510,7 +368,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         self._fill_list()
         tokens.focus()
 
-    def on_features_pane_intervened(self, message: FeaturesPane.Intervened) -> None:
+    def on_features_pane_intervened(self, message: jobs.Intervened) -> None:
         """The two continuations, one above the other."""
         message.stop()
         what = ("ablated" if message.mode == "ablate"
@@ -524,7 +382,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
                    + ("" if message.changed != message.plain else ": the same continuation"), style="dim")
         self._status(out)
 
-    def on_features_pane_failed(self, message: FeaturesPane.Failed) -> None:
+    def on_features_pane_failed(self, message: jobs.Failed) -> None:
         """One line, in the status line."""
         message.stop()
         self.training = False
