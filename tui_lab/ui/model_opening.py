@@ -32,9 +32,12 @@ def open_and_post(
 ) -> None:
     """Open ``source`` (a folder or a cached hub name) in this thread, in ``dtype``, with
     the float32 copies ``widening`` made meanwhile (if any); ``ModelOpened`` reports it."""
-    from tui_lab.core.opening.model_in_hand import open_model
+    from tui_lab.core.errors import LabError
+    from tui_lab.core.opening.model_in_hand import is_run_folder, open_model
 
     try:
+        if is_run_folder(source):  # --model is a model's files; a run has --run
+            raise LabError(f"{source}: a run folder, not a model's files: pass it as --run")
         loaded = open_model(source, revision=revision, dtype=dtype, lay_out_later=True, widening=widening)
     except Exception as exc:  # noqa: BLE001 - one line in the lab, which stays usable
         app.post_message(ModelOpened(source, None, one_line(exc)))
