@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tui_lab.core.tasks.vocab import TEXT_VOCAB
 from tui_lab.core.visible_text import VISIBLE_WHITESPACE
-from tui_lab.ui.panes.decode.decode_pane import visible
+from tui_lab.ui.panes.decode.decode_view import visible
 
 
 def test_vocabulary_labels_and_decode_text_show_whitespace_from_the_one_table() -> None:

@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
-from tests.ui.helpers import ready, set_field, settle, tiny_app, type_text, wait_until
+from tests.ui.helpers import (
+    RUN_RESTORE_S,
+    ready,
+    set_field,
+    settle,
+    tiny_app,
+    type_text,
+    wait_until,
+)
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.train_pane import TrainPane
 
@@ -58,9 +66,9 @@ def fixed_head_scores(model, task, arch, *args, **kwargs):  # type: ignore[no-un
 async def _opened(pilot) -> None:  # type: ignore[no-untyped-def]
     app = await ready(pilot)
     await wait_until(
-        pilot, lambda: app.query_one(TrainPane).state == "ready", 30, "the run to load"
+        pilot, lambda: app.query_one(TrainPane).state == "ready", RUN_RESTORE_S, "the run to load"
     )
-    await wait_until(pilot, lambda: app.query_one(DecodePane).run is not None, 30)
+    await wait_until(pilot, lambda: app.query_one(DecodePane).run is not None, RUN_RESTORE_S)
 
 
 async def _decoded(pilot, text: str = "31415") -> None:  # type: ignore[no-untyped-def]
@@ -271,7 +279,7 @@ def test_committed_run_shows_no_digit_that_hangs_on_rounding() -> None:
     from tui_lab.core.decoding.attention_text import shade
     from tui_lab.core.decoding.decode import generate
     from tui_lab.core.opening.from_run import load_for_inference
-    from tui_lab.ui.panes.decode.decode_pane import percent
+    from tui_lab.ui.panes.decode.decode_view import percent
 
     loaded = load_for_inference(TINY_RUN)
     wide = copy.deepcopy(loaded.model).double()

@@ -239,7 +239,7 @@ async def test_edit_input_is_offered_only_when_the_input_lacks_the_keys() -> Non
 
 
 def test_percentages_close_every_probability() -> None:
-    from tui_lab.ui.panes.decode.decode_pane import percent
+    from tui_lab.ui.panes.decode.decode_view import percent
 
     assert [percent(p) for p in (1.0, 0.9951, 0.134, 0.0094, 0.00004)] == [
         "100%",
@@ -255,7 +255,7 @@ async def test_top_k_cells_read_apart(trained_run: Path, size: tuple[int, int]) 
     """Each step's token and top-5 are cells of their own, 'token pp%', and fit at 80 columns."""
     import re
 
-    from tui_lab.ui.panes.decode.decode_pane import percent
+    from tui_lab.ui.panes.decode.decode_view import percent
 
     app = tiny_app(run_dir=str(trained_run))
     async with app.run_test(size=size) as pilot:

@@ -6,9 +6,8 @@ An encoder-only model's decode is fill-mask instead: the input holds masks (``_`
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual import events, work
@@ -16,93 +15,36 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Static
+from typing_extensions import Unpack
 
 from tui_lab.core.errors import one_line
 from tui_lab.core.opening.model_handle import opened_from_files
-from tui_lab.core.visible_text import NEWLINE, VISIBLE_WHITESPACE
+from tui_lab.core.visible_text import NEWLINE
 from tui_lab.ui import key_bindings
 from tui_lab.ui.messages import Decoded, DecodeText, UseModel, UseTask
 from tui_lab.ui.pane_registry import pane_id
-from tui_lab.ui.panes.decode import fill_view
+from tui_lab.ui.panes.decode import decode_view, decode_workers, fill_view
+from tui_lab.ui.panes.decode.decode_view import TOP_K_SHOWN, Steered, percent, top_cell, visible
 from tui_lab.ui.panes.decode.logit_lens import LogitLens
 from tui_lab.ui.panes.decode.steering import Steering
 from tui_lab.ui.state.ablation import AblationState
-from tui_lab.ui.state.decoding import decode_text, fills_masks, is_fill_result
+from tui_lab.ui.state.decoding import fills_masks
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.time_travel.control import TimeTravelControl
 from tui_lab.ui.widgets.pick_list import Item, PickList
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
-from tui_lab.ui.widgets.text_table import ColumnSpec, Row, TextTable
+from tui_lab.ui.widgets.text_table import ColumnSpec, TextTable
+from tui_lab.ui.widgets.widget_options import WidgetOptions
+
+if TYPE_CHECKING:  # torch-backed: a model and its results exist only once torch is loaded
+    from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
+    from tui_lab.core.opening.model_handle import ModelHandle
+    from tui_lab.core.opening.model_in_hand import ModelInHand
+    from tui_lab.core.tasks.protocol import Task
+    from tui_lab.core.verbs.steer import Steering as SteerRequest
 
 N_EXAMPLES = 8
-TOP_K_SHOWN = 5
-# New tokens a real model (``--model``) continues a text with: its context may be
-# thousands of tokens, which would take minutes on a CPU (the lab's own tasks stop
-# at their end-of-sequence long before their context).
-REAL_MODEL_NEW_TOKENS = 32
-
-
-ORDINALS = ("1st", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th", "9th", "10th")
-
-
-def percent(p: float) -> str:
-    """A probability as a percentage that cannot run into a digit token: 0.134 -> '13%'.
-
-    The '%' closes every figure, so a token and its probability read apart
-    ('3 13%', never '30.113'); two digits are kept where they mean something.
-    """
-    if p >= 0.995:
-        return "100%"
-    if p >= 0.1:
-        return f"{p:.0%}"
-    if p >= 0.001:
-        return f"{p:.1%}"
-    return "<0.1%"
-
-
-def visible(text: str) -> str:
-    """``text`` safe to print and readable: a newline as ↵, a tab as ⇥, other control
-    characters (a real model's continuation may hold any byte) as their pictures (␄)."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch != " " and ch in VISIBLE_WHITESPACE:
-            out.append(VISIBLE_WHITESPACE[ch])
-        elif code < 0x20:
-            out.append(chr(0x2400 + code))  # the Unicode control pictures
-        elif code == 0x7F:
-            out.append("␡")
-        elif 0x80 <= code < 0xA0:
-            out.append(f"<0x{code:02X}>")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def input_loss_note(run: Any, model: Any, result: Any, ablated: str) -> str | None:
-    """The loss of a real language model on the typed text (with the heads off, and with none
-    off); None for a translator, whose input is not text it predicts."""
-    from tui_lab.core.analysis.heads.text_ablation import text_ids, text_loss
-    from tui_lab.core.errors import LabError
-
-    if getattr(run.task, "name", None) == "translation":
-        return None
-    try:
-        ids = text_ids(run.task, result.input, run.config.model.max_len)
-    except LabError:
-        return "loss on the input: one token, nothing to predict"
-    loss = text_loss(model, ids)
-    if not ablated:
-        return f"loss on the input: {loss:.3f} nats/token over {len(ids) - 1} predictions"
-    base = text_loss(run.model, ids)
-    return f"loss on the input with {ablated} off: {loss:.3f} nats/token ({base:.3f} with every head on, {loss - base:+.3f})"
-
-
-def top_cell(token: str, p: float, chosen: bool) -> Text:
-    """A token (bold if it was chosen), a space, its probability as a percentage (dim)."""
-    cell = Text(token, style="bold" if chosen else "")
-    cell.append(" " + percent(p), style="dim")
-    return cell
 
 
 class DecodePane(Pane, Vertical):
@@ -118,16 +60,16 @@ class DecodePane(Pane, Vertical):
     HELP_EXTRA = (("enter", "decode the input / the chosen example"),)
     BINDINGS = key_bindings.DECODE
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
-        self.run: Any = None
-        self.lab_task: Any = None  # the task decoded with: the model's, else the lab config's
-        self.config_task: Any = None
+        self.run: ModelHandle | None = None
+        self.lab_task: Task | None = None  # the task decoded with: the model's, else the lab config's
+        self.config_task: Task | None = None
         self.examples: list[str] = []
         self._example_index = -1
-        self.result: Any = None
+        self.result: DecodeResult | FillMaskResult | None = None
         self.steering: Steering | None = None  # s: every decode is shown steered beside it
-        self.steered: tuple[int, str, str] | None = None  # (id of the result, label, output)
+        self.steered: Steered | None = None  # (id of the result, label, output)
         self._sampled = False  # the shown result was sampled: mark what the cut removed
 
     def compose(self) -> ComposeResult:
@@ -154,7 +96,7 @@ class DecodePane(Pane, Vertical):
                 yield TextTable(
                     {"header": "#", "justify": "right", "no_wrap": True},
                     {"header": "token", "no_wrap": True},  # the one chosen, and its probability
-                    *(ColumnSpec(header=ORDINALS[j], no_wrap=True) for j in range(TOP_K_SHOWN)),
+                    *(ColumnSpec(header=decode_view.ORDINALS[j], no_wrap=True) for j in range(TOP_K_SHOWN)),
                     id="decode-steps",
                 )
                 yield Static(id="decode-fills")  # fill-mask's steps (empty for a greedy decode)
@@ -196,43 +138,25 @@ class DecodePane(Pane, Vertical):
         """Attention switched a head: decode the input again."""
         self.decode(message.text)
 
-    def show_task(self, task: Any) -> None:
+    def show_task(self, task: Task | None) -> None:
         """The lab config's task: its examples are offered while there is no model."""
         self.config_task = task
         if self.run is None:
             self._use_task(task)
 
-    def set_run(self, run: Any) -> None:
+    def set_run(self, run: ModelHandle | None) -> None:
         """Decode with this run's model (and its task's examples) from now on (None: no model)."""
         opened_now = opened_from_files(run) and run is not self.run
         self.run = run
         self._use_task(run.task if run is not None else self.config_task)
         self._show_model()
-        if self.result is None and fills_masks(run):
-            self.query_one("#decode-output", Static).update(Text(self._fill_hint(run), style="dim"))
-        elif opened_now and self.result is None:
-            self.query_one("#decode-output", Static).update(
-                Text(
-                    f"Type a text (or pick an example, ctrl+n) and press Enter: {run.config.name} "
-                    f"continues it by {REAL_MODEL_NEW_TOKENS} tokens with its own tokenizer.",
-                    style="dim",
-                )
-            )
+        if self.result is None and run is not None and fills_masks(run):
+            self.query_one("#decode-output", Static).update(Text(decode_view.fill_hint(run), style="dim"))
+        elif run is not None and opened_now and self.result is None:
+            hint = decode_view.continue_hint(run.config.name, decode_workers.REAL_MODEL_NEW_TOKENS)
+            self.query_one("#decode-output", Static).update(Text(hint, style="dim"))
 
-    @staticmethod
-    def _fill_hint(run: Any) -> str:
-        """How to decode with an encoder-only model: type masks, Enter fills them."""
-        from tui_lab.core.decoding.fill_mask import mask_token
-        from tui_lab.core.model.encoder_only import mlm_head_note
-
-        note = mlm_head_note(run.model)
-        if note is not None:  # a bare encoder: Attention, Params and the hooks still work
-            return f"{note}. Enter reads the text: its attention goes to Attention (4)"
-        token = mask_token(run.task)
-        return (f"{run.config.name} fills masks: type a text with {token} where a token should be "
-                f"filled (or pick an example, ctrl+n) and press Enter.")
-
-    def _use_task(self, task: Any) -> None:
+    def _use_task(self, task: Task | None) -> None:
         if task is not self.lab_task:
             self.lab_task = task
             self._fill_examples()
@@ -286,17 +210,13 @@ class DecodePane(Pane, Vertical):
     def _options(self) -> tuple[float, int, float] | None:
         if not self.query_one("#sample", Checkbox).value:
             return 0.0, 0, 1.0
-        try:
-            temperature = float(self.query_one("#temperature", Input).value)
-            top_k = int(self.query_one("#top-k", Input).value or 0)
-            top_p = float(self.query_one("#top-p", Input).value or 1.0)
-        except ValueError:
-            self._error("temperature and top-p must be numbers and top-k a whole number")
+        read = decode_view.sampling_options(
+            *(self.query_one(f"#{name}", Input).value for name in ("temperature", "top-k", "top-p"))
+        )
+        if isinstance(read, str):
+            self._error(read)
             return None
-        if temperature <= 0 or top_k < 0 or not 0 < top_p <= 1:
-            self._error("temperature must be > 0, top-k >= 0 (0 = all tokens), top-p in (0, 1]")
-            return None
-        return temperature, top_k, top_p
+        return read
 
     def decode(self, text: str) -> bool:
         """Decode ``text`` in a thread worker; False (and a message) if it cannot start."""
@@ -323,40 +243,24 @@ class DecodePane(Pane, Vertical):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="decode")
     def _decode_worker(
-        self, run: Any, text: str, temperature: float, top_k: int, snapshot: bool, top_p: float = 1.0
+        self, run: ModelHandle, text: str, temperature: float, top_k: int, snapshot: bool, top_p: float = 1.0
     ) -> None:
-        """Run the core's decoder (thread); a copy of the model if it is training.
-        An encoder-only model fills the masks in ``text`` instead (``decode_text``)."""
-        from tui_lab.ui.state.model_copies import settled
-
-        fill = fills_masks(run)
-        options: dict[str, Any] = {"report_k": TOP_K_SHOWN}
-        if not fill:
-            options.update(temperature=temperature, top_k=top_k, top_p=top_p)
-        real = opened_from_files(run)
-        if real and not fill:
-            options["max_new_tokens"] = REAL_MODEL_NEW_TOKENS
+        """Run the core's decoder (thread, ``decode_workers.py``); a copy of the model if it is
+        training. An encoder-only model fills the masks in ``text`` instead."""
+        options = decode_workers.options_for(run, temperature, top_k, top_p)
         try:
-            # Fetching the weights can fail too (a training process that has ended
-            # before its first checkpoint): say so inline, like bad input.
-            settled(run)  # an opened model re-laid in the background: done first
-            model = copy.deepcopy(run.model) if snapshot else run.model
-            model, ablated = self.ablation.apply(model, run, copied=snapshot, text=text)
-            result = decode_text(model, run.task, text, options)
-            self.ablation.mark(result, ablated)
-            steering = self.steering
-            if steering is not None:  # the same decode with the vector added: shown beside it
-                from tui_lab.core.model.hook_points import using_hooks
-
-                with using_hooks(steering.hooks()):
-                    self.steered = (id(result), steering.label, decode_text(model, run.task, text, options).output)
-            note = input_loss_note(run, model, result, ablated) if real and not fill else None
-            if note:  # no right answer to check: how well it predicts the text instead
-                result.notes.append(note)
+            done = decode_workers.decode_in_hand(
+                run, text, options, snapshot=snapshot, ablation=self.ablation, steering=self.steering
+            )
         except Exception as exc:  # DecodeInputError and friends: one line, inline
             self.post_message(self.Failed(one_line(exc)))
             return
-        self.post_message(Decoded(result, model=model, task=run.task, options=options))
+        if done.steered is not None:
+            self.steered = done.steered
+        # A fill-mask result travels in the same message, declared a DecodeResult (the panes
+        # tell the two apart by its fields).
+        result = cast("DecodeResult", done.result)
+        self.post_message(Decoded(result, model=done.model, task=run.task, options=options))
 
     def on_decode_pane_failed(self, message: DecodePane.Failed) -> None:
         """Show why the input was refused."""
@@ -380,52 +284,20 @@ class DecodePane(Pane, Vertical):
         widget.update(f"↳ {text}" if text else "")
         widget.set_class(bool(text), "-shown")
 
-    def _show_result(self, result: Any) -> None:
-        if is_fill_result(result):
+    def _show_result(self, result: DecodeResult | FillMaskResult) -> None:
+        if decode_view.is_fill(result):
             self._show_fills(result)
             return
         self.query_one("#decode-fills", Static).update("")
-        out = Text()
-        out.append("input  ", style="dim")
-        out.append(visible(result.input), style="bold")
-        out.append("\noutput ", style="dim")
-        out.append(visible(result.output) or "(empty)", style="bold green")
-        stopped = "end-of-sequence" if result.stopped == "eos" else "length limit"
-        out.append(f"\n{len(result.steps)} steps, stopped at {stopped}", style="dim")
-        if self.lab_task is not None and not self.lab_task.is_lm:
-            try:
-                expected = self.lab_task.solve(result.input)
-            except Exception:  # noqa: BLE001
-                expected = None
-            if expected is not None:
-                ok = expected == result.output
-                out.append("  ·  ", style="dim")
-                out.append(
-                    "✓ correct" if ok else f"✗ expected {expected}", style="green" if ok else "red"
-                )
-        for note in result.notes:
-            out.append(f"\nnote: {note}", style="yellow")
-        if ablated := self.ablation.label_of(result):
-            out.append(f"\nablated: {ablated}", style="bold magenta")
-        self._append_steered(out, result)
+        out = decode_view.result_text(result, self.lab_task, self.ablation.label_of(result), self.steered)
         self.query_one("#decode-output", Static).update(out)
-        rows: list[Row] = []
-        for i, step in enumerate(result.steps, start=1):
-            top = [top_cell(token, p, token == step.token) for token, p in step.top[:TOP_K_SHOWN]]
-            if self._sampled:
-                for cell, kept in zip(top, getattr(step, "kept", []), strict=False):
-                    if not kept:
-                        cell.stylize("strike dim")
-            top += [Text()] * (TOP_K_SHOWN - len(top))
-            rows.append((str(i), top_cell(step.token, step.prob, True), *top))
-        self.query_one("#decode-steps", TextTable).show(rows)
+        self.query_one("#decode-steps", TextTable).show(decode_view.step_rows(result, self._sampled))
 
-    def _show_fills(self, result: Any) -> None:
+    def _show_fills(self, result: FillMaskResult) -> None:
         """A fill-mask result: the summary, each mask's fillers, the fills in their order."""
-        out = fill_view.summary(result, visible)
-        if ablated := self.ablation.label_of(result):
-            out.append(f"\nablated: {ablated}", style="bold magenta")
-        self._append_steered(out, result)
+        out = decode_view.ablated_and_steered(
+            fill_view.summary(result, visible), result, self.ablation.label_of(result), self.steered
+        )
         self.query_one("#decode-output", Static).update(out)
         rows = fill_view.filler_rows(result, TOP_K_SHOWN, top_cell)
         self.query_one("#decode-steps", TextTable).show(rows)
@@ -442,14 +314,6 @@ class DecodePane(Pane, Vertical):
     def lens_shown(self) -> bool:
         """Whether the logit lens is on show (v)."""
         return self.query_one(LogitLens).shown
-
-    def _append_steered(self, out: Text, result: Any) -> None:
-        """The steered decode of the same input, under the plain output."""
-        if self.steered is not None and self.steered[0] == id(result):
-            _, label, text = self.steered
-            out.append("\nsteered ", style="dim")
-            out.append(visible(text) or "(empty)", style="bold cyan")
-            out.append(f"  ({label})", style="dim")
 
     def action_steer(self) -> None:
         """s: steer every decode by a vector from two prompt sets; s again: plain decodes."""
@@ -468,23 +332,20 @@ class DecodePane(Pane, Vertical):
         resid = [n for n in names if n.endswith("hook_resid_pre") and not n.startswith("decoder.")]
         default = resid[len(resid) // 2] if resid else names[0]
 
-        def chosen(request: Any) -> None:
+        def chosen(request: SteerRequest | None) -> None:
             if request is not None:
                 self._steer_worker(handle, request)
 
         self.app.push_screen(SteerScreen(default, names), chosen)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="decode-steer")
-    def _steer_worker(self, handle: Any, request: Any) -> None:
+    def _steer_worker(self, handle: ModelInHand, request: SteerRequest) -> None:
         """The vector from the two prompt sets (thread, ``core/verbs/steer.py``); then decode again, steered."""
-        from tui_lab.core.verbs.steer import vector as steering_vector
-
         try:
-            vector = steering_vector(request, handle)
+            self.steering = decode_workers.steering_of(request, handle)
         except Exception as exc:  # noqa: BLE001 - one line, inline
             self.post_message(self.Failed(one_line(exc)))
             return
-        self.steering = Steering(request.hook, vector, request.coef)
         self.app.call_from_thread(self._steering_ready)
 
     def _steering_ready(self) -> None:

@@ -10,11 +10,19 @@ seen to follow an earlier one.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from tui_lab.core.visible_text import VISIBLE_WHITESPACE
+
+if TYPE_CHECKING:  # torch-backed: a result exists only once torch is loaded
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
+    from tui_lab.ui.panes.decode.decode_view import Row
+
+Printable = Callable[[str], str]  # the pane's ``visible``: text safe to print
+Cell = Callable[[str, float, bool], Text]  # the pane's token-and-percentage cell
 
 
 def piece(label: str) -> str:
@@ -22,7 +30,7 @@ def piece(label: str) -> str:
     return "".join(VISIBLE_WHITESPACE.get(ch, ch) for ch in label) or "∅"
 
 
-def summary(result: Any, visible: Any) -> Text:
+def summary(result: FillMaskResult, visible: Printable) -> Text:
     """Input, filled output and how many masks (``visible``: the pane's printable text)."""
     out = Text()
     out.append("input  ", style="dim")
@@ -40,12 +48,12 @@ def summary(result: Any, visible: Any) -> Text:
     return out
 
 
-def filler_rows(result: Any, top_k: int, cell: Any) -> list[tuple[Any, ...]]:
+def filler_rows(result: FillMaskResult, top_k: int, cell: Cell) -> list[Row]:
     """One row per mask in text order: its number, the filler it took (and its probability
     when it was filled), then its ``top_k`` fillers from the first read (``cell``: the
     pane's token-and-percentage cell)."""
     taken = {step.position: step for step in result.steps}
-    rows = []
+    rows: list[Row] = []
     for i, mask in enumerate(result.masks, start=1):
         step = taken.get(mask.position)
         chosen = cell(piece(step.token), step.prob, True) if step is not None else Text("?")
@@ -58,7 +66,7 @@ def filler_rows(result: Any, top_k: int, cell: Any) -> list[tuple[Any, ...]]:
     return rows
 
 
-def fill_steps(result: Any, visible: Any, percent: Any) -> Text:
+def fill_steps(result: FillMaskResult, visible: Printable, percent: Callable[[float], str]) -> Text:
     """The fills in the order they were made, each with the text after it."""
     order = {m.position: i for i, m in enumerate(result.masks, start=1)}
     out = Text("fill steps", style="bold")
