@@ -30,12 +30,12 @@ from tui_lab.core.pretrained.encoder_tokenizer import load_encoder_tokenizer
 from tui_lab.core.pretrained.encoder_tokenizer import mask_token as encoder_mask_token
 from tui_lab.core.pretrained.encoder_tokenizer import special_ids as encoder_special_ids
 from tui_lab.core.pretrained.errors import PretrainedError
-from tui_lab.core.pretrained.files import open_tensors, read_config
+from tui_lab.core.pretrained.files import TensorSource, open_tensors, read_config
 from tui_lab.core.pretrained.hf_files import CONFIG_FILE, GENERATION_CONFIG
-from tui_lab.core.pretrained.marian_tokenizer import load_marian_tokenizer
+from tui_lab.core.pretrained.marian_tokenizer import MarianTokenizer, load_marian_tokenizer
 from tui_lab.core.pretrained.relayout import PendingLayout, lay_out
 from tui_lab.core.pretrained.source import ModelSource, resolve_source
-from tui_lab.core.pretrained.tokenizer import load_tokenizer
+from tui_lab.core.pretrained.tokenizer import PretrainedTokenizer, load_tokenizer
 from tui_lab.core.pretrained.translator import translation_settings
 from tui_lab.core.tasks.masked_lm import MaskedText
 from tui_lab.core.tasks.tokenized import TokenizedText
@@ -107,11 +107,11 @@ def open_files(
     return ModelInHand(config, task, model, 0, where, notes, card=card, settle=settle)
 
 
-def _tokenizer(folder: Path, model_config: ModelConfig) -> Any:
+def _tokenizer(folder: Path, model_config: ModelConfig) -> PretrainedTokenizer | MarianTokenizer:
     """The model's tokenizer by its shape; PretrainedError when it has more tokens than
     the weights have embeddings (another model's files)."""
     if model_config.shape is Shape.ENCODER_DECODER:
-        tokenizer: Any = load_marian_tokenizer(folder)
+        tokenizer: PretrainedTokenizer | MarianTokenizer = load_marian_tokenizer(folder)
     elif model_config.shape is Shape.ENCODER_ONLY:
         tokenizer = load_encoder_tokenizer(folder)
     else:
@@ -146,10 +146,14 @@ def _dtype_note(stored: str, dtype: str) -> str:
 
 
 def _task(
-    folder: Path, raw: dict[str, Any], model_config: ModelConfig, tokenizer: Any, notes: list[str]
+    folder: Path,
+    raw: dict[str, Any],
+    model_config: ModelConfig,
+    tokenizer: PretrainedTokenizer | MarianTokenizer,
+    notes: list[str],
 ) -> TokenizedText | Translation | MaskedText:
     """What decoding reads the model through: fill-mask, translation or continued text."""
-    if model_config.shape is Shape.ENCODER_ONLY:
+    if model_config.shape is Shape.ENCODER_ONLY and isinstance(tokenizer, PretrainedTokenizer):  # never Marian's
         return _masked_task(tokenizer, model_config.max_len, notes)
     if model_config.shape is Shape.ENCODER_DECODER:
         start, banned, more = translation_settings(folder, raw, tokenizer.pad_id)
@@ -158,7 +162,7 @@ def _task(
     return TokenizedText(tokenizer, model_config.max_len)
 
 
-def _masked_task(tokenizer: Any, context: int, notes: list[str]) -> MaskedText:
+def _masked_task(tokenizer: PretrainedTokenizer, context: int, notes: list[str]) -> MaskedText:
     """An encoder-only model's task: fill its mask token (one noted if its vocabulary has none)."""
     found = encoder_mask_token(tokenizer)
     if found is None:
@@ -167,12 +171,12 @@ def _masked_task(tokenizer: Any, context: int, notes: list[str]) -> MaskedText:
     return MaskedText(tokenizer, context, token, mask_id, encoder_special_ids(tokenizer))
 
 
-def _stored_dtype(tensors: Any) -> str:
+def _stored_dtype(tensors: TensorSource) -> str:
     dtypes = {str(t.dtype).removeprefix("torch.") for t in _sample(tensors)}
     return "/".join(sorted(dtypes)) or "none"
 
 
-def _sample(tensors: Any) -> list[torch.Tensor]:
+def _sample(tensors: TensorSource) -> list[torch.Tensor]:
     keys = list(tensors.keys())
     step = max(1, len(keys) // 8)
     return [tensors[k] for k in keys[::step]]
@@ -185,7 +189,7 @@ def _card(
     n_params: int,
     tokenizer_size: int,
     stored: str,
-    tensors: Any,
+    tensors: TensorSource,
     notes: list[str],
 ) -> ModelCard:
     folder = found.folder
