@@ -84,7 +84,7 @@ class PendingLayout:
     """``lay_out(model, release)`` left for later: run once, by whichever thread asks first.
 
     The lab opens a model without re-laying it, so that it is usable sooner, and
-    re-lays it in the background (``LoadedModel.settle``). Code that runs or copies
+    re-lays it in the background (``ModelInHand.settle``). Code that runs or copies
     the model, or counts its parameters by identity (a tied head is one tensor), calls
     it first, and waits for it if it runs: a released page of a file is read back from
     the file, but one of the float32 copies widened ahead of torch (``widening.py``)

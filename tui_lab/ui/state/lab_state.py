@@ -16,6 +16,7 @@ from tui_lab.ui.state.ablation import AblationState
 from tui_lab.ui.state.travel import Travel
 
 if TYPE_CHECKING:
+    from tui_lab.core.opening.model_in_hand import ModelInHand
     from tui_lab.ui.core_access import Core
     from tui_lab.ui.messages import Decoded, ReportReady
 
@@ -34,10 +35,10 @@ class LabState:
     model_dtype: str = "float32"  # --dtype: what a model from files computes in
     core: Core | None = None  # torch and the core, once loaded
     core_state: str = "loading torch…"
-    # The run whose model Decode uses: a RemoteRun, a LoadedModel (an opened run or
-    # model) or a TrainingRun; ``opened`` is --model's LoadedModel once open.
+    # The run whose model Decode uses: a RemoteRun, a ModelInHand (an opened run or
+    # model) or a TrainingRun; ``opened`` is --model's ModelInHand once open.
     current_run: Any = None
-    opened: Any = None
+    opened: ModelInHand | None = None
     last_report: ReportReady | None = None
     last_decode: Decoded | None = None
     ablation: AblationState = field(default_factory=AblationState)
