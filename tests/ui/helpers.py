@@ -35,6 +35,12 @@ def tiny_app(**kwargs: object) -> LabApp:
     return app
 
 
+# Restoring a run starts a training process (the fork server, torch, the checkpoint): at
+# load 9-12 on two cores the snapshot of an opened run waited over 30 s for it. A bound, not
+# a pause: a test that gets there sooner goes on at once.
+RUN_RESTORE_S = 120.0
+
+
 async def wait_until(
     pilot: Pilot, predicate: Callable[[], bool], timeout: float = 30.0, what: str = ""
 ) -> None:

@@ -11,7 +11,7 @@ from textual.widgets import Input
 
 from tests.conftest import tiny_config
 from tests.ui.conftest import private_copy
-from tests.ui.helpers import ready, tiny_app, type_text, wait_until
+from tests.ui.helpers import RUN_RESTORE_S, ready, tiny_app, type_text, wait_until
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.train_pane import TrainPane
@@ -90,7 +90,7 @@ def history_run(history_source: Path, lab_folders: Path) -> Path:
 
 async def _decode(pilot, text: str = "3141") -> None:  # type: ignore[no-untyped-def]
     app = await ready(pilot)
-    await wait_until(pilot, lambda: app.query_one(TrainPane).state == "ready", 30, "the run")
+    await wait_until(pilot, lambda: app.query_one(TrainPane).state == "ready", RUN_RESTORE_S, "the run")
     await wait_until(pilot, lambda: app.query_one(DecodePane).run is not None, 30)
     await pilot.press("3")
     app.query_one("#decode-input", Input).value = ""

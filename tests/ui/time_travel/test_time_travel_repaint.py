@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Input
 
 from tests.conftest import tiny_config
-from tests.ui.helpers import ready, tiny_app, type_text, wait_until
+from tests.ui.helpers import RUN_RESTORE_S, ready, tiny_app, type_text, wait_until
 from tui_lab.core.runs.curves import Curve, RunCurves
 from tui_lab.ui.panes.attention.attention_pane import AttentionPane
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
@@ -68,7 +68,7 @@ async def test_a_step_paints_its_heatmap_and_reads_each_snapshot_once(
     app = tiny_app(run_dir=str(Path("runs") / "hist-run"))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        await wait_until(pilot, lambda: app.query_one(TrainPane).state == "ready", 30, "the run")
+        await wait_until(pilot, lambda: app.query_one(TrainPane).state == "ready", RUN_RESTORE_S, "the run")
         await wait_until(pilot, lambda: app.query_one(DecodePane).run is not None, 30)
         await pilot.press("3")
         app.query_one("#decode-input", Input).value = ""

@@ -12,7 +12,16 @@ from pathlib import Path
 
 from tests.data.make_pane_runs import write_pane_runs, write_run
 from tests.ui.conftest import TINY_RUN
-from tests.ui.helpers import SIZE, plain, ready, runs_pane, tiny_app, type_text, wait_until
+from tests.ui.helpers import (
+    RUN_RESTORE_S,
+    SIZE,
+    plain,
+    ready,
+    runs_pane,
+    tiny_app,
+    type_text,
+    wait_until,
+)
 from tui_lab.core.runs.summary import RunSummary
 from tui_lab.ui.panes.runs.run_rows import RunRow, cell, filter_rows, sort_rows
 from tui_lab.ui.widgets.overlay_chart import OverlayChart
@@ -123,7 +132,7 @@ async def test_enter_opens_the_run_in_the_lab() -> None:
         await _highlight(pilot, pane, "tiny-run")
         await pilot.press("enter")
         train = app.pane("train")
-        await wait_until(pilot, lambda: train.state == "ready", 30, "the run to load")
+        await wait_until(pilot, lambda: train.state == "ready", RUN_RESTORE_S, "the run to load")
         assert app.active_pane == "train"
         assert train.run_dir == ROOT / "tiny-run"
         assert app.config.model.d_model == 16 and app.config.name == "tiny"

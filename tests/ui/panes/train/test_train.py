@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.widgets import ProgressBar
 
-from tests.ui.helpers import SIZE, plain, ready, tiny_app, wait_until
+from tests.ui.helpers import RUN_RESTORE_S, SIZE, plain, ready, tiny_app, wait_until
 from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.loss_chart import RunCharts
@@ -117,7 +117,7 @@ async def test_open_run_shows_curves_and_continues(trained_run: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         pane = app.query_one(TrainPane)
-        await wait_until(pilot, lambda: pane.state == "ready", 30, "the run to load")
+        await wait_until(pilot, lambda: pane.state == "ready", RUN_RESTORE_S, "the run to load")
         assert pane.history.snapshot().steps[-1] == 30
         assert pane.run.step == 30
         # The figures come from the run's records, read back as the events it emitted.

@@ -232,7 +232,10 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         """Redraw the charts and figures that changed (timer; on_show catches up when hidden)."""
         self._take_newest_step()
         self._sync_accuracy()  # the accuracy chart's default follows the config on show
-        if not force and not self.display:  # the pane switcher hides the panes not on show
+        if not force and not (self.display and self.size.width):
+            # Hidden (the pane switcher shows one pane), or shown but not yet laid out: a
+            # timer tick between the two would set the progress bar at width 0, unrounded,
+            # half a cell off what on_show (after the layout) sets; on_show catches up.
             return
         if self.query_one(RunCharts).draw(training=self.state is Phase.RUNNING, force=force):
             self._figures_dirty = True
