@@ -3,9 +3,12 @@ direct share of the logit difference, then the residual stream accumulated layer
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.lenses.direct_logit_attribution import DlaResult
 
 BAR = 24  # characters of the longest bar on each side of 0
 
@@ -23,7 +26,7 @@ def signed_bar(value: float, limit: float, width: int = BAR) -> Text:
     return out
 
 
-def dla_text(dla: Any, width: int = BAR) -> Text:
+def dla_text(dla: DlaResult, width: int = BAR) -> Text:
     """The whole bar view: a header with the sum and the model's own value, the parts, the
     accumulated residual stream."""
     parts = [(str(c["name"]), float(c["value"])) for c in dla.components]

@@ -4,12 +4,16 @@ causal while its attention pattern forms)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from tui_lab.ui.panes.patch.patch_view import atlas_labels, head_name
 from tui_lab.ui.state.travel import sparkline
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.head_curves import ScoreCurves
+    from tui_lab.core.analysis.patching.patching_history import HistoryPatching
 
 SPARK = 24  # characters per curve
 
@@ -29,7 +33,7 @@ def column_of(index: int | None, n: int, width: int) -> int | None:
     return index if n <= width else min(width - 1, index * width // n)
 
 
-def history_text(history: Any, curves: Any, step_index: int | None, width: int = SPARK) -> Text:
+def history_text(history: HistoryPatching, curves: ScoreCurves | None, step_index: int | None, width: int = SPARK) -> Text:
     """One line per cell that is a head: its effect over steps (the patched grid's values on
     a scale from 0, or down to -1, to 1; beyond it clipped) and the atlas's best-pattern score over the same steps."""
     steps = list(history.steps)
@@ -62,7 +66,7 @@ def history_text(history: Any, curves: Any, step_index: int | None, width: int =
     return out
 
 
-def _head_rows(history: Any) -> list[tuple[str, list[float]]]:
+def _head_rows(history: HistoryPatching) -> list[tuple[str, list[float]]]:
     """(head, its values over steps) for each cell of the grid that is one head."""
     rows = []
     for key, values in history.cell_curves().items():
@@ -73,11 +77,11 @@ def _head_rows(history: Any) -> list[tuple[str, list[float]]]:
     return rows
 
 
-def _atlas_curve(curves: Any, head: str) -> tuple[str, list[float]]:
+def _atlas_curve(curves: ScoreCurves | None, head: str) -> tuple[str, list[float]]:
     """The head's best pattern at the last step and its score over all steps."""
     if curves is None:
         return "", []
-    per: dict[str, Any] = next((curves.scores[n] for n in atlas_labels(head) if n in curves.scores), {})
+    per: dict[str, list[float]] = next((curves.scores[n] for n in atlas_labels(head) if n in curves.scores), {})
     if not per:
         return "", []
     pattern = max(per, key=lambda p: per[p][-1] if per[p] else 0.0)

@@ -5,15 +5,16 @@ Enter picks or submits; the pane runs the pair."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input
+from typing_extensions import Unpack
 
 from tui_lab.ui.panes.patch.patch_jobs import PairSource
 from tui_lab.ui.widgets.pick_list import Item, PickList
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 TYPED = "typed"  # the pick list's last item: the four fields as typed
 FIELDS = ("clean", "corrupt", "answer", "wrong", "target")
@@ -36,7 +37,7 @@ class PairForm(Vertical):
 
         source: PairSource
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.names: list[str] = []
 

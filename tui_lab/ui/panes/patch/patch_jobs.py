@@ -11,7 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.atlas import HeadScore
+    from tui_lab.core.analysis.heads.head_curves import ScoreCurves
+    from tui_lab.core.analysis.lenses.direct_logit_attribution import DlaResult
+    from tui_lab.core.analysis.patching.activation_patching import PatchResult
+    from tui_lab.core.analysis.patching.patch_pair import PatchPair
+    from tui_lab.core.analysis.patching.patching_history import HistoryPatching
+    from tui_lab.core.config.shape import Shape
+    from tui_lab.core.opening.model_card import ModelCard
+    from tui_lab.core.opening.model_handle import ModelHandle
+    from tui_lab.core.opening.model_in_hand import ModelInHand
+    from tui_lab.core.tasks.protocol import Task
 
 Progress = Callable[[int, int], None]
 Cancelled = Callable[[], bool]
@@ -31,7 +44,7 @@ class PairSource:
     target: str = ""  # an encoder-decoder's decoder input after its start token (none: empty)
 
 
-def private_handle(run: Any) -> Any:
+def private_handle(run: ModelHandle) -> ModelInHand:
     """``run`` as a model in hand of its own (``model_copies.private_in_hand``: a lab run's
     model copied whole, a model opened from files sharing its weights)."""
     from tui_lab.ui.state.model_copies import private_in_hand
@@ -39,21 +52,29 @@ def private_handle(run: Any) -> Any:
     return private_in_hand(run)
 
 
-def ready_names(handle: Any) -> list[str]:
+@dataclass(frozen=True)
+class RunFacts:
+    """What ``ready_pairs`` reads of a model: its shape, card and task (a lab run's, read
+    without touching its model: it may be training)."""
+
+    shape: Shape
+    card: ModelCard | None
+    task: Task
+
+
+def ready_names(handle: ModelInHand | ModelHandle) -> list[str]:
     """The ready-made pairs this model takes (the core's names); ``handle``: the model in hand,
     or the lab's run (its shape, card and task read; its model left as it is: it may be training)."""
     from tui_lab.core.analysis.patching.patch_pair import ready_pairs
     from tui_lab.core.opening.model_in_hand import ModelInHand
 
-    if not isinstance(handle, ModelInHand):
-        from types import SimpleNamespace
-
-        handle = SimpleNamespace(shape=handle.config.model.shape, card=getattr(handle, "card", None),
-                                 task=handle.task)
-    return list(ready_pairs(handle))
+    if isinstance(handle, ModelInHand):
+        return list(ready_pairs(handle))
+    facts = RunFacts(handle.config.model.shape, handle.card, handle.task)
+    return list(ready_pairs(cast("ModelInHand", facts)))  # ready_pairs reads only these three
 
 
-def make_pair(handle: Any, source: PairSource) -> Any:
+def make_pair(handle: ModelInHand, source: PairSource) -> PatchPair:
     """The ``PatchPair`` of ``source`` as ``tfx-lab patch`` makes it (``core/verbs/patch.py``):
     PatchError, one line, for bad input; typed text past the context refused before it is read."""
     from tui_lab.core.verbs.patch import Request, pair_of
@@ -66,25 +87,19 @@ def make_pair(handle: Any, source: PairSource) -> Any:
     return pair_of(request, handle)
 
 
-def pair_texts(handle: Any, pair: Any) -> PairSource:
+def pair_texts(handle: ModelInHand, pair: PatchPair) -> PairSource:
     """The pair's four fields as text, to show in the inputs."""
     vocab = handle.task.vocab
 
     def text(ids: list[int]) -> str:
-        decode = getattr(vocab, "decode", None)
-        if decode is not None:
-            try:
-                return str(decode(ids, stop_at_eos=False))
-            except TypeError:
-                return str(decode(ids))
-        return "".join(vocab.label(int(i)) for i in ids)
+        return vocab.decode(ids, stop_at_eos=False)
 
     return PairSource(None if pair.name == "custom" else pair.name, text(pair.clean), text(pair.corrupt),
                       vocab.label(pair.answer), vocab.label(pair.wrong), target=text(list(pair.target[1:])))
 
 
-def patch_site(handle: Any, pair: Any, site: str, method: str,
-               progress: Progress | None = None, cancelled: Cancelled | None = None) -> Any:
+def patch_site(handle: ModelInHand, pair: PatchPair, site: str, method: str,
+               progress: Progress | None = None, cancelled: Cancelled | None = None) -> PatchResult:
     """``site``'s ``PatchResult`` by exact patching (batched, cancellable) or attribution, as
     ``tfx-lab patch`` patches it (``core/verbs/patch.py``)."""
     from tui_lab.core.verbs.patch import Request, grids
@@ -97,14 +112,14 @@ def patch_site(handle: Any, pair: Any, site: str, method: str,
     return grids(Request(site=site, method=method), handle, pair, cells, cancelled or never).grids[0]
 
 
-def logit_attribution(handle: Any, pair: Any) -> Any:
+def logit_attribution(handle: ModelInHand, pair: PatchPair) -> DlaResult:
     """Direct logit attribution of the clean input's answer over the wrong one (``tfx-lab dla``'s)."""
     from tui_lab.core.verbs.dla import attribute
 
     return attribute(handle, pair, pair.answer, pair.wrong)
 
 
-def atlas_heads(handle: Any) -> list[Any]:
+def atlas_heads(handle: ModelInHand) -> list[HeadScore]:
     """The atlas's ``HeadScore``s of the model (on the probe the core picks for its task)."""
     from tui_lab.ui.widgets.atlas_scores import atlas_heads as scored
 
@@ -120,8 +135,8 @@ def history_steps(run_dir: Path | None) -> list[int]:
     return list(list_snapshots(run_dir))
 
 
-def patch_over_history(handle: Any, run_dir: Path, pair: Any, site: str, method: str,
-                       progress: Progress | None = None, cancelled: Cancelled | None = None) -> Any:
+def patch_over_history(handle: ModelInHand, run_dir: Path, pair: PatchPair, site: str, method: str,
+                       progress: Progress | None = None, cancelled: Cancelled | None = None) -> HistoryPatching:
     """``site`` patched at every snapshot of ``run_dir`` (``HistoryPatching``), on a copy of
     the handle's model (the handle keeps its own weights)."""
     from tui_lab.core.analysis.patching.patching_history import patch_history
@@ -129,13 +144,13 @@ def patch_over_history(handle: Any, run_dir: Path, pair: Any, site: str, method:
                          progress=progress, cancelled=cancelled)
 
 
-def atlas_curves(run_dir: Path, cancelled: Cancelled | None = None) -> Any:
+def atlas_curves(run_dir: Path, cancelled: Cancelled | None = None) -> ScoreCurves:
     """The atlas's score curves over ``run_dir``'s history (``ScoreCurves``); stops after the
     snapshot where ``cancelled()`` says so."""
     from tui_lab.core.analysis.heads.head_curves import score_curves
     from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
 
-    def on_step(_step: int, _heads: list[Any]) -> None:
+    def on_step(_step: int, _heads: list[HeadScore]) -> None:
         if cancelled is not None and cancelled():
             raise PatchingCancelled("patching cancelled")
 

@@ -14,34 +14,38 @@ clean run's activation put into the corrupted run, one cell at a time) or by att
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import Input, ProgressBar, Static
-from textual.worker import get_current_worker
+from typing_extensions import Unpack
 
-from tui_lab.core.errors import one_line
 from tui_lab.ui import key_bindings
 from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.patch import patch_jobs as jobs
+from tui_lab.ui.panes.patch import patch_workers as workers
 from tui_lab.ui.panes.patch.dla_bars import dla_text
 from tui_lab.ui.panes.patch.history_table import history_text
 from tui_lab.ui.panes.patch.pair_form import PairForm
 from tui_lab.ui.panes.patch.patch_jobs import PairSource
-from tui_lab.ui.panes.patch.patch_view import AXES, PatchView, atlas_at, atlas_of
+from tui_lab.ui.panes.patch.patch_view import AXES, Atlas, PatchView, atlas_at
 from tui_lab.ui.panes.patch.readout import cell_readout
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.time_travel.control import travel_run_dir
 from tui_lab.ui.widgets.diverging_heatmap import DivergingHeatmap
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
-POST_EVERY_S = 0.1  # progress messages at most this often
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.head_curves import ScoreCurves
+    from tui_lab.core.analysis.patching.activation_patching import PatchResult
+    from tui_lab.core.analysis.patching.patch_pair import PatchPair
+    from tui_lab.core.opening.model_handle import ModelHandle
+    from tui_lab.core.opening.model_in_hand import ModelInHand
 
 
 class PatchPane(Pane, Vertical, can_focus=False):
@@ -52,52 +56,25 @@ class PatchPane(Pane, Vertical, can_focus=False):
     KEY_SECTIONS = (("Heatmap cursor", key_bindings.HEATMAP), ("Pair list", key_bindings.PICK_LIST))
     HELP_EXTRA = (("enter", "in the pair: run it"),)
 
-    @dataclass
-    class Progress(Message):
-        """``done`` of ``total`` (merged: at most one per POST_EVERY_S)."""
+    # the workers' messages (``patch_workers.py``), reachable as PatchPane.<name>
+    Progress = workers.Progress
+    Patched = workers.Patched
+    HistoryReady = workers.HistoryReady
+    Failed = workers.Failed
 
-        done: int
-        total: int
-        what: str
-
-    @dataclass
-    class Patched(Message):
-        """A site's grid of the model in hand, its pair and (when worked out) the atlas and DLA."""
-
-        handle: Any
-        pair: Any
-        texts: PairSource
-        result: Any
-        atlas: dict[str, tuple[str, float]] | None
-        dla: Any
-        dla_error: str | None
-
-    @dataclass
-    class HistoryReady(Message):
-        """The grid at every history snapshot, the atlas's curves; then ``move``."""
-
-        history: Any
-        curves: Any
-        run_dir: Path
-        move: str | None
-
-    @dataclass
-    class Failed(Message):
-        text: str
-
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = PatchView()
         self.source = PairSource()  # the model's first ready-made pair
-        self.handle: Any = None
-        self.pair: Any = None
+        self.handle: ModelInHand | None = None
+        self.pair: PatchPair | None = None
         # this pair's last result at each (site, method): attribution's agreement with exact
-        self._results: dict[tuple[str, str], Any] = {}
-        self._results_pair: Any = None
+        self._results: dict[tuple[str, str], PatchResult] = {}
+        self._results_pair: PatchPair | None = None
         self.atlas_for: int | None = None  # id() of the run the atlas was scored on
         self.dla_error: str | None = None
         self.running = False
-        self._atlas_now: dict[str, tuple[str, float]] | None = None  # the model in hand's
+        self._atlas_now: Atlas | None = None  # the model in hand's
 
     def compose(self) -> ComposeResult:
         yield Static(id="patch-title")
@@ -272,7 +249,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
 
     # ---- helpers -------------------------------------------------------------------
 
-    def _run(self, quiet: bool = False) -> Any:
+    def _run(self, quiet: bool = False) -> ModelHandle | None:
         state = self.host.state
         run = state.current_run if state.current_run is not None else state.opened
         if run is None and not quiet:
@@ -328,7 +305,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
         self.pair = None
         self.action_run()
 
-    def on_patch_pane_progress(self, message: PatchPane.Progress) -> None:
+    def on_patch_pane_progress(self, message: workers.Progress) -> None:
         """Move the bar."""
         message.stop()
         if self.running:
@@ -336,7 +313,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
             self._status(Text(f"{message.what} {message.done}/{message.total}… (escape cancels)",
                               style="dim"))
 
-    def on_patch_pane_patched(self, message: PatchPane.Patched) -> None:
+    def on_patch_pane_patched(self, message: workers.Patched) -> None:
         """Show the grid, the readout, the DLA; fill the pair's fields."""
         message.stop()
         self._end_progress()
@@ -355,7 +332,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
                           + self._agreement(message.pair, r), style="dim"))
         self._redraw()
 
-    def _agreement(self, pair: Any, result: Any) -> str:
+    def _agreement(self, pair: PatchPair, result: PatchResult) -> str:
         """How attribution agrees with exact patching at this site, once both were run on
         this pair (m toggles between them): their correlation over the cells."""
         from tui_lab.core.analysis.patching.attribution_patching import correlation
@@ -368,7 +345,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
             return ""
         return f"  ·  attribution vs exact: correlation {correlation(result, other):.3f}"
 
-    def on_patch_pane_history_ready(self, message: PatchPane.HistoryReady) -> None:
+    def on_patch_pane_history_ready(self, message: workers.HistoryReady) -> None:
         """The grid at every snapshot: step to where the key asked."""
         message.stop()
         self._end_progress()
@@ -381,7 +358,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
         self._status(Text(f"{len(message.history.steps)} snapshots patched", style="dim"))
         self._at_step()
 
-    def on_patch_pane_failed(self, message: PatchPane.Failed) -> None:
+    def on_patch_pane_failed(self, message: workers.Failed) -> None:
         """One line in the status line."""
         message.stop()
         self._end_progress()
@@ -392,65 +369,17 @@ class PatchPane(Pane, Vertical, can_focus=False):
         if self.query_one(PairForm).display and message.input.has_focus:
             self.source = self.query_one(PairForm).typed()
 
-    # ---- workers (threads) -----------------------------------------------------------
+    # ---- workers (threads: ``patch_workers.py``) ----------------------------------------
 
-    def _reporter(self, what: str) -> Any:
-        last = [0.0]
+    def _start(self, job: Callable[[], None]) -> None:
+        """Run ``job`` in a thread; a job under way is cancelled (one group: "patch")."""
+        self.run_worker(job, name="patch", group="patch", thread=True, exclusive=True, exit_on_error=False)
 
-        def progress(done: int, total: int) -> None:
-            if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
-                last[0] = time.monotonic()
-                self.post_message(self.Progress(done, total, what))
-
-        return progress
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="patch")
-    def _patch_worker(self, run: Any, source: PairSource, site: str, method: str,
+    def _patch_worker(self, run: ModelHandle, source: PairSource, site: str, method: str,
                       score_atlas: bool) -> None:
-        """The pair, the site's grid, the DLA and (when asked) the atlas, on a private copy."""
-        from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
+        self._start(partial(workers.patch, self.post_message, run, source, site, method, score_atlas))
 
-        worker = get_current_worker()
-        try:
-            handle = jobs.private_handle(run)
-            pair = jobs.make_pair(handle, source)
-            result = jobs.patch_site(handle, pair, site, method, self._reporter("patching"),
-                                     lambda: worker.is_cancelled)
-            dla, dla_error = None, None
-            try:
-                dla = jobs.logit_attribution(handle, pair)
-            except Exception as exc:  # noqa: BLE001 - shown in the DLA view
-                dla_error = one_line(exc)
-            atlas = None
-            if score_atlas and not worker.is_cancelled:
-                self.post_message(self.Progress(0, 1, "the atlas's labels"))
-                atlas = atlas_of(jobs.atlas_heads(handle))
-        except PatchingCancelled:
-            return
-        except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
-            self.post_message(self.Failed(one_line(exc)))
-            return
-        if not worker.is_cancelled:
-            texts = jobs.pair_texts(handle, pair)
-            self.post_message(self.Patched(handle, pair, texts, result, atlas, dla, dla_error))
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="patch")
-    def _history_worker(self, handle: Any, run_dir: Path, pair: Any, site: str, method: str,
-                        curves: Any, move: str | None) -> None:
-        """The grid at every snapshot; the atlas's curves when the lab has none yet."""
-        from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
-
-        worker = get_current_worker()
-        try:
-            history = jobs.patch_over_history(handle, run_dir, pair, site, method,
-                                              self._reporter("snapshots"), lambda: worker.is_cancelled)
-            if curves is None:
-                self.post_message(self.Progress(0, 1, "the atlas over the snapshots"))
-                curves = jobs.atlas_curves(run_dir, lambda: worker.is_cancelled)
-        except PatchingCancelled:
-            return
-        except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
-            self.post_message(self.Failed(one_line(exc)))
-            return
-        if not worker.is_cancelled:
-            self.post_message(self.HistoryReady(history, curves, run_dir, move))
+    def _history_worker(self, handle: ModelInHand, run_dir: Path, pair: PatchPair, site: str, method: str,
+                        curves: ScoreCurves | None, move: str | None) -> None:
+        self._start(partial(workers.history, self.post_message, handle, run_dir, pair, site, method, curves,
+                            move))

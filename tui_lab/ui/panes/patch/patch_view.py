@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.atlas import HeadScore
+    from tui_lab.core.analysis.heads.head_curves import ScoreCurves
+    from tui_lab.core.analysis.lenses.direct_logit_attribution import DlaResult
+    from tui_lab.core.analysis.patching.activation_patching import PatchResult
+    from tui_lab.core.analysis.patching.patching_history import HistoryPatching
 
 # The sites the pane cycles through (the core's names, without resid_final).
 SITES = ("resid_pre", "attn_out", "mlp_out", "z", "z_pos", "pattern", "q", "k", "v")
@@ -22,6 +29,8 @@ METHODS = ("exact", "attribution")
 VIEWS = ("map", "dla", "history")
 # A head as the pane names it: ``L1H2`` (one stack), ``enc L0 H1``, ``dec L0 H1``, ``cross L0 H1``.
 HEAD = re.compile(r"^(?:(enc|dec|cross) )?L(\d+) ?H(\d+)$")
+# The pane's head name -> (what the atlas calls it, its score).
+Atlas = dict[str, tuple[str, float]]
 _STACK = {"enc": "encoder.{}.self", "dec": "decoder.{}.self", "cross": "decoder.{}.cross"}
 
 
@@ -33,12 +42,12 @@ class PatchView:
     site_index: int = 0
     method: str = "exact"
     view: str = "map"
-    result: Any = None  # PatchResult of the model in hand
-    dla: Any = None  # DlaResult
-    history: Any = None  # HistoryPatching of this pair, site and method
-    curves: Any = None  # the atlas's ScoreCurves of the run
+    result: PatchResult | None = None  # of the model in hand
+    dla: DlaResult | None = None
+    history: HistoryPatching | None = None  # of this pair, site and method
+    curves: ScoreCurves | None = None  # the atlas's curves over the run's history
     step_index: int | None = None  # None: the model in hand, else an index into history.steps
-    atlas: dict[str, tuple[str, float]] = field(default_factory=dict)
+    atlas: Atlas = field(default_factory=dict)
 
     @property
     def site(self) -> str:
@@ -63,7 +72,7 @@ class PatchView:
         self.step_index = None
 
     @property
-    def shown(self) -> Any:
+    def shown(self) -> PatchResult | None:
         """The grid on show: a history step's, or the model in hand's."""
         if self.history is not None and self.step_index is not None:
             return self.history.results[self.step_index]
@@ -127,9 +136,9 @@ def _two_stacks(names: list[str]) -> bool:
         any(n.startswith("encoder.") for n in names) and any(n.startswith("decoder.") for n in names))
 
 
-def atlas_at(curves: Any, index: int) -> dict[str, tuple[str, float]]:
+def atlas_at(curves: ScoreCurves, index: int) -> Atlas:
     """Each head's best pattern and score at history index ``index`` of ``curves``."""
-    out: dict[str, tuple[str, float]] = {}
+    out: Atlas = {}
     two = _two_stacks(list(curves.scores))
     for label, per in curves.scores.items():
         name, _, h = label.rpartition(":")
@@ -141,10 +150,10 @@ def atlas_at(curves: Any, index: int) -> dict[str, tuple[str, float]]:
     return out
 
 
-def atlas_of(heads: list[Any]) -> dict[str, tuple[str, float]]:
+def atlas_of(heads: list[HeadScore]) -> Atlas:
     """``HeadScore``s as the pane's head name -> (what the atlas calls it, score)."""
     two = _two_stacks([h.name for h in heads])
-    out: dict[str, tuple[str, float]] = {}
+    out: Atlas = {}
     for h in heads:
         head = pane_head(h.name, h.head, two)
         if head is not None:

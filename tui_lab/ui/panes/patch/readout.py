@@ -3,14 +3,17 @@ before (the corrupted run) and after (this cell patched), and its head's atlas l
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from tui_lab.ui.panes.patch.patch_view import head_name
+from tui_lab.ui.panes.patch.patch_view import Atlas, head_name
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.patching.activation_patching import PatchResult
 
 
-def cell_readout(result: Any, row: int, col: int, atlas: dict[str, tuple[str, float]]) -> Text:
+def cell_readout(result: PatchResult, row: int, col: int, atlas: Atlas) -> Text:
     """What the cursor is on, in two lines."""
     r_label, c_label = result.rows[row], result.cols[col]
     value, raw = result.values[row][col], result.raw[row][col]
