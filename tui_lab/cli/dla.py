@@ -41,10 +41,11 @@ def dla(args: argparse.Namespace) -> int:
         return 0
     what = f"logit[{result.answer!r}]" + ("" if result.wrong is None else f" - logit[{result.wrong!r}]")
     print(f"{target_name(args)}: direct logit attribution of {what}")
-    width = max(len(c["name"]) for c in result.components)
-    top = max(abs(c["value"]) for c in result.components) or 1.0
-    for c in result.components:
-        bar = "#" * round(20 * abs(c["value"]) / top)
-        print(f"{c['name']:<{width}} {c['value']:+9.3f} {'-' if c['value'] < 0 else '+'}{bar}")
+    rows = [(str(c["name"]), float(c["value"])) for c in result.components]
+    width = max(len(name) for name, _ in rows)
+    top = max(abs(value) for _, value in rows) or 1.0
+    for name, value in rows:
+        bar = "#" * round(20 * abs(value) / top)
+        print(f"{name:<{width}} {value:+9.3f} {'-' if value < 0 else '+'}{bar}")
     print(f"{'total':<{width}} {result.total:+9.3f}   (the model: {result.model:+.3f})")
     return 0

@@ -165,8 +165,8 @@ def features(args: argparse.Namespace) -> int:
         for r in result.on_input:
             print(f"{r['token']!r:>8}  " + "  ".join(f"{j}:{v:.2f}" for j, v in r["features"]))
     else:
-        for r in result.features or []:
-            print(f"feature {r['index']:>6}  density {r['density']:.4f}  max {r['max_activation']:.3f}")
+        for f in result.features or []:
+            print(f"feature {f['index']:>6}  density {f['density']:.4f}  max {f['max_activation']:.3f}")
     return 0
 
 

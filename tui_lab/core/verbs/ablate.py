@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.checks import positive
 from tui_lab.core.errors import LabError
@@ -24,6 +24,15 @@ from tui_lab.core.verbs.verb import (
     no_progress,
     stop_if,
 )
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from tui_lab.core.analysis.heads.head_importance import ImportanceTable
+    from tui_lab.core.analysis.heads.text_ablation import TextImportance
+    from tui_lab.core.config.lab_config import LabConfig
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.tasks.protocol import Task
 
 
 @dataclass(frozen=True)
@@ -73,7 +82,7 @@ class PerHead:
     """Each head off alone: the core's ``ImportanceTable`` (exact match; ``cached`` when read
     from the run's folder) or ``TextImportance`` (a text's loss)."""
 
-    table: Any
+    table: ImportanceTable | TextImportance
     text: bool
     step: int
     cached: bool = False
@@ -87,12 +96,12 @@ class PerHead:
 Result = HeadsOff | PerHead
 
 
-def scores_a_text(model: Any) -> bool:
+def scores_a_text(model: ModelInHand) -> bool:
     """Whether ``model`` is scored on a text's loss (a model from files, a run fine-tuned from one)."""
     return model.card is not None or model.config.task.name == "token-lm"
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Switch the heads off on the model in hand (in place, undone after: hooks only)."""
     if scores_a_text(model):
         return _on_text(request, model, progress, cancelled)
@@ -101,41 +110,43 @@ def run(request: Request, model: Any, progress: Progress = no_progress, cancelle
     return _on_task(request, model, progress, cancelled)
 
 
-def _on_task(request: Request, model: Any, progress: Progress, cancelled: Cancelled) -> Result:
+def _on_task(request: Request, model: ModelInHand, progress: Progress, cancelled: Cancelled) -> Result:
     from tui_lab.core.analysis.heads.ablation import parse_head
     from tui_lab.core.analysis.heads.head_importance import (
         ablated_accuracy,
         probe_means,
         weights_key,
     )
+    from tui_lab.core.tasks.base import TaskBase
     from tui_lab.core.training.evaluate import held_out_pairs
 
-    if model.task.is_lm:
+    if model.task.is_lm or not isinstance(model.task, TaskBase):  # a lab task: its held-out pairs
         raise LabError(f"{request.run_dir or model.config.name}: ablate measures exact match; "
                        f"{model.config.task.name} has no single right answer")
     heads = [parse_head(h, model.model) for h in request.heads]  # every name checked before any work
     stop_if(cancelled)
-    pairs = held_out_pairs(model.task, model.config.train, request.n)
+    task = model.task
+    pairs = held_out_pairs(task, model.config.train, request.n)
     mode = request.mode
     if heads:
         max_new = model.config.sequence_length_needed()
-        means = probe_means(model.model, model.task, model.config.model.arch, pairs, model.device) \
+        means = probe_means(model.model, task, model.config.model.arch, pairs, model.device) \
             if mode == "mean" else None
-        baseline = ablated_accuracy(model.model, model.task, pairs, max_new)
-        acc = ablated_accuracy(model.model, model.task, pairs, max_new, heads, mode, means)
+        baseline = ablated_accuracy(model.model, task, pairs, max_new)
+        acc = ablated_accuracy(model.model, task, pairs, max_new, heads, mode, means)
         return HeadsOff([str(h) for h in heads], mode, len(pairs), baseline, acc, False, model.step)
     key = weights_key(request.run_dir, request.at_step) if request.run_dir is not None else None
-    table, cached = importance_table(model.model, model.task, model.config, pairs, mode,
+    table, cached = importance_table(model.model, task, model.config, pairs, mode,
                                      lambda done, total: progress(done, total, "ablating head"),
                                      request.run_dir, key)
     return PerHead(table, False, model.step, cached)
 
 
 def importance_table(
-    model: Any, task: Any, config: Any, pairs: list[tuple[str, str]], mode: str,
+    model: nn.Module, task: Task, config: LabConfig, pairs: list[tuple[str, str]], mode: str,
     progress: Callable[[int, int], None] | None = None, run_dir: str | Path | None = None,
     key: str | None = None,
-) -> tuple[Any, bool]:
+) -> tuple[ImportanceTable, bool]:
     """Each head of the module ``model`` off alone on ``pairs``: (the ``ImportanceTable``, whether
     it was read from ``run_dir``'s cache under weights ``key``; None: measured, not kept).
     ``tfx-lab ablate`` and the Attention pane's importance table both measure here."""
@@ -145,7 +156,7 @@ def importance_table(
         probe_means,
     )
 
-    def compute() -> Any:
+    def compute() -> ImportanceTable:
         device = next(model.parameters()).device
         means = probe_means(model, task, config.model.arch, pairs, device) if mode == "mean" else None
         return importance(model, task, pairs, config.sequence_length_needed(), mode, means, progress)
@@ -155,8 +166,8 @@ def importance_table(
     return cached_importance(run_dir, key, compute, mode=mode, n=len(pairs))
 
 
-def text_table(model: Any, task: Any, context: int, text: str, mode: str,
-               progress: Callable[[int, int], None] | None = None) -> Any:
+def text_table(model: nn.Module, task: Task, context: int, text: str, mode: str,
+               progress: Callable[[int, int], None] | None = None) -> TextImportance:
     """Each head of the module ``model`` off alone: the ``TextImportance`` of ``text`` (its first
     ``context`` tokens). ``tfx-lab ablate --model`` and the Attention pane both measure here."""
     from tui_lab.core.analysis.heads.text_ablation import text_ids, text_importance
@@ -164,7 +175,7 @@ def text_table(model: Any, task: Any, context: int, text: str, mode: str,
     return text_importance(model, text_ids(task, text, context), mode, progress)
 
 
-def _on_text(request: Request, model: Any, progress: Progress, cancelled: Cancelled) -> Result:
+def _on_text(request: Request, model: ModelInHand, progress: Progress, cancelled: Cancelled) -> Result:
     from tui_lab.core.analysis.heads.ablation import parse_head
     from tui_lab.core.analysis.heads.text_ablation import (
         loss_with_heads_off,
@@ -193,7 +204,11 @@ def _on_text(request: Request, model: Any, progress: Progress, cancelled: Cancel
     return PerHead(table, True, model.step)
 
 
-def run_text_ids(model: Any) -> list[int]:
+def run_text_ids(model: ModelInHand) -> list[int]:
     """A fine-tuned run's default text: the start of its validation split, one context long."""
+    from tui_lab.core.tasks.token_lm import TokenLMTask
+
     task = model.task
+    if not isinstance(task, TokenLMTask):  # only a fine-tuned run keeps a text of its own
+        raise LabError(f"{model.config.name}: no text of its own to measure; give --text FILE or --input TEXT")
     return [int(i) for i in task.data[task.split : task.split + model.config.model.max_len].tolist()]

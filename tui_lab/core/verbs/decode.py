@@ -12,13 +12,35 @@ language model's prompt is cut to fit by ``generate`` instead, as it always was)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, TypeGuard
 
 from tui_lab.core.checks import at_least, finite, in_range
 from tui_lab.core.errors import LabError
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progress, stop_if
 
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from tui_lab.core.analysis.lenses.logit_lens import LensTable
+    from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
+    from tui_lab.core.model.encoder_only import EncoderOnly
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.tasks.protocol import Task
+
 FILL_TOP_K = 5  # fillers shown per mask when none is asked for
+
+
+class GenerateOptions(TypedDict):
+    """The keyword arguments ``generate`` takes from a request."""
+
+    max_new_tokens: int | None
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+    report_k: int
+    capture: bool
 
 
 @dataclass(frozen=True)
@@ -52,7 +74,7 @@ class Request:
         if self.explain is not None:
             parse_explain(self.explain)
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> GenerateOptions:
         """The keyword arguments ``generate`` takes for this request."""
         return {"max_new_tokens": self.max_new, "temperature": self.temperature, "top_k": self.top_k,
                 "top_p": self.top_p, "seed": self.seed, "report_k": self.report_k, "capture": self.capture}
@@ -63,9 +85,9 @@ class Result:
     """The core's decode (``DecodeResult``, or ``FillMaskResult`` for an encoder-only model), the
     logit lens and the explained row when asked; ``attention`` puts the captures in the JSON."""
 
-    decoded: Any
-    lens: Any = None
-    explained: dict[str, Any] | None = None
+    decoded: DecodeResult | FillMaskResult
+    lens: LensTable | None = None
+    explained: JSON | None = None
     attention: bool = False
     fill: bool = field(default=False)
 
@@ -81,7 +103,7 @@ class Result:
         return out
 
 
-def _attention_json(decoded: Any, name: str, w: Any) -> JSON:
+def _attention_json(decoded: DecodeResult | FillMaskResult, name: str, w: Tensor) -> JSON:
     if isinstance(decoded.labels, dict):
         queries, keys = decoded.labels[name][0], decoded.labels[name][1]
     else:  # fill-mask: one label per token on both axes
@@ -100,14 +122,14 @@ def parse_explain(text: str) -> tuple[str, int]:
         raise LabError(f"--explain {text!r}: {row!r} is not a query row number") from None
 
 
-def is_fill_mask_model(model: Any) -> bool:
+def is_fill_mask_model(model: nn.Module | None) -> TypeGuard[EncoderOnly]:
     """Whether the module ``model`` decodes by filling masks (an encoder-only model)."""
     from tui_lab.core.decoding.fill_mask import is_fill_mask
 
     return model is not None and is_fill_mask(model)
 
 
-def decoded(model: Any, task: Any, request: Request) -> Any:
+def decoded(model: nn.Module, task: Task, request: Request) -> DecodeResult | FillMaskResult:
     """``request.input`` decoded by the module ``model``: its masks filled, else ``generate``.
     An encoder-only model's input is refused past its context before the forward pass."""
     if is_fill_mask_model(model):
@@ -124,20 +146,22 @@ def decoded(model: Any, task: Any, request: Request) -> Any:
     return generate(model, task, request.input, **request.options())
 
 
-def _check_fill_context(model: Any, task: Any, text: str) -> None:
-    limit = int(getattr(getattr(model, "config", None), "max_len", 0) or 0)
+def _check_fill_context(model: EncoderOnly, task: Task, text: str) -> None:
+    limit = int(model.config.max_len or 0)
     if limit > 0 and text:
         from tui_lab.core.checks import check_context
 
         check_context(len(task.vocab.encode(text)), limit, "the input")
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Decode the input with the model in hand; the lens and the explained row when asked."""
     stop_if(cancelled)
     result = decoded(model.model, model.task, request)
     progress(1, 1, "decoding")
-    if is_fill_mask_model(model.model):
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
+
+    if isinstance(result, FillMaskResult):  # what ``decoded`` gives an encoder-only model
         return Result(result, attention=request.attention, fill=True)
     lens = explained = None
     if request.lens:
@@ -149,7 +173,7 @@ def run(request: Request, model: Any, progress: Progress = no_progress, cancelle
     return Result(result, lens, explained, attention=request.attention)
 
 
-def explain(model: Any, result: Any, request: Request) -> dict[str, Any]:
+def explain(model: ModelInHand, result: DecodeResult, request: Request) -> JSON:
     """The walkthrough of one attention row (the lab's numbers), as a dict."""
     from tui_lab.core.analysis.basics.walkthrough import collect_projections, walk
     from tui_lab.core.analysis.heads.ablation import parse_head

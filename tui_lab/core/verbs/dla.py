@@ -8,7 +8,7 @@ the input is refused past the model's context before any model work.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.errors import LabError
 from tui_lab.core.verbs.verb import (
@@ -22,7 +22,9 @@ from tui_lab.core.verbs.verb import (
 )
 
 if TYPE_CHECKING:
+    from tui_lab.core.analysis.lenses.direct_logit_attribution import DlaResult
     from tui_lab.core.analysis.patching.patch_pair import PatchPair
+    from tui_lab.core.opening.in_hand import ModelInHand
 
 
 @dataclass(frozen=True)
@@ -43,13 +45,13 @@ class Request:
 class Result:
     """The core's ``DlaResult`` (components, their total, the model's own logit difference)."""
 
-    attribution: Any
+    attribution: DlaResult
 
     def to_json(self) -> JSON:
         return dict(self.attribution.to_dict())
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Each component's direct contribution at the answer's position."""
     from tui_lab.core.analysis.patching.patch_pair import single_input, single_token
 
@@ -64,7 +66,7 @@ def run(request: Request, model: Any, progress: Progress = no_progress, cancelle
     return Result(result)
 
 
-def attribute(model: Any, pair: PatchPair, answer: int, wrong: int | None) -> Any:
+def attribute(model: ModelInHand, pair: PatchPair, answer: int, wrong: int | None) -> DlaResult:
     """The ``DlaResult`` of ``pair``'s clean input (the Patch pane's pair, or one input read as
     patching reads it) for ``answer`` over ``wrong``."""
     from tui_lab.core.analysis.lenses.direct_logit_attribution import direct_logit_attribution

@@ -7,10 +7,22 @@ before the model is opened.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.checks import positive
-from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progress, stop_if
+from tui_lab.core.verbs.verb import (
+    JSON,
+    Cancelled,
+    Progress,
+    never,
+    no_progress,
+    stop_if,
+    training_task,
+)
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.runs.events import EvalEvent
 
 
 @dataclass(frozen=True)
@@ -29,7 +41,7 @@ class Request:
 class Result:
     """The core's ``Evaluation`` with the step, preset, task and the training overlap."""
 
-    evaluation: Any
+    evaluation: EvalEvent
     step: int
     preset: str
     task: str
@@ -51,15 +63,16 @@ class Result:
         }
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Evaluate the model in hand on ``request.n`` held-out examples (a language model: its
     validation text)."""
     from tui_lab.core.runs.log import read_metrics
     from tui_lab.core.training.evaluate import evaluate, held_out_pairs
 
-    pairs = None if model.task.is_lm else held_out_pairs(model.task, model.config.train, request.n)
+    task = training_task(model)
+    pairs = None if task.is_lm else held_out_pairs(task, model.config.train, request.n)
     stop_if(cancelled)
-    ev = evaluate(model.model, model.task, model.config, model.device, step=model.step, pairs=pairs)
+    ev = evaluate(model.model, task, model.config, model.device, step=model.step, pairs=pairs)
     progress(1, 1, "evaluation")
     seen = ([m.get("overlap") for m in read_metrics(request.run_dir) if m.get("kind") == "eval"]
             if request.run_dir is not None else [])

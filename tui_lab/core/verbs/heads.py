@@ -8,9 +8,13 @@ number to refuse.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progress, stop_if
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.atlas import Atlas
+    from tui_lab.core.opening.in_hand import ModelInHand
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,7 @@ class Request:
 class Result:
     """The core's ``Atlas`` with the step and task of the model it scored."""
 
-    atlas: Any
+    atlas: Atlas
     step: int
     task: str
 
@@ -30,7 +34,7 @@ class Result:
         return {"step": self.step, "task": self.task, **self.atlas.to_dict()}
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Score every attention head of the model in hand."""
     from tui_lab.core.analysis.heads.head_scores import atlas_for
 

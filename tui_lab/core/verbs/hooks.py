@@ -7,7 +7,7 @@ plain phrase) is refused past the model's context before the forward pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.verbs.verb import (
     JSON,
@@ -18,6 +18,10 @@ from tui_lab.core.verbs.verb import (
     no_progress,
     stop_if,
 )
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.tasks.protocol import Task
 
 DEFAULT_TEXT = "Hello world"  # a real model's text has no examples to offer
 
@@ -42,16 +46,16 @@ class Result:
                 "hooks": [{"name": name, "shape": list(shape)} for name, shape in self.hooks]}
 
 
-def default_input(task: object) -> str:
+def default_input(task: Task) -> str:
     """One of the task's own examples (what the lab's Decode offers), else a plain phrase."""
     try:
-        shown = task.examples_for_display(1)  # type: ignore[attr-defined]
+        shown = task.examples_for_display(1)
     except Exception:  # noqa: BLE001 - a real model's text has no examples to offer
         shown = []
     return str(shown[0]) if shown else DEFAULT_TEXT
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Run the model once on the input with every hook point cached."""
     import torch
 

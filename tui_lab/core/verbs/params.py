@@ -8,9 +8,13 @@ A preset is read before torch is imported, so a bad one is refused at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progress, stop_if
+
+if TYPE_CHECKING:
+    from tui_lab.core.model.params import ParamReport
+    from tui_lab.core.opening.in_hand import ModelInHand
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,7 @@ class Request:
 class Result:
     """The core's ``ParamReport`` and what it counts: a preset's or a model's name."""
 
-    report: Any
+    report: ParamReport
     name: str
     of_model: bool
 
@@ -41,7 +45,7 @@ class Result:
         }
 
 
-def run(request: Request, model: Any = None, progress: Progress = no_progress,
+def run(request: Request, model: ModelInHand | None = None, progress: Progress = no_progress,
         cancelled: Cancelled = never) -> Result:
     """Count the model in hand's weights, or (``model`` None) the preset's model on the meta device."""
     if model is not None:

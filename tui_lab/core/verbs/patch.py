@@ -8,10 +8,14 @@ The typed inputs are refused past the model's context before any model work.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.analysis.patching.patch_pair import PatchError, PatchPair, make_pair, ready_pair
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, check_text, never, no_progress
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.patching.activation_patching import PatchResult
+    from tui_lab.core.opening.in_hand import ModelInHand
 
 METHODS = ("exact", "attribution", "both")
 PAIR_FIELDS = ("clean", "corrupt", "answer", "wrong")
@@ -63,7 +67,7 @@ class Result:
     """The pair and its grids: one (exact, attribution or sae) or exact beside attribution."""
 
     pair: PatchPair
-    grids: list[Any] = field(default_factory=list)  # PatchResult
+    grids: list[PatchResult] = field(default_factory=list)
 
     @property
     def correlation(self) -> float | None:
@@ -79,7 +83,7 @@ class Result:
                 "correlation": self.correlation}
 
 
-def pair_of(request: Request, model: Any) -> PatchPair:
+def pair_of(request: Request, model: ModelInHand) -> PatchPair:
     """The request's pair on ``model`` (typed inputs past the context refused first)."""
     if not request.typed():
         return ready_pair(model, request.pair)
@@ -91,12 +95,12 @@ def pair_of(request: Request, model: Any) -> PatchPair:
     return make_pair(model, request.clean, request.corrupt, request.answer, request.wrong, request.target)
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Patch every cell of the site over the request's pair (exact runs are cancellable between batches)."""
     return grids(request, model, pair_of(request, model), progress, cancelled)
 
 
-def grids(request: Request, model: Any, pair: PatchPair, progress: Progress = no_progress,
+def grids(request: Request, model: ModelInHand, pair: PatchPair, progress: Progress = no_progress,
           cancelled: Cancelled = never) -> Result:
     """The request's grids over ``pair`` (a pair already made: the Patch pane keeps its own)."""
     from tui_lab.core.analysis.patching.activation_patching import activation_patch

@@ -4,11 +4,15 @@ features and CE loss recovered (``tfx-lab sae eval``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.checks import at_least
 from tui_lab.core.errors import LabError
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progress
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.sae.sae import SparseAutoencoder
 
 KEYS = ("l0", "explained_variance", "fvu", "mse", "dead_fraction", "ce_loss_recovered")
 
@@ -33,13 +37,13 @@ class Result:
 
     sae: str
     hook: str
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> JSON:
         return {"sae": self.sae, "hook": self.hook, **self.metrics}
 
 
-def hook_of(sae: Any) -> str:
+def hook_of(sae: SparseAutoencoder) -> str:
     """The hook the SAE's cfg.json names; LabError when it names none."""
     hook = sae.cfg.metadata.hook_name
     if not hook:
@@ -47,7 +51,7 @@ def hook_of(sae: Any) -> str:
     return str(hook)
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Measure the SAE on the held-out windows at its hook."""
     from tui_lab.core.sae.activations import check_width, hook_activations, site_width
     from tui_lab.core.sae.evaluation import evaluate_sae

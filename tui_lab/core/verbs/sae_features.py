@@ -9,12 +9,19 @@ past the model's context before the model reads it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from tui_lab.core.checks import at_least
 from tui_lab.core.errors import LabError
 from tui_lab.core.verbs.sae_eval import hook_of
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, check_text, never, no_progress
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.sae.feature_table import FeatureTable
+    from tui_lab.core.sae.sae import SparseAutoencoder
 
 CONTEXTS = 10  # top contexts kept per feature in the cached table (more with --top)
 SORTS = ("density", "max")
@@ -47,6 +54,21 @@ class Request:
             raise LabError(f"--sort {self.sort}: density or max")
 
 
+class FeatureRow(TypedDict):
+    """One feature of the list: its index, how often it fires, its largest activation."""
+
+    index: int
+    density: float
+    max_activation: float
+
+
+class TokenRow(TypedDict):
+    """One token of the input and its firing features, ``[index, activation]`` strongest first."""
+
+    token: str
+    features: list[list[int | float]]
+
+
 @dataclass
 class Result:
     """One of: the feature list (``features``), one feature's ``card``, the ``on_input`` rows."""
@@ -55,9 +77,9 @@ class Result:
     hook: str
     table_tokens: int = 0
     sort: str = "density"
-    features: list[dict[str, Any]] | None = None
-    card: dict[str, Any] | None = None
-    on_input: list[dict[str, Any]] | None = None
+    features: list[FeatureRow] | None = None
+    card: JSON | None = None
+    on_input: list[TokenRow] | None = None
 
     def to_json(self) -> JSON:
         head: JSON = {"sae": self.sae, "hook": self.hook}
@@ -68,7 +90,8 @@ class Result:
         return {**head, "tokens": self.table_tokens, "sort": self.sort, "features": self.features}
 
 
-def windows_for(sae: Any, hook: str, model: Any, text: str | None = None, name: str = "the model") -> Any:
+def windows_for(sae: SparseAutoencoder, hook: str, model: ModelInHand, text: str | None = None,
+                name: str = "the model") -> Tensor:
     """The text's training windows (``text``: a file, None: the model's own), the SAE's width
     checked against the model's at ``hook`` on the first."""
     from tui_lab.core.sae.activations import check_width, site_width
@@ -79,9 +102,9 @@ def windows_for(sae: Any, hook: str, model: Any, text: str | None = None, name: 
     return windows
 
 
-def feature_table(model: Any, sae: Any, windows: Any, hook: str, tokens: int, top: int = CONTEXTS,
+def feature_table(model: ModelInHand, sae: SparseAutoencoder, windows: Tensor, hook: str, tokens: int, top: int = CONTEXTS,
                   use_cache: bool = True, progress: Progress = no_progress,
-                  cancelled: Cancelled = never) -> tuple[Any, bool]:
+                  cancelled: Cancelled = never) -> tuple[FeatureTable | None, bool]:
     """(every feature's table over the first ``tokens`` of ``windows``, whether it was cached);
     the table is None when cancelled."""
     from tui_lab.core.sae.feature_cache import cached_feature_table
@@ -94,7 +117,7 @@ def feature_table(model: Any, sae: Any, windows: Any, hook: str, tokens: int, to
                                 should_stop=cancelled)
 
 
-def on_text(model: Any, sae: Any, hook: str, text: str) -> tuple[list[str], Any]:
+def on_text(model: ModelInHand, sae: SparseAutoencoder, hook: str, text: str) -> tuple[list[str], Tensor]:
     """(the text's token labels, its (T, d_sae) feature activations); refused past the context."""
     import torch
 
@@ -110,7 +133,7 @@ def on_text(model: Any, sae: Any, hook: str, text: str) -> tuple[list[str], Any]
     return model.to_str_tokens(ids), features
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """The list, the card or the features on the input, as the request asks."""
     from tui_lab.core.sae.source import open_sae
 
@@ -139,10 +162,10 @@ def run(request: Request, model: Any, progress: Progress = no_progress, cancelle
     return result
 
 
-def _on_input(model: Any, sae: Any, hook: str, text: str, top: int) -> list[dict[str, Any]]:
+def _on_input(model: ModelInHand, sae: SparseAutoencoder, hook: str, text: str, top: int) -> list[TokenRow]:
     """Each token of ``text`` with its ``top`` firing features, strongest first."""
     labels, features = on_text(model, sae, hook, text)
-    rows = []
+    rows: list[TokenRow] = []
     for token, acts in zip(labels, features, strict=True):
         values, index = acts.topk(min(top, acts.numel()))
         rows.append({"token": token, "features": [[int(j), round(float(v), 4)]
@@ -150,7 +173,7 @@ def _on_input(model: Any, sae: Any, hook: str, text: str, top: int) -> list[dict
     return rows
 
 
-def feature_card(model: Any, sae: Any, table: Any, i: int, top: int) -> dict[str, Any]:
+def feature_card(model: ModelInHand, sae: SparseAutoencoder, table: FeatureTable, i: int, top: int) -> JSON:
     """One feature as ``sae features --feature I --json`` prints it."""
     from tui_lab.core.sae.feature_table import logit_effects, shade_levels, unembedding
 
@@ -159,7 +182,7 @@ def feature_card(model: Any, sae: Any, table: Any, i: int, top: int) -> dict[str
         contexts.append({"tokens": model.to_str_tokens(c.ids), "activations": [round(a, 4) for a in c.activations],
                          "peak": round(c.peak, 4), "peak_at": c.peak_at,
                          "shade": shade_levels(c.activations, c.peak)})
-    card: dict[str, Any] = {
+    card: JSON = {
         "feature": i, "density": float(table.density[i]), "max_activation": float(table.max[i]),
         "tokens": table.tokens,
         "histogram": [{"low": lo, "high": hi, "count": n} for lo, hi, n in table.histogram(i)],

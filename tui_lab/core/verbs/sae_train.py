@@ -11,17 +11,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from tui_lab.core.checks import at_least, positive
 from tui_lab.core.errors import LabError
 from tui_lab.core.sae import defaults as DEFAULT
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progress
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.sae.events import SAEEvent
+    from tui_lab.core.sae.sae import SparseAutoencoder
+    from tui_lab.core.sae.trainer import SAETrainer
+
 # the command's --arch names and the SAE's architecture each stands for
 ARCHS = {"topk": "topk", "relu": "standard", "standard": "standard", "jumprelu": "jumprelu"}
 LAST = ("l0", "explained_variance", "fvu", "mse", "dead_fraction")  # the summary's step numbers
-OnEvent = Callable[[Any], None]
+OnEvent: TypeAlias = "Callable[[SAEEvent], None]"
 
 
 @dataclass(frozen=True)
@@ -75,9 +83,9 @@ class Result:
     tokens: int
     reason: str
     seconds: float
-    last: dict[str, Any] = field(default_factory=dict)
-    sae: Any = None
-    windows: Any = None
+    sae: SparseAutoencoder
+    windows: Tensor
+    last: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> JSON:
         return {"out": self.out, "hook": self.hook, "step": self.step, "tokens": self.tokens,
@@ -96,11 +104,12 @@ def check_out(request: Request) -> None:
         raise LabError("--d-sae N: how many features (such as 1024)")
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never,
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never,
         on_event: OnEvent | None = None) -> Result:
     """Train (or resume) until the token count, ``cancelled()`` or the text's end; ``on_event``
     sees every training event, ``progress`` the rows trained on."""
     from tui_lab.core.sae.activations import check_width, hook_activations, site_width
+    from tui_lab.core.sae.events import SAEStepEvent
     from tui_lab.core.sae.feature_cache import recorder
     from tui_lab.core.sae.recipe import (
         ce_scorer,
@@ -118,10 +127,10 @@ def run(request: Request, model: Any, progress: Progress = no_progress, cancelle
     width = site_width(model, hook, windows[:1])
     trainer = _trainer(request, hook, width, windows.shape[1])
     check_width(trainer.sae, hook, width)
-    last: dict[str, Any] = {}
+    last: dict[str, object] = {}
 
-    def seen(event: Any) -> None:
-        if event.kind == "step":
+    def seen(event: SAEEvent) -> None:
+        if isinstance(event, SAEStepEvent):
             record = event.record()
             last.clear()
             last.update({k: record[k] for k in LAST})
@@ -140,11 +149,11 @@ def run(request: Request, model: Any, progress: Progress = no_progress, cancelle
         model, windows, hook, request.keep_tokens)
     rows = hook_activations(model, windows, hook, rows_per_pass(windows), epochs=None, seed=request.seed)
     end = trainer.train(keep.wrap(rows), should_stop=cancelled)
-    return Result(str(request.out), hook, end.step, end.tokens, end.reason, end.elapsed, dict(last),
-                  trainer.sae, windows)
+    return Result(str(request.out), hook, end.step, end.tokens, end.reason, end.elapsed, trainer.sae, windows,
+                  dict(last))
 
 
-def _trainer(request: Request, hook: str, width: int, context: int) -> Any:
+def _trainer(request: Request, hook: str, width: int, context: int) -> SAETrainer:
     """The trainer of a fresh SAE from the request, or of the run in ``out`` (resumed)."""
     from tui_lab.core.sae.recipe import new_sae, train_settings
     from tui_lab.core.sae.trainer import SAETrainer

@@ -10,7 +10,7 @@ prompt past the model's context, before any model work.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.checks import at_least, finite
 from tui_lab.core.errors import LabError
@@ -23,6 +23,12 @@ from tui_lab.core.verbs.verb import (
     no_progress,
     stop_if,
 )
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from tui_lab.core.analysis.patching.steering import SteerResult
+    from tui_lab.core.opening.in_hand import ModelInHand
 
 
 @dataclass(frozen=True)
@@ -56,13 +62,13 @@ class Request:
 class Result:
     """The core's ``SteerResult``: the plain and the steered continuations."""
 
-    steered: Any
+    steered: SteerResult
 
     def to_json(self) -> JSON:
         return dict(self.steered.to_dict())
 
 
-def vector(steering: Steering, model: Any, cancelled: Cancelled = never) -> Any:
+def vector(steering: Steering, model: ModelInHand, cancelled: Cancelled = never) -> Tensor:
     """The steering vector at the hook (a tensor); the hook checked, then every prompt refused
     past the context, before the prompts are run."""
     from tui_lab.core.analysis.patching.steering import _check_hook, steering_vector
@@ -75,7 +81,7 @@ def vector(steering: Steering, model: Any, cancelled: Cancelled = never) -> Any:
     return steering_vector(model, steering.hook, list(steering.positive), list(steering.negative))
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Build the vector, then decode plainly and steered."""
     from tui_lab.core.analysis.patching.steering import steer
 

@@ -8,11 +8,15 @@ noise and sample counts out of range, before any model work.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.checks import in_range, positive
 from tui_lab.core.errors import LabError
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, check_text, never, no_progress
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.patching.causal_tracing import TraceResult
+    from tui_lab.core.opening.in_hand import ModelInHand
 
 MAX_SAMPLES = 10_000  # noise samples: each is a forward pass per cell
 
@@ -42,13 +46,13 @@ class Result:
 
     input: str
     span: tuple[int, int]
-    trace: Any
+    trace: TraceResult
 
     def to_json(self) -> JSON:
         return {"input": self.input, **self.trace.to_dict()}
 
 
-def run(request: Request, model: Any, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Restore each state in turn (cancellable between cells)."""
     import torch
 

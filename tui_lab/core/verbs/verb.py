@@ -13,10 +13,14 @@ result (``to_json()`` for ``--json``); a pane's worker calls the same ``run`` wi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tui_lab.core.checks import check_context
 from tui_lab.core.errors import LabError
+
+if TYPE_CHECKING:
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.tasks.protocol import TrainingTask
 
 # (done, total, what): ``total`` 0 when unknown. Called from the verb's thread.
 Progress = Callable[[int, int, str], None]
@@ -53,9 +57,21 @@ def stop_if(cancelled: Cancelled) -> None:
         raise Stopped("stopped")
 
 
-def check_text(model: Any, text: str, what: str) -> None:
+def check_text(model: ModelInHand, text: str, what: str) -> None:
     """Refuse ``text`` longer than ``model``'s context in one line, before any model work
     (the text is only tokenized)."""
-    limit = int(getattr(model.config.model, "max_len", 0) or 0)
+    limit = int(model.config.model.max_len or 0)
     if limit > 0 and text:
         check_context(len(model.task.vocab.encode(text)), limit, what)
+
+
+def training_task(model: ModelInHand) -> TrainingTask:
+    """The task of a run (a lab task, or a fine-tuned run's text): what held-out pairs and
+    evaluation read; a model opened from files has none, refused in one line."""
+    from tui_lab.core.tasks.base import TaskBase
+    from tui_lab.core.tasks.token_lm import TokenLMTask
+
+    task = model.task
+    if not isinstance(task, (TaskBase, TokenLMTask)):
+        raise LabError(f"{model.config.name}: {task.name} has no held-out examples (a run's task has)")
+    return task
