@@ -11,8 +11,8 @@ from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui.panes.decode.decode_pane import DecodePane
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
-from tui_lab.ui.panes.train.run_driver import RunDriver
 from tui_lab.ui.panes.train.train_pane import TrainPane
+from tui_lab.ui.panes.train.train_workers import RunDriver
 from tui_lab.ui.widgets.status_bar import StatusBar
 
 

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[4]
 
 def test_state_and_run_folder_modules_import_no_textual_and_no_torch() -> None:
     code = (
-        "import sys; import tui_lab.ui.panes.train.train_state, tui_lab.ui.panes.train.run_follow; "
+        "import sys; import tui_lab.ui.panes.train.train_state, tui_lab.ui.panes.train.run_follow, "
+        "tui_lab.ui.panes.train.train_view; "
         "print(sorted(m for m in ('textual', 'torch', 'rich') if m in sys.modules))"
     )
     out = subprocess.run(
@@ -167,8 +168,8 @@ def test_the_follower_reports_only_news() -> None:
 
 
 def test_events_of_a_forgotten_generation_are_dropped() -> None:
-    from tui_lab.ui.panes.train.run_driver import RunDriver
     from tui_lab.ui.panes.train.run_history import RunHistory
+    from tui_lab.ui.panes.train.train_workers import RunDriver
 
     posted: list = []
     history = RunHistory()

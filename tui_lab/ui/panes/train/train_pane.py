@@ -1,12 +1,13 @@
 """Train pane: start/pause/stop/reset a run, live charts and metrics.
 
 The run trains in a child process (core/training/remote.py) so that keys and
-repaints never wait for a training step; a thread worker here drives it
-(run_driver.py) and the run's events arrive as ``RunDriver``'s messages, handled
-here. Where the lab
-stands is a ``TrainState`` (train_state.py): this pane asks it before acting
-and draws it. An opened run folder's records are read back as events
-(run_follow.py); a followed one is watched by a ``RunWatch`` (run_watch.py).
+repaints never wait for a training step; a thread worker drives it
+(``RunDriver``, train_workers.py) and the run's events arrive as its messages,
+handled by the pane's ``RunReports`` part (run_reports.py). Where the lab
+stands is a ``TrainState`` (train_state.py): this pane asks it before acting and
+draws it, with the run on show and its figures, a ``ShownRun`` (train_view.py,
+with the pane's words). Run folders are opened and followed by its
+``RunFolders`` part (run_folders.py).
 The charts are ``RunCharts`` (loss_chart.py), the figures ``MetricsPanel``.
 """
 
@@ -16,55 +17,40 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.notifications import SeverityLevel
 from textual.widgets import ProgressBar, Static
-from textual.worker import Worker, WorkerState
 from typing_extensions import Unpack
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.core.errors import one_line
 from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui import key_bindings
-from tui_lab.ui.messages import ModelChanged, OpenRunFolder, RunConfigOpened, UseConfig
+from tui_lab.ui.messages import ModelChanged, OpenRunFolder, UseConfig
 from tui_lab.ui.pane_registry import pane_id
+from tui_lab.ui.panes.train import train_view
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
-from tui_lab.ui.panes.train.run_driver import Launch, RunDriver, retire
-from tui_lab.ui.panes.train.run_follow import events_of, latest, read_metrics, resting_step
+from tui_lab.ui.panes.train.run_folders import RunFolders
 from tui_lab.ui.panes.train.run_history import RunHistory
+from tui_lab.ui.panes.train.run_reports import RunReports
 from tui_lab.ui.panes.train.run_watch import RunWatch
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
+from tui_lab.ui.panes.train.train_view import ShownRun
+from tui_lab.ui.panes.train.train_workers import RunDriver, retire
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.user_keymap import key_of
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
 from tui_lab.ui.widgets.widget_options import WidgetOptions
 
 if TYPE_CHECKING:  # torch-backed: loaded by the time a run is built
-    from tui_lab.core.config.sections import ModelConfig, TaskConfig, TrainConfig
     from tui_lab.core.training.remote import RemoteRun
 
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
-DONE_TITLES: dict[str, tuple[str, SeverityLevel]] = {
-    "finished": ("Run finished", "information"),
-    "target": ("Target reached", "information"),
-    "stopped": ("Training stopped", "information"),
-    "time": ("Time limit reached", "information"),
-    "nan": ("Training stopped: NaN", "error"),
-    "error": ("Training failed", "error"),
-}
 
 
-def _sections(config: LabConfig) -> tuple[ModelConfig, TaskConfig, TrainConfig]:
-    """What a run trains on: a change of name alone does not make the shown run stale."""
-    return (config.model, config.task, config.train)
-
-
-class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
+class TrainPane(RunReports, RunFolders, Pane, QuietFocus, Vertical, can_focus=True):
     """Drives a training process from a thread worker; events arrive as posted messages."""
 
     class PhaseChanged(Message):
@@ -90,20 +76,11 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         self.history = RunHistory()
         self.train_state = TrainState()
         self.driver = RunDriver(self.post_message, self.history, runs_root)
-        self.run: RemoteRun | None = None  # (a test may give a stand-in)
-        self.run_dir: Path | None = None
-        self.device = ""
-        self.last_step: StepEvent | None = None
-        self.last_eval: EvalEvent | None = None
-        self.best: float | None = None
-        self._seen_step: StepEvent | None = None
-        self._figures_dirty = True
-        self._config_dirty = False
+        self.shown = ShownRun()
         self._starting = True
         self._start_when_ready = False
         self._watch: RunWatch | None = None  # a followed run folder's
         self._pending_open: Path | None = None  # a --run folder given before torch had loaded
-        self._opened_figures: tuple[StepEvent | None, EvalEvent | None] = (None, None)
         self._accuracy_for: LabConfig | None = None  # the config the accuracy chart follows
 
     # Read by the app, the tests and the screenshots: the state as the phase's string.
@@ -111,6 +88,26 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
     def state(self) -> Phase:
         """The training phase (a str enum: ``pane.state == "done"`` reads naturally)."""
         return self.train_state.phase
+
+    @property
+    def run(self) -> RemoteRun | None:
+        """The run on show (None before one is built or opened)."""
+        return self.shown.run
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The folder of the run on show (or of the one being opened or followed)."""
+        return self.shown.run_dir
+
+    @property
+    def last_step(self) -> StepEvent | None:
+        """The newest step drawn."""
+        return self.shown.last_step
+
+    @property
+    def last_eval(self) -> EvalEvent | None:
+        """The newest evaluation drawn."""
+        return self.shown.last_eval
 
     @property
     def reason(self) -> str:
@@ -177,7 +174,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
 
     def _changed(self) -> None:
         """The state moved: redraw the title, figures and status bar; offer the keys that apply."""
-        self._figures_dirty = True
+        self.shown.figures_dirty = True
         self._update_status()
         self.refresh_bindings()
         # The app's status bar shows "training"/"paused"/"stopping": without this it kept
@@ -189,33 +186,18 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         """The pane's title line: the run's name and folder, what the keys do now."""
         if not self.is_attached or self.host.quitting:
             return
+        status = self.query_one("#train-status", Static)
         if self.host.state.model_source is not None and self.run is None:  # --model: not trainable here
-            from rich.markup import escape
-
             opened = self.host.state.opened
-            what = (  # an encoder (BERT) is not fine-tuned here: action_start says why
-                "an encoder-only (masked-LM) model: fine-tuning here trains decoder-only models"
-                if opened is not None and opened.config.model.arch == "encoder-only"
-                else f"{self.key('train.toggle')} fine-tunes it on the text typed under its card in Build"
-            )
-            self.query_one("#train-status", Static).update(
-                f"[b]{escape(self.host.state.model_source)}[/b] · opened from files · {what}",
-                layout=False,
-            )
+            encoder_only = opened is not None and opened.config.model.arch == "encoder-only"
+            line = train_view.opened_model_line(self.host.state.model_source, encoder_only, self.key("train.toggle"))
+            status.update(line, layout=False)
             return
-        name = self.run.config.name if self.run is not None else self.config.name
-        where = f" · {self.run_dir}" if self.run_dir else f" · new runs go to {self.runs_root}/"
-        dirty = (
-            f" · [b]config edited: {self.key('train.reset')} resets to train it[/b]"
-            if self._config_dirty and self.run is not None
-            else ""
-        )
         hint = self.train_state.hint_with(
             {name: self.key(f"train.{name}") for name in ("toggle", "stop", "reset")}
         )
-        self.query_one("#train-status", Static).update(
-            f"[b]{name}[/b]{where} · {hint}{dirty}", layout=False  # one line (CSS)
-        )
+        line = self.shown.status_line(self.config, self.runs_root, hint, self.key("train.reset"))
+        status.update(line, layout=False)  # one line (CSS)
 
     def key(self, binding_id: str) -> str:
         """The key of ``binding_id`` as the user's keymap has it (for text that names it)."""
@@ -237,23 +219,21 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
             # timer tick between the two would set the progress bar at width 0, unrounded,
             # half a cell off what on_show (after the layout) sets; on_show catches up.
             return
+        shown = self.shown
         if self.query_one(RunCharts).draw(training=self.state is Phase.RUNNING, force=force):
-            self._figures_dirty = True
-        if self._figures_dirty or force:
-            self._figures_dirty = False
-            total = self.run.total_steps if self.run is not None else self.config.train.steps
+            shown.figures_dirty = True
+        if shown.figures_dirty or force:
+            shown.figures_dirty = False
+            total = shown.run.total_steps if shown.run is not None else self.config.train.steps
             self.query_one(MetricsPanel).show(
-                self.train_state, self.last_step, self.last_eval, total, self.device, self.best
+                self.train_state, shown.last_step, shown.last_eval, total, shown.device, shown.best
             )
             bar = self.query_one(ProgressBar)
             bar.update(total=total, progress=self.last_step.step if self.last_step else 0)
 
     def _take_newest_step(self) -> None:
         """Pick up the step the event thread recorded last (it posts no message per step)."""
-        newest = self.driver.newest_step
-        if newest is not None and newest is not self._seen_step:
-            self._seen_step = self.last_step = newest
-            self._figures_dirty = True
+        self.shown.take_newest(self.driver.newest_step)
 
     def on_show(self) -> None:
         """Coming back to the pane: catch up with what happened meanwhile (if anything did)."""
@@ -270,11 +250,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
     def _clear_run(self) -> None:
         """Forget the figures and curves shown (a new, reset or opened run replaces them)."""
         self.history.clear()
-        self.run = None
-        self.run_dir = None
-        self.last_step = self.last_eval = self.best = None
-        self._opened_figures = (None, None)
-        self._config_dirty = False
+        self.shown.clear()
         self.query_one("#train-log", Static).update("")
 
     # ---- messages from the app and the worker ---------------------------------------
@@ -305,73 +281,29 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
     def config_changed(self, config: LabConfig) -> None:
         """The Build pane's config changed: used by the next new run."""
         self.config = config
-        if self.run is not None:
-            self._config_dirty = _sections(config) != _sections(self.run.config)
-        self._figures_dirty = True
+        self.shown.config_edited(config)
         self._update_status()
-
-    # ---- the worker -------------------------------------------------------------------
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="train", name="training")
-    def _train_worker(self, generation: int, launch: Launch, finished: threading.Event) -> None:
-        """Build or restore a run if needed, then train it until it stops (thread)."""
-        self.driver.drive(generation, finished=finished, **launch)
-
-    def _launch(
-        self,
-        *,
-        config: LabConfig | None = None,
-        resume_dir: Path | None = None,
-        existing: RemoteRun | None = None,
-        start: bool = True,
-        finetune: dict[str, object] | None = None,
-    ) -> None:
-        """Start the worker on a new run, a restored one, the built run that waits, or a
-        fine-tuning run of the opened model (``finetune``)."""
-        if not (self.train_state.build() if existing is None else self.train_state.start()):
-            return  # not from where the lab stands (a run is live, or followed)
-        self._starting = start
-        finished = self.driver.begin(existing, retiring=self.run)
-        self._changed()
-        launch = Launch(config=config, resume_dir=resume_dir, existing=existing, start=start,
-                        finetune=finetune)
-        self._train_worker(self.driver.generation, launch, finished)
 
     # ---- actions ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer space as start, pause or resume, and s, r and o, as the state allows."""
         if action == "fourier":  # for a modular-addition run or config only
-            config = self.run.config if self.run is not None else self.config
-            return bool(config.task.name == "modular-addition")
+            return bool(self.shown.config_or(self.config).task.name == "modular-addition")
         return self.train_state.offers(action)
-
-    def _finetune_refusal(self) -> str | None:
-        """Why the opened model cannot be fine-tuned (the core's one line), or None."""
-        opened = self.host.state.opened
-        if opened is None:
-            return None
-        from tui_lab.core.training.finetune import finetune_refusal
-
-        return finetune_refusal(opened.config)
 
     def action_start(self) -> None:
         """Start training: a new run, or continue a stopped/opened one."""
         if self.host.state.model_source is not None and self.run is None:  # --model: fine-tune it
-            if (refusal := self._finetune_refusal()) is not None:
+            opened, spec = self.host.state.opened, self.host.state.finetune
+            if (refusal := train_view.finetune_refusal(opened.config if opened else None)) is not None:
                 self.notify(refusal, severity="warning", timeout=6)
-                return
-            spec = self.host.state.finetune
-            if spec is None or self.host.state.core is None:
-                self.notify(
-                    f"to fine-tune {self.host.state.model_source}, type a text file under its card in "
-                    f"Build ({self.key('app.build')}), once it is open",
-                    severity="warning",
-                    timeout=5,
-                )
-                return
-            self._clear_run()
-            self._launch(config=self.config, finetune=spec)
+            elif spec is None or self.host.state.core is None:
+                wanted = train_view.finetune_wanted(self.host.state.model_source, self.key("app.build"))
+                self.notify(wanted, severity="warning", timeout=5)
+            else:
+                self._clear_run()
+                self._launch(config=self.config, finetune=spec)
             return
         if self.host.state.core is None:
             self._start_when_ready = True
@@ -383,7 +315,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
                 severity="warning",
             )
             return
-        run = None if self._config_dirty else self.run  # the run shown, its config unchanged
+        run = None if self.shown.config_dirty else self.run  # the run shown, its config unchanged
         if run is not None and self.state is Phase.READY:
             self._launch(existing=run)
         elif run is not None and self.train_state.resumable and run.step < run.total_steps:
@@ -431,7 +363,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
 
     def _sync_accuracy(self) -> None:
         """A new config: the accuracy chart shows by itself for full-batch training (grokking)."""
-        config = self.run.config if self.run is not None else self.config
+        config = self.shown.config_or(self.config)
         if config is self._accuracy_for:
             return
         self._accuracy_for = config
@@ -457,163 +389,6 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         from tui_lab.ui.screens.fourier_screen import FourierScreen
 
         self.app.push_screen(FourierScreen(run, self.run_dir, self.host.state.travel, self.host.training_active))
-
-    # ---- run folders: open one to show and continue (o, --run), follow one (--follow) --
-
-    def action_open_run(self) -> None:
-        """Pick a run folder to show and continue."""
-        from tui_lab.ui.screens.open_run import OpenRunScreen
-
-        if not self.train_state.can_open:
-            self.notify(f"stop training first ({self.key('train.stop')})", severity="warning")
-            return
-
-        def chosen(path: Path | None) -> None:
-            if path is not None:
-                self.open_run_dir(path)
-
-        self.app.push_screen(OpenRunScreen(self.runs_root), chosen)
-
-    def open_run_dir(self, path: Path) -> None:
-        """Show a run folder's curves and restore its model; space continues it."""
-        if self.host.state.core is None:
-            self._pending_open = self.run_dir = Path(path)
-            self._update_status()
-            return
-        if not self.train_state.can_open:
-            return  # a run is live, or another process's run is followed
-        from tui_lab.core.runs.folder import load_run
-
-        try:
-            loaded = load_run(path)
-            events = events_of(read_metrics(path))
-        except Exception as exc:  # RunError: one line
-            self.notify(one_line(exc), title="Cannot open run", severity="error", timeout=8)
-            return
-        self.stop_training()
-        self._clear_run()
-        self.history.load_events(events)
-        # Shown once the run is restored (on_run_ready), as before: the progress bar
-        # rounds to its width when set, and set before the pane is laid out it drew
-        # the same step half a cell longer.
-        self._opened_figures = latest(events)
-        self.run_dir = Path(path)
-        self.post_message(RunConfigOpened(loaded.preset_config))  # the lab's config from now on
-        self._launch(resume_dir=Path(path), start=False)
-        self._redraw(force=True)
-
-    def follow(self, path: Path) -> None:
-        """Watch a run another process writes: reload its metrics every second."""
-        if not self.train_state.follow():
-            return
-        self.run_dir = Path(path)
-        self._watch = RunWatch(self.run_dir, lambda: self.host.state.core is not None)
-        self.mount(self._watch)
-        self._changed()
-
-    def on_run_watch_changed(self, message: RunWatch.Changed) -> None:
-        """The followed run moved on (or ended): show what the other process has written."""
-        message.stop()
-        if message.ended != self.train_state.reason:  # it finished (or resumed) the run
-            self.train_state.reason = message.ended
-            self._changed()
-        if message.events is None:
-            return
-        self.history.clear()
-        self.history.load_events(message.events)
-        step, evaluation = latest(message.events)
-        self.last_step = step or self.last_step
-        self.last_eval = evaluation or self.last_eval
-        self._figures_dirty = True
-
-    # ---- what the training process reports (RunDriver's messages) --------------------
-
-    def on_run_driver_evaluated(self, message: RunDriver.Evaluated) -> None:
-        """Keep the newest evaluation."""
-        message.stop()
-        self.last_eval = message.event
-        if message.event.exact_match is not None:
-            self.best = max(self.best or 0.0, message.event.exact_match)
-        self._figures_dirty = True
-
-    def on_run_driver_checkpoint_saved(self, message: RunDriver.CheckpointSaved) -> None:
-        """Tell the user a checkpoint landed (not for the empty one at step 0)."""
-        message.stop()
-        if message.event.step > 0:
-            self.notify(f"Checkpoint saved at step {message.event.step:,}", timeout=2)
-
-    def on_run_driver_logged(self, message: RunDriver.Logged) -> None:
-        """Show the run's last log line; warnings and errors also notify."""
-        message.stop()
-        event = message.event
-        self.query_one("#train-log", Static).update(f"[dim]log:[/dim] {event.message}", layout=False)
-        if event.level in ("warning", "error") and self.train_state.phase is not Phase.DONE:
-            self.notify(event.message, severity="warning" if event.level == "warning" else "error", timeout=6)
-
-    def on_run_driver_done(self, message: RunDriver.Done) -> None:
-        """The loop ended: say why, keep the model for decoding."""
-        message.stop()
-        event = message.event
-        self._take_newest_step()  # the last step before the run ended
-        if not self.train_state.finish(event.reason):
-            return
-        self._changed()
-        title, severity = DONE_TITLES.get(event.reason, ("Run ended", "information"))
-        self.notify(
-            event.message, title=title, severity=severity, timeout=8 if severity == "error" else 5
-        )
-        self.post_message(ModelChanged(self.run))
-        self._prewarm()  # for the next run
-
-    def on_run_driver_run_ready(self, message: RunDriver.RunReady) -> None:
-        """A run (new or restored) exists: remember it and offer its model to Decode."""
-        message.stop()
-        run = message.run
-        if run is not self.driver.live_run:
-            return
-        self.run = run
-        self.run_dir = run.out_dir
-        self.device = run.device_name
-        self._config_dirty = False
-        if message.resumed:
-            self.best = run.best_accuracy
-            opened_step, opened_eval = self._opened_figures  # of a folder just opened
-            self._opened_figures = (None, None)
-            last = opened_step or self.last_step
-            if run.last_step is None and run.step and last is not None:
-                # Not trained since it was restored: its last record, at rest.
-                self.last_step = resting_step(last, run.step, run.total_steps, run.elapsed)
-            self.last_eval = opened_eval or self.last_eval
-        if self.train_state.built(wait=message.resumed and not self._starting):
-            self._changed()
-        self.post_message(ModelChanged(run))
-        self._update_status()
-
-    def on_run_driver_run_failed(self, message: RunDriver.RunFailed) -> None:
-        """Building or restoring failed: show why; nothing else changes."""
-        message.stop()
-        if self.train_state.build_failed(has_run=self.run is not None):
-            self._changed()
-        self.notify(message.message, title="Cannot start", severity="error", timeout=8)
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """An error in the training thread ends the run, not the app; a stop that trained no step ends too."""
-        if event.worker.group != "train":
-            return
-        if event.state == WorkerState.SUCCESS and self.train_state.phase is Phase.STOPPING:
-            # Stopped before its loop began (s during the build): no DoneEvent will come.
-            if self.train_state.finish("stopped"):
-                self._changed()
-        if event.state != WorkerState.ERROR:
-            return
-        error = event.worker.error
-        if self.train_state.crash(has_run=self.run is not None):
-            self._changed()
-        self.notify(
-            one_line(error) if error else "training failed",
-            title="Training failed",
-            severity="error",
-        )
 
     # ---- shutting down --------------------------------------------------------------
 
