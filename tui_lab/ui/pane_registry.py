@@ -97,7 +97,7 @@ PANES: tuple[PaneSpec, ...] = (
     PaneSpec("decode", "Decode", "3", f"{_PANES}.decode.decode_pane:DecodePane", kb.DECODE,
              (kb.PICK_LIST,), "panes/decode/decode.tcss"),
     PaneSpec("attention", "Attention", "4", f"{_PANES}.attention.attention_pane:AttentionPane",
-             kb.ATTENTION, (kb.HEATMAP,), "styles/attention.tcss"),
+             kb.ATTENTION, (kb.HEATMAP,), "panes/attention/attention.tcss"),
     PaneSpec("params", "Params", "5", f"{_PANES}.params.params_pane:ParamsPane", kb.PARAMS,
              (), "styles/params.tcss"),
     PaneSpec("runs", "Runs", "6", f"{_PANES}.runs.runs_pane:RunsPane", kb.RUNS,

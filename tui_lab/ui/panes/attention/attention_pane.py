@@ -5,28 +5,29 @@ zero/mean ablation, ``X`` restores every head; each asks Decode, through the
 app, to decode the input on show again. The heads switched off live in the
 lab's ``AblationState`` (``host.state.ablation``: Decode's decodes apply them, to
 a private model copy). ``i`` is the importance table (``importance_panel.py``).
+What it draws is worked out in ``attention_view.py``; the walkthrough's q, k and v are
+read in ``attention_workers.py``.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING
 
-from rich.text import Text
-from textual import events, work
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import Static
+from typing_extensions import Unpack
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.core.errors import one_line
 from tui_lab.core.opening.model_handle import opened_from_files
 from tui_lab.ui import key_bindings
 from tui_lab.ui.messages import ClearDecode, DecodeRequested, ShowDecode, UseConfig
 from tui_lab.ui.pane_registry import pane_id
+from tui_lab.ui.panes.attention import attention_view as view
+from tui_lab.ui.panes.attention import attention_workers as jobs
 from tui_lab.ui.panes.attention.importance_panel import ImportanceAsk, ImportancePanel
-from tui_lab.ui.state.decoding import axis_labels
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.time_travel.control import TimeTravelControl, travel_run_dir
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
@@ -35,59 +36,40 @@ from tui_lab.ui.widgets.heatmap import Heatmap
 from tui_lab.ui.widgets.model_summary import stacks
 from tui_lab.ui.widgets.snapshot_strip import SnapshotStrip
 from tui_lab.ui.widgets.walkthrough_view import WalkthroughView
+from tui_lab.ui.widgets.widget_options import WidgetOptions
 
-# The overview draws every head of a layer at once: beyond this many tokens it shows
-# the last ones (a real model's long text), and the single-head map shows them all.
-OVERVIEW_TOKENS = 24
+if TYPE_CHECKING:
+    from torch import nn
 
-KINDS = (
-    ("encoder self", re.compile(r"^encoder\.(\d+)\.self$")),
-    ("decoder self", re.compile(r"^decoder\.(\d+)\.self$")),
-    ("cross", re.compile(r"^decoder\.(\d+)\.cross$")),
-)
-
-
-def model_arch(model: Any, names: list[str]) -> str:
-    """The decode's model's shape: its config's, else read from its capture names (an
-    encoder-only model's self-attention is named ``encoder.{L}.self`` too)."""
-    arch = getattr(getattr(model, "config", None), "arch", None)
-    if arch is not None:
-        return str(arch)
-    return "encoder-decoder" if any(n.startswith("encoder.") for n in names) else "decoder-only"
+    from tui_lab.core.analysis.basics.walkthrough import Projections
+    from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
+    from tui_lab.core.tasks.protocol import Task
 
 
 class AttentionPane(Pane, Vertical):
     """Cycle kind (k), layer (l) and head (h); a overview; w walkthrough; arrows move the cursor."""
 
-    class ProjectionsReady(Message):
-        """The walkthrough's q/k/v arrived from the worker."""
-
-        def __init__(
-            self, result: Any, projections: dict[str, Any] | None, error: str | None
-        ) -> None:
-            super().__init__()
-            self.result = result
-            self.projections = projections
-            self.error = error
+    ProjectionsReady = jobs.ProjectionsReady  # the worker's message (``attention_workers.py``)
 
     PANE_ID = pane_id(__name__)
     KEY_SECTIONS = (("", key_bindings.HEATMAP),)
     BINDINGS = key_bindings.ATTENTION
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
-        self.result: Any = None
-        self.model: Any = None
-        self.lab_task: Any = None
-        self.options: dict[str, Any] | None = None
+        self.result: DecodeResult | FillMaskResult | None = None
+        self.model: nn.Module | None = None
+        self.lab_task: Task | None = None
+        self.options: dict[str, object] | None = None
         self.kinds: list[tuple[str, list[str]]] = []  # (kind, names by layer)
         self.kind_index = 0
         self.layer_index = 0
         self.head_index = 0
         self.overview = False
         self.walkthrough = False
-        self.projections: dict[str, Any] | None = None
-        self._projections_for: Any = None
+        self.projections: dict[str, Projections] | None = None
+        self._projections_for: DecodeResult | FillMaskResult | None = None
         self.config: LabConfig | None = None  # the lab's, for the header before any decode
         self._cursor_plain = ""  # the cursor line's text on show (unchanged: not drawn again)
 
@@ -162,10 +144,10 @@ class AttentionPane(Pane, Vertical):
 
     def set_result(
         self,
-        result: Any,
-        model: Any = None,
-        task: Any = None,
-        options: dict[str, Any] | None = None,
+        result: DecodeResult | FillMaskResult | None,
+        model: nn.Module | None = None,
+        task: Task | None = None,
+        options: dict[str, object] | None = None,
     ) -> None:
         """Show the attention of a new decode (keeps kind/layer/head where they still exist)."""
         same = result is self.result and model is self.model and task is self.lab_task
@@ -174,14 +156,7 @@ class AttentionPane(Pane, Vertical):
         self.result, self.model, self.lab_task, self.options = result, model, task, options
         self.projections = None
         self._projections_for = None
-        names = list(result.attention) if result is not None else []
-        self.kinds = []
-        for kind, pattern in KINDS:
-            layers = sorted(
-                ((int(m.group(1)), n) for n in names if (m := pattern.match(n))), key=lambda p: p[0]
-            )
-            if layers:
-                self.kinds.append((kind, [n for _, n in layers]))
+        self.kinds = view.kinds_of(list(result.attention) if result is not None else [])
         self.kind_index = min(self.kind_index, max(0, len(self.kinds) - 1))
         self.layer_index = min(self.layer_index, max(0, len(self._names()) - 1))
         self.head_index = min(self.head_index, max(0, self._n_heads() - 1))
@@ -206,33 +181,17 @@ class AttentionPane(Pane, Vertical):
 
     def _update_header(self) -> None:
         header = self.query_one("#attn-header", Static)
-        if not self.kinds:
+        if not self.kinds or self.result is None:
             if self.config is None:  # before the lab's config is shown
                 return
-            header.update(
-                Text(
-                    f"Attention · {self.config.name}: {self.config.model.arch}, {stacks(self.config.model)}, "
-                    f"{self.config.model.n_heads} heads · nothing decoded yet",
-                    style="dim",
-                )
-            )
+            header.update(view.empty_header(self.config, stacks(self.config.model)))
             return
-        text = Text()
-        for i, (kind, _) in enumerate(self.kinds):
-            if i:
-                text.append(" │ ", style="dim")
-            text.append(kind, style="bold reverse" if i == self.kind_index else "dim")
-        text.append("   layer ", style="dim")
-        text.append(f"{self.layer_index + 1}/{len(self._names())}", style="bold")
-        text.append("   head ", style="dim")
-        text.append(
-            "all" if self.overview else f"{self.head_index + 1}/{self._n_heads()}", style="bold"
-        )
-        text.append(f"   {self.capture_name}", style="dim italic")
         ablation = self.host.state.ablation
-        if ablation.active:  # before the input: the line is cut at the pane's width
-            text.append(f"   ablated: {ablation.label()}", style="bold magenta")
-        text.append(f"   input {self.result.input!r} → {self.result.output!r}", style="dim")
+        text = view.header(
+            self.kinds, self.kind_index, f"{self.layer_index + 1}/{len(self._names())}",
+            "all" if self.overview else f"{self.head_index + 1}/{self._n_heads()}", self.capture_name,
+            ablation.label() if ablation.active else None, self.result,
+        )
         header.update(text, layout=False)  # one line high (attention.tcss): no layout pass
 
     def _redraw_map(self) -> None:
@@ -240,22 +199,15 @@ class AttentionPane(Pane, Vertical):
         heatmap = self.query_one(Heatmap)
         grid = self.query_one(HeadGrid)
         name = self.capture_name
-        if name is None:
+        if name is None or self.result is None:
             heatmap.clear("No attention captured in the last decode.")
             return
         weights = self.result.attention[name]  # (H, Tq, Tk)
-        rows, cols = axis_labels(self.result, name)
-        n_q, n_k = int(weights.shape[1]), int(weights.shape[2])
-        rows = list(rows[:n_q]) + [str(i) for i in range(len(rows), n_q)]
-        cols = list(cols[:n_k]) + [str(j) for j in range(len(cols), n_k)]
+        rows, cols = view.labels(self.result, name, weights)
         if self.overview:
             heatmap.display = False
             grid.display = True
-            title = name
-            if n_q > OVERVIEW_TOKENS or n_k > OVERVIEW_TOKENS:
-                weights = weights[:, -OVERVIEW_TOKENS:, -OVERVIEW_TOKENS:]  # (H, <=N, <=N)
-                rows, cols = rows[-OVERVIEW_TOKENS:], cols[-OVERVIEW_TOKENS:]
-                title = f"{name} (its last {OVERVIEW_TOKENS} of {max(n_q, n_k)} tokens; a shows one head whole)"
+            weights, rows, cols, title = view.overview_cut(weights, rows, cols, name)
             grid.show(
                 weights.tolist(),
                 rows,
@@ -287,13 +239,7 @@ class AttentionPane(Pane, Vertical):
             return
         q = heatmap.rows[row] if row < len(heatmap.rows) else "?"
         k = heatmap.cols[col] if col < len(heatmap.cols) else "?"
-        text = Text()
-        text.append("query ", style="dim")
-        text.append(f"{q!r}", style="bold")
-        text.append(f" (row {row + 1}) → key ", style="dim")
-        text.append(f"{k!r}", style="bold")
-        text.append(f" (col {col + 1}): weight ", style="dim")
-        text.append(f"{value:.4f}", style="bold yellow")
+        text = view.cursor_line(q, k, row, col, value)
         line = self.query_one("#attn-cursor", Static)
         if self._cursor_plain != text.plain:
             self._cursor_plain = text.plain
@@ -320,26 +266,15 @@ class AttentionPane(Pane, Vertical):
         view.show_row(walk(proj, self.result, self.capture_name, self.head_index, row))
 
     def _request_projections(self) -> None:
-        if self.model is None or self.result is None or self._projections_for is self.result:
+        if self.model is None or self.lab_task is None or self.result is None \
+                or self._projections_for is self.result:
             return
         self._projections_for = self.result
-        self._projections_worker(self.model, self.lab_task, self.result, self.options)
+        job = partial(jobs.replay_projections, self.post_message, self.model, self.lab_task, self.result,
+                      self.options)
+        self.run_worker(job, thread=True, exclusive=True, exit_on_error=False, group="walkthrough")
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="walkthrough")
-    def _projections_worker(
-        self, model: Any, task: Any, result: Any, options: dict[str, Any] | None
-    ) -> None:
-        """Replay the decode with hooks to get every module's q, k and v (thread)."""
-        from tui_lab.core.analysis.basics.walkthrough import collect_projections
-
-        try:
-            projections = collect_projections(model, task, result, options)
-        except Exception as exc:  # noqa: BLE001 - show it, never crash the lab
-            self.post_message(self.ProjectionsReady(result, None, one_line(exc)))
-            return
-        self.post_message(self.ProjectionsReady(result, projections, None))
-
-    def on_attention_pane_projections_ready(self, message: AttentionPane.ProjectionsReady) -> None:
+    def on_attention_pane_projections_ready(self, message: jobs.ProjectionsReady) -> None:
         """Keep the q/k/v of the decode on show, then draw the walkthrough."""
         message.stop()
         if message.result is not self.result:
@@ -398,9 +333,9 @@ class AttentionPane(Pane, Vertical):
         """In the overview, show the atlas of the model on show (its scores are worked out once)."""
         atlas = self.query_one(HeadAtlas)
         atlas.display = bool(self.overview and self.result is not None)
-        if not atlas.display:
-            return
-        arch = model_arch(self.model, list(self.result.attention))
+        if not atlas.display or self.result is None or self.lab_task is None:
+            return  # (a decode on show always comes with its task)
+        arch = view.model_arch(self.model, list(self.result.attention))
         travel = self.host.state.travel
         run_dir = travel_run_dir(self.host.state)
         from tui_lab.core.runs.snapshots import list_snapshots

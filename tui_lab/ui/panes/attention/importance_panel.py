@@ -17,25 +17,42 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual import work
 from textual.message import Message
+from typing_extensions import Unpack
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.state.model_copies import settled, shared_clone
 from tui_lab.ui.state.travel import Travel
 from tui_lab.ui.widgets.importance_view import ImportanceView
+from tui_lab.ui.widgets.widget_options import WidgetOptions
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.head_importance import ImportanceTable
+    from tui_lab.core.analysis.heads.text_ablation import TextImportance
+    from tui_lab.core.opening.model_handle import ModelHandle
 
 IMPORTANCE_N = 200  # held-out examples per head in the lab (the CLI's --n)
 PROGRESS_EVERY = 0.1  # seconds between progress messages (the last one always goes)
+
+
+@runtime_checkable
+class KeptRun(Protocol):
+    """A run the lab trains or follows (``TrainingRun``, ``RemoteRun``): its folder, if it has one."""
+
+    @property
+    def out_dir(self) -> str | Path | None:
+        """The run's folder (None: not saved)."""
+        ...
 
 
 @dataclass(frozen=True)
 class ImportanceAsk:
     """What one importance table is measured on: the model, the mode, and where in its history."""
 
-    run: Any  # a TrainingRun, RemoteRun or an opened model
+    run: ModelHandle  # a TrainingRun, RemoteRun or an opened model
     mode: str  # "zero" or "mean"
     training: bool = False  # the run is training: its weights are not its checkpoint's
     at_step: int | None = None  # a history snapshot on show
@@ -57,13 +74,13 @@ class ImportancePanel(ImportanceView):
     class Ready(Message):
         """The importance table (``table`` None and ``error`` set if it failed)."""
 
-        table: Any = None
+        table: ImportanceTable | TextImportance | None = None
         cached: bool = False
         where: str = ""
         error: str | None = None
         loss: bool = False  # ``table`` is a TextImportance (a real model's loss on the text)
 
-    def __init__(self, travel: Travel, **kwargs: Any) -> None:
+    def __init__(self, travel: Travel, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.travel = travel  # the lab's: a snapshot on show is loaded through it
         self.n = IMPORTANCE_N
@@ -107,7 +124,7 @@ class ImportancePanel(ImportanceView):
             self.post_message(self.Ready(error=one_line(exc)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="importance")
-    def _text_worker(self, run: Any, mode: str, text: str) -> None:
+    def _text_worker(self, run: ModelHandle, mode: str, text: str) -> None:
         """Switch each head of a real model off alone; its loss on ``text`` (thread)."""
         from tui_lab.core.verbs.ablate import text_table
 
@@ -121,13 +138,19 @@ class ImportancePanel(ImportanceView):
         where = f"on the input {text[:40]!r}" + ("…" if len(text) > 40 else "")
         self.post_message(self.Ready(table, where=where, loss=True))
 
-    def _exact_table(self, ask: ImportanceAsk, n: int) -> tuple[Any, bool, str]:
+    def _exact_table(self, ask: ImportanceAsk, n: int) -> tuple[ImportanceTable, bool, str]:
         """The table, whether it came from the run folder's cache, and what it was measured on."""
         from tui_lab.core.analysis.heads.head_importance import weights_key
+        from tui_lab.core.errors import LabError
+        from tui_lab.core.tasks.base import TaskBase
+        from tui_lab.core.tasks.token_lm import TokenLMTask
         from tui_lab.core.training.evaluate import held_out_pairs
         from tui_lab.core.verbs.ablate import importance_table
 
         run, mode = ask.run, ask.mode
+        if not isinstance(run, KeptRun) or not isinstance(run.task, (TaskBase, TokenLMTask)):
+            raise LabError("importance by exact match needs a run the lab trains or follows, on a task of its own")
+        task = run.task
         run_dir = Path(run.out_dir) if run.out_dir is not None else None
         if ask.at_step is not None and run_dir is not None:
             model = self.travel.snapshot_model(run_dir, ask.at_step, run.model)
@@ -138,9 +161,9 @@ class ImportancePanel(ImportanceView):
             # Cached per checkpoint: only when the weights are the checkpoint's.
             at_checkpoint = run_dir is not None and _at_checkpoint(run_dir, run.step)
             key = weights_key(run_dir) if run_dir and at_checkpoint and not ask.training else None
-        pairs = held_out_pairs(run.task, run.config.train, n)
+        pairs = held_out_pairs(task, run.config.train, n)
         progress = self._progress(f"{mode}, N={len(pairs)}")
-        table, cached = importance_table(model, run.task, run.config, pairs, mode, progress, run_dir or ".", key)
+        table, cached = importance_table(model, task, run.config, pairs, mode, progress, run_dir or ".", key)
         return table, cached, where
 
     def on_importance_panel_progress(self, message: ImportancePanel.Progress) -> None:
@@ -150,10 +173,12 @@ class ImportancePanel(ImportanceView):
 
     def on_importance_panel_ready(self, message: ImportancePanel.Ready) -> None:
         """Show the importance table (or why there is none)."""
+        from tui_lab.core.analysis.heads.text_ablation import TextImportance
+
         message.stop()
         if message.table is None:
             self.show_message(f"importance unavailable: {message.error}")
-        elif message.loss:
+        elif isinstance(message.table, TextImportance):  # ``loss``: a real model's loss on the text
             self.show_loss_table(message.table, message.where)
         else:
             self.show_table(message.table, message.cached, message.where)
