@@ -89,12 +89,6 @@ def test_mistakes_are_one_line(neox, args, fragment) -> None:
     assert_one_line_error(tfx(*[a.format(folder=folder) for a in args]), fragment)
 
 
-@pytest.mark.parametrize("command", ["hooks", "params", "heads"])
-def test_a_run_folder_given_as_model_says_to_pass_it_as_run(command) -> None:
-    run = Path(__file__).resolve().parents[1] / "data" / "induction-run"
-    assert_one_line_error(tfx(command, "--model", str(run)), "pass it as --run")
-
-
 def test_a_name_missing_from_the_cache_says_how_to_get_it(tmp_path, monkeypatch, no_network) -> None:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     proc = tfx("decode", "--model", "EleutherAI/pythia-14m", "--input", "hello")

@@ -99,7 +99,7 @@ def load_target(args: argparse.Namespace, device: str = "cpu", at_step: int | No
     ``--model`` with ``--revision`` and ``--dtype``, through ``open_model``; the notes
     opening it made go to stderr (stdout stays the result)."""
     from tui_lab.core.errors import LabError
-    from tui_lab.core.opening.model_in_hand import is_run_folder, open_model
+    from tui_lab.core.opening.model_in_hand import open_model
     from tui_lab.core.runs.folder import RunFolder
 
     source = getattr(args, "model", None)  # commands that take only --run have no --model
@@ -110,8 +110,6 @@ def load_target(args: argparse.Namespace, device: str = "cpu", at_step: int | No
         lab = open_model(RunFolder.read(args.run), at_step=at_step, device=device)
     elif at_step is not None:
         raise LabError("--at-step reads a run's history; a model opened with --model has none")
-    elif is_run_folder(source):
-        raise LabError(f"{source}: a run folder, not a model's files: pass it as --run")
     else:
         lab = open_model(source, revision=args.revision, dtype=getattr(args, "dtype", "float32"), device=device)
     say_notes(lab.notes)
