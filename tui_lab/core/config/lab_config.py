@@ -45,6 +45,7 @@ from tui_lab.core.config.sections import (
     TaskConfig,
     TrainConfig,
 )
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.config.strict_yaml import dump_yaml, parse_yaml
 
 __all__ = [
@@ -95,14 +96,14 @@ class LabConfig:
 
     def __post_init__(self) -> None:
         m, t = self.model, self.task
-        if t.name in ("char-lm", "induction", "modular-addition", "token-lm") and m.arch != "decoder-only":
+        if t.name in ("char-lm", "induction", "modular-addition", "token-lm") and m.shape is not Shape.DECODER_ONLY:
             raise field_error("task.name", f"{t.name} needs model.arch: decoder-only")
-        if (t.name == "masked-lm") != (m.arch == "encoder-only"):
+        if (t.name == "masked-lm") != (m.shape is Shape.ENCODER_ONLY):
             raise field_error(
-                "task.name" if m.arch == "encoder-only" else "model.arch",
+                "task.name" if m.shape is Shape.ENCODER_ONLY else "model.arch",
                 "an encoder-only model trains on masked-lm, and masked-lm needs model.arch: encoder-only",
             )
-        if t.name == "translation" and m.arch != "encoder-decoder":
+        if t.name == "translation" and m.shape is not Shape.ENCODER_DECODER:
             raise field_error("task.name", "translation needs model.arch: encoder-decoder")
         if self.train.full_batch and t.name not in FULL_BATCH_TASKS:
             raise field_error(
@@ -130,7 +131,7 @@ class LabConfig:
             tgt = t.max_digits + 1
         else:
             src = tgt = t.max_len
-        if self.model.arch == "decoder-only":
+        if self.model.shape is Shape.DECODER_ONLY:
             return src + tgt + 2  # input, SEP, answer, EOS
         return max(src, tgt) + 1  # BOS or EOS
 

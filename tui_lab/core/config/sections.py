@@ -127,7 +127,7 @@ class ModelConfig:
             _positive(f"model.{name}", getattr(self, name))
         if self.d_ff < 0:  # 0 is allowed: attention-only blocks, no feed-forward
             raise field_error("model.d_ff", f"must be >= 0 (0: no feed-forward), got {self.d_ff}")
-        if self.arch != "decoder-only":
+        if self.shape is not Shape.DECODER_ONLY:
             _positive("model.n_encoder_layers", self.n_encoder_layers)
         elif self.n_encoder_layers < 0:
             raise field_error("model.n_encoder_layers", f"must be >= 0, got {self.n_encoder_layers}")
@@ -156,17 +156,17 @@ class ModelConfig:
         for name in ("head_dim", "attn_softcap", "logit_softcap", "rope_local_base"):
             if getattr(self, name) is not None:
                 _positive(f"model.{name}", getattr(self, name))
-        if (not self.input_norms or self.output_norms) and (self.norm != "pre" or self.arch != "decoder-only"):
+        if (not self.input_norms or self.output_norms) and (self.norm != "pre" or self.shape is not Shape.DECODER_ONLY):
             raise field_error("model.output_norms", "sub-layer output norms need a decoder-only model with norm: pre")
         _positive("model.rope_base", self.rope_base)
         for name in ("type_vocab_size", "position_offset"):
             if getattr(self, name) < 0:
                 raise field_error(f"model.{name}", f"must be >= 0, got {getattr(self, name)}")
-        if (self.embed_norm or self.type_vocab_size or self.position_offset) and self.arch != "encoder-only":
+        if (self.embed_norm or self.type_vocab_size or self.position_offset) and self.shape is not Shape.ENCODER_ONLY:
             raise field_error("model.arch", "embed_norm, type_vocab_size and position_offset need encoder-only")
         if self.position_offset and self.positional != "learned":
             raise field_error("model.position_offset", "needs positional: learned")
-        if self.arch == "encoder-only" and self.attention_windows:
+        if self.shape is Shape.ENCODER_ONLY and self.attention_windows:
             raise field_error("model.attention_windows", "an encoder-only model attends everywhere (no windows)")
         if not 0.0 < self.rope_fraction <= 1.0:
             raise field_error("model.rope_fraction", f"must be in (0, 1], got {self.rope_fraction}")
@@ -192,7 +192,7 @@ class ModelConfig:
             )
         if any(w < 0 for w in windows):
             raise field_error("model.attention_windows", f"must be >= 0 (0 = global), got {list(windows)}")
-        if self.parallel_residual and (self.norm != "pre" or self.arch != "decoder-only"):
+        if self.parallel_residual and (self.norm != "pre" or self.shape is not Shape.DECODER_ONLY):
             raise field_error(
                 "model.parallel_residual", "needs a decoder-only model with norm: pre"
             )
@@ -234,10 +234,10 @@ class ModelConfig:
         ff = n_lin * d * f + ff_biases if f else 0  # d_ff 0: attention-only (an upper bound still)
         norm = 2 * d if self.norm_kind == "layernorm" else d  # RMSNorm: a scale, no shift
         norm *= 2 if self.output_norms else 1
-        if self.arch == "encoder-only":  # one stack; embeddings, types, their norm, the MLM head
+        if self.shape is Shape.ENCODER_ONLY:  # one stack; embeddings, types, their norm, the MLM head
             extra = self.type_vocab_size * d + 2 * d + (d * d + d + 2 * d if self.mlm_head else 0)
             return self.n_encoder_layers * (attn + ff + 2 * norm) + 2 * v * d + self.max_len * d + v + extra
-        enc = self.n_encoder_layers if self.arch == "encoder-decoder" else 0
+        enc = self.n_encoder_layers if self.shape is Shape.ENCODER_DECODER else 0
         layers = enc * (attn + ff + 2 * norm) + self.n_decoder_layers * (2 * attn + ff + 3 * norm)
         return layers + 3 * v * d + self.max_len * d * 2 + v + (v if self.head_bias else 0)
 

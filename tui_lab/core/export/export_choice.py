@@ -17,6 +17,7 @@ in one line naming the setting.
 from __future__ import annotations
 
 from tui_lab.core.config.sections import ModelConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.pretrained.errors import PretrainedError
 from tui_lab.core.pretrained.families.gpt2_writer import WRITER as GPT2
 from tui_lab.core.pretrained.families.gpt_neo_writer import WRITER as GPT_NEO
@@ -36,7 +37,7 @@ def _refuse(setting: str, why: str) -> ExportError:
 def choose_writer(config: ModelConfig) -> Writer:
     """The family that represents ``config``'s model exactly; ExportError naming the setting if none."""
     c = config
-    if c.arch != "decoder-only":
+    if c.shape is not Shape.DECODER_ONLY:
         raise _refuse(f"model.arch {c.arch}", "only decoder-only models have a causal-LM family")
     if c.norm != "pre":
         raise _refuse(f"model.norm {c.norm}", "every family is pre-LN (a norm before each sub-layer)")

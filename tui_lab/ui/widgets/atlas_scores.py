@@ -26,9 +26,10 @@ def atlas_heads(model: nn.Module, task: Task, arch: str) -> list[HeadScore]:
     """Every head's ``HeadScore``, best first, on the probe the core picks for ``task``."""
     from tui_lab.core.analysis.heads import head_scores
     from tui_lab.core.analysis.heads.head_probes import Tokenized
+    from tui_lab.core.config.shape import Shape
 
     lab_run = not isinstance(task, Tokenized)  # a real model's task reads through a tokenizer
-    if lab_run and arch != "encoder-only":  # a lab run's task: its own probe
+    if lab_run and Shape(arch) is not Shape.ENCODER_ONLY:  # a lab run's task: its own probe
         return head_scores.score_heads(copy.deepcopy(model), task, arch)
     # A real model, or an encoder (the core scores its bidirectional patterns: atlas_for).
     clone = copy.deepcopy(model) if lab_run else shared_clone(model)

@@ -8,6 +8,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tui_lab.core.config.shape import Shape
+
 if TYPE_CHECKING:
     from tui_lab.core.config.sections import ModelConfig
     from tui_lab.core.model.params import ParamReport
@@ -28,9 +30,9 @@ def human(n: float, unit: str = "") -> str:
 def stacks(m: ModelConfig) -> str:
     """The layers a model config has, by stack: ``3 encoder layers``, ``2 encoder + 2 decoder
     layers``, ``4 decoder layers`` (a config holds both counts; its arch says which apply)."""
-    if m.arch == "encoder-only":
+    if m.shape is Shape.ENCODER_ONLY:
         return f"{m.n_encoder_layers} encoder layers"
-    encoder = f"{m.n_encoder_layers} encoder + " if m.arch == "encoder-decoder" else ""
+    encoder = f"{m.n_encoder_layers} encoder + " if m.shape is Shape.ENCODER_DECODER else ""
     return f"{encoder}{m.n_decoder_layers} decoder layers"
 
 
