@@ -3,11 +3,11 @@
 The run trains in a child process (core/training/remote.py) so that keys and
 repaints never wait for a training step; a thread worker drives it
 (``RunDriver``, train_workers.py) and the run's events arrive as its messages,
-handled by the pane's ``RunReports`` part (run_reports.py). Where the lab
+handled here. Where the lab
 stands is a ``TrainState`` (train_state.py): this pane asks it before acting and
 draws it, with the run on show and its figures, a ``ShownRun`` (train_view.py,
-with the pane's words). Run folders are opened and followed by its
-``RunFolders`` part (run_folders.py).
+with the pane's words). Run folders are opened (their records read back by
+run_follow.py) and followed (a ``RunWatch``, run_watch.py) here too.
 The charts are ``RunCharts`` (loss_chart.py), the figures ``MetricsPanel``.
 """
 
@@ -17,28 +17,30 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import ProgressBar, Static
+from textual.worker import Worker, WorkerState
 from typing_extensions import Unpack
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.errors import one_line
 from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui import key_bindings
-from tui_lab.ui.messages import ModelChanged, OpenRunFolder, UseConfig
+from tui_lab.ui.messages import ModelChanged, OpenRunFolder, RunConfigOpened, UseConfig
 from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.train import train_view
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
-from tui_lab.ui.panes.train.run_folders import RunFolders
+from tui_lab.ui.panes.train.run_follow import events_of, latest, read_metrics
 from tui_lab.ui.panes.train.run_history import RunHistory
-from tui_lab.ui.panes.train.run_reports import RunReports
 from tui_lab.ui.panes.train.run_watch import RunWatch
 from tui_lab.ui.panes.train.train_state import Phase, TrainState
-from tui_lab.ui.panes.train.train_view import ShownRun
-from tui_lab.ui.panes.train.train_workers import RunDriver, retire
+from tui_lab.ui.panes.train.train_view import ShownRun, done_notice
+from tui_lab.ui.panes.train.train_workers import Launch, RunDriver, retire
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.user_keymap import key_of
 from tui_lab.ui.widgets.quiet_focus import QuietFocus
@@ -50,7 +52,7 @@ if TYPE_CHECKING:  # torch-backed: loaded by the time a run is built
 REDRAW_SECONDS = 0.25  # figures (metrics, progress) are redrawn at most 4 times a second
 
 
-class TrainPane(RunReports, RunFolders, Pane, QuietFocus, Vertical, can_focus=True):
+class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
     """Drives a training process from a thread worker; events arrive as posted messages."""
 
     class PhaseChanged(Message):
@@ -400,3 +402,165 @@ class TrainPane(RunReports, RunFolders, Pane, QuietFocus, Vertical, can_focus=Tr
     def stop_training(self) -> None:
         """Ask a live loop to stop (reset, opening a run, quitting); returns at once."""
         self.driver.stop()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="train", name="training")
+    def _train_worker(self, generation: int, launch: Launch, finished: threading.Event) -> None:
+        """Build or restore a run if needed, then train it until it stops (thread)."""
+        self.driver.drive(generation, finished=finished, **launch)
+
+    def _launch(
+        self,
+        *,
+        config: LabConfig | None = None,
+        resume_dir: Path | None = None,
+        existing: RemoteRun | None = None,
+        start: bool = True,
+        finetune: dict[str, object] | None = None,
+    ) -> None:
+        """Start the worker on a new run, a restored one, the built run that waits, or a
+        fine-tuning run of the opened model (``finetune``)."""
+        if not (self.train_state.build() if existing is None else self.train_state.start()):
+            return  # not from where the lab stands (a run is live, or followed)
+        self._starting = start
+        finished = self.driver.begin(existing, retiring=self.shown.run)
+        self._changed()
+        launch = Launch(config=config, resume_dir=resume_dir, existing=existing, start=start,
+                        finetune=finetune)
+        self._train_worker(self.driver.generation, launch, finished)
+
+    # ---- what the training process reports (RunDriver's messages) --------------------
+
+    def on_run_driver_evaluated(self, message: RunDriver.Evaluated) -> None:
+        """Keep the newest evaluation."""
+        message.stop()
+        self.shown.evaluated(message.event)
+
+    def on_run_driver_checkpoint_saved(self, message: RunDriver.CheckpointSaved) -> None:
+        """Tell the user a checkpoint landed (not for the empty one at step 0)."""
+        message.stop()
+        if message.event.step > 0:
+            self.notify(f"Checkpoint saved at step {message.event.step:,}", timeout=2)
+
+    def on_run_driver_logged(self, message: RunDriver.Logged) -> None:
+        """Show the run's last log line; warnings and errors also notify."""
+        message.stop()
+        event = message.event
+        self.query_one("#train-log", Static).update(f"[dim]log:[/dim] {event.message}", layout=False)
+        if event.level in ("warning", "error") and self.train_state.phase is not Phase.DONE:
+            self.notify(event.message, severity="warning" if event.level == "warning" else "error", timeout=6)
+
+    def on_run_driver_done(self, message: RunDriver.Done) -> None:
+        """The loop ended: say why, keep the model for decoding."""
+        message.stop()
+        event = message.event
+        self._take_newest_step()  # the last step before the run ended
+        if not self.train_state.finish(event.reason):
+            return
+        self._changed()
+        title, severity = done_notice(event.reason)
+        self.notify(
+            event.message, title=title, severity=severity, timeout=8 if severity == "error" else 5
+        )
+        self.post_message(ModelChanged(self.shown.run))
+        self._prewarm()  # for the next run
+
+    def on_run_driver_run_ready(self, message: RunDriver.RunReady) -> None:
+        """A run (new or restored) exists: remember it and offer its model to Decode."""
+        message.stop()
+        run = message.run
+        if run is not self.driver.live_run:
+            return
+        self.shown.ready(run, message.resumed)
+        if self.train_state.built(wait=message.resumed and not self._starting):
+            self._changed()
+        self.post_message(ModelChanged(run))
+        self._update_status()
+
+    def on_run_driver_run_failed(self, message: RunDriver.RunFailed) -> None:
+        """Building or restoring failed: show why; nothing else changes."""
+        message.stop()
+        if self.train_state.build_failed(has_run=self.shown.run is not None):
+            self._changed()
+        self.notify(message.message, title="Cannot start", severity="error", timeout=8)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """An error in the training thread ends the run, not the app; a stop that trained no step ends too."""
+        if event.worker.group != "train":
+            return
+        if event.state == WorkerState.SUCCESS and self.train_state.phase is Phase.STOPPING:
+            # Stopped before its loop began (s during the build): no DoneEvent will come.
+            if self.train_state.finish("stopped"):
+                self._changed()
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        if self.train_state.crash(has_run=self.shown.run is not None):
+            self._changed()
+        self.notify(
+            one_line(error) if error else "training failed",
+            title="Training failed",
+            severity="error",
+        )
+
+    def action_open_run(self) -> None:
+        """Pick a run folder to show and continue."""
+        from tui_lab.ui.screens.open_run import OpenRunScreen
+
+        if not self.train_state.can_open:
+            self.notify(f"stop training first ({self.key('train.stop')})", severity="warning")
+            return
+
+        def chosen(path: Path | None) -> None:
+            if path is not None:
+                self.open_run_dir(path)
+
+        self.app.push_screen(OpenRunScreen(self.runs_root), chosen)
+
+    def open_run_dir(self, path: Path) -> None:
+        """Show a run folder's curves and restore its model; space continues it."""
+        if self.host.state.core is None:
+            self._pending_open = self.shown.run_dir = Path(path)
+            self._update_status()
+            return
+        if not self.train_state.can_open:
+            return  # a run is live, or another process's run is followed
+        from tui_lab.core.runs.folder import load_run
+
+        try:
+            loaded = load_run(path)
+            events = events_of(read_metrics(path))
+        except Exception as exc:  # RunError: one line
+            self.notify(one_line(exc), title="Cannot open run", severity="error", timeout=8)
+            return
+        self.stop_training()
+        self._clear_run()
+        self.history.load_events(events)
+        # Shown once the run is restored (on_run_ready), as before: the progress bar
+        # rounds to its width when set, and set before the pane is laid out it drew
+        # the same step half a cell longer.
+        self.shown.opened_figures = latest(events)
+        self.shown.run_dir = Path(path)
+        self.post_message(RunConfigOpened(loaded.preset_config))  # the lab's config from now on
+        self._launch(resume_dir=Path(path), start=False)
+        self._redraw(force=True)
+
+    def follow(self, path: Path) -> None:
+        """Watch a run another process writes: reload its metrics every second."""
+        if not self.train_state.follow():
+            return
+        self.shown.run_dir = Path(path)
+        self._watch = RunWatch(Path(path), lambda: self.host.state.core is not None)
+        self.mount(self._watch)
+        self._changed()
+
+    def on_run_watch_changed(self, message: RunWatch.Changed) -> None:
+        """The followed run moved on (or ended): show what the other process has written."""
+        message.stop()
+        if message.ended != self.train_state.reason:  # it finished (or resumed) the run
+            self.train_state.reason = message.ended
+            self._changed()
+        if message.events is None:
+            return
+        self.history.clear()
+        self.history.load_events(message.events)
+        self.shown.watched(message.events)
