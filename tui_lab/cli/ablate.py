@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.errors import LabError
 
 from .progress import CountLine
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.head_importance import ImportanceTable
+    from tui_lab.core.analysis.heads.text_ablation import TextImportance
+    from tui_lab.core.verbs.ablate import HeadsOff
 from .shared import (
     Subparsers,
     add_at_step,
@@ -61,9 +66,11 @@ def ablate(args: argparse.Namespace) -> int:
         result = run(request, lab, lambda done, total, _what: count(done, total))
     finally:
         count.close()
+    from tui_lab.core.analysis.heads.text_ablation import TextImportance
+
     if isinstance(result, HeadsOff):
         _print_heads_off(args, result)
-    elif result.text:
+    elif isinstance(result.table, TextImportance):  # ``text``: a text's loss
         _print_text_table(args, result.table, result.step)
     else:
         _print_table(args, result.table, result.step, result.cached)
@@ -101,11 +108,11 @@ def _fine_tuned(run_dir: str) -> bool:
         return False
 
 
-def _where(args: argparse.Namespace, step: int) -> dict[str, Any]:
+def _where(args: argparse.Namespace, step: int) -> dict[str, object]:
     return {"model": args.model} if args.model is not None else {"run": args.run, "step": step}
 
 
-def _print_heads_off(args: argparse.Namespace, r: Any) -> None:
+def _print_heads_off(args: argparse.Namespace, r: HeadsOff) -> None:
     """The named heads off together, against none off."""
     if args.json:
         emit_json({**_where(args, r.step), **r.to_json()} if r.text else r.to_json())
@@ -119,7 +126,7 @@ def _print_heads_off(args: argparse.Namespace, r: Any) -> None:
               f"ablated {_pct(r.score)} (drop {r.baseline - r.score:+.1%})")
 
 
-def _print_table(args: argparse.Namespace, table: Any, step: int, cached: bool) -> None:
+def _print_table(args: argparse.Namespace, table: ImportanceTable, step: int, cached: bool) -> None:
     """One row per head by drop in exact match."""
     if args.json:
         emit_json({**table.to_json(), "step": step, "cached": cached})
@@ -132,7 +139,7 @@ def _print_table(args: argparse.Namespace, table: Any, step: int, cached: bool) 
         print(f"{r.head:<{width}}  {_pct(r.exact_match):>7}  {r.drop:>+7.1%}")
 
 
-def _print_text_table(args: argparse.Namespace, table: Any, step: int) -> None:
+def _print_text_table(args: argparse.Namespace, table: TextImportance, step: int) -> None:
     """One row per head by rise in a text's loss."""
     if args.json:
         emit_json({**_where(args, step), **table.to_json()})

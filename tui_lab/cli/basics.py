@@ -7,11 +7,20 @@ freshly built model, a run's weights or a real model opened from files.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tui_lab.core.decoding.attention_text import shade
 
 from .shared import Subparsers, add_json, add_model, emit_json
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from tui_lab.core.config.lab_config import LabConfig
+    from tui_lab.core.tasks.protocol import Task
+
+# A tensor's ``tolist()`` rounded: numbers, nested in lists as deep as the tensor.
+Rounded: TypeAlias = "float | list[Rounded]"
 
 TOPICS = ("positions", "masks", "scaling", "schedule")
 SHOWN_DIMS = 64  # table columns drawn in text (JSON has them all)
@@ -33,7 +42,7 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=basics)
 
 
-def open_target(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
+def open_target(args: argparse.Namespace) -> tuple[LabConfig, nn.Module, Task, str]:
     """(config, model, task, what it is) for --preset, --run or --model."""
     from tui_lab.core.errors import LabError
 
@@ -68,7 +77,8 @@ def basics(args: argparse.Namespace) -> int:
         from tui_lab.core.config.presets import load_preset
 
         config = load_preset(args.preset)
-        model = task = None
+        model: nn.Module | None = None
+        task: Task | None = None
         source = f"preset {config.name}"
     else:
         config, model, task, source = open_target(args)
@@ -83,8 +93,12 @@ def basics(args: argparse.Namespace) -> int:
     return 0
 
 
-def topic_data(topic: str, config: Any, model: Any, task: Any, text: str | None, length: int) -> dict[str, Any]:
-    """One topic's numbers as plain JSON values."""
+def topic_data(topic: str, config: LabConfig, model: nn.Module | None, task: Task | None, text: str | None,
+               length: int) -> dict[str, object]:
+    """One topic's numbers as plain JSON values (only the schedule needs no ``model``)."""
+    if topic == "schedule":
+        return _schedule_data(config)
+    assert model is not None and task is not None  # every other topic reads the model
     if topic == "positions":
         from tui_lab.core.analysis.basics.basics_positions import position_picture
 
@@ -115,6 +129,10 @@ def topic_data(topic: str, config: Any, model: Any, task: Any, text: str | None,
             "model": [asdict(r) for r in scaling_real(model, task, config.model.arch, text)],
             "random": [asdict(r) for r in scaling_random()],
         }
+    raise ValueError(f"no such topic: {topic}")
+
+
+def _schedule_data(config: LabConfig) -> dict[str, object]:
     from tui_lab.core.analysis.basics.basics_schedule import schedule_picture
 
     s = schedule_picture(config)
@@ -126,10 +144,13 @@ def topic_data(topic: str, config: Any, model: Any, task: Any, text: str | None,
     }
 
 
-def _rounded(rows: Any) -> Any:
+def _rounded(rows: object) -> Rounded:
+    """A tensor's ``tolist()`` (nested lists of numbers) with every number rounded to 6 places."""
     if isinstance(rows, list):
         return [_rounded(r) for r in rows]
-    return round(float(rows), 6)
+    if isinstance(rows, (int, float)):
+        return round(float(rows), 6)
+    raise TypeError(f"not a number: {rows!r}")
 
 
 def _shades(row: list[float], low: float, high: float) -> str:

@@ -4,7 +4,7 @@ logit lens (--lens) and one attention row written out (--explain)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .shared import (
     Subparsers,
@@ -15,6 +15,12 @@ from .shared import (
     load_target,
     say_notes,
 )
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.lenses.logit_lens import LensTable
+    from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
+    from tui_lab.core.verbs.decode import Explained, Request
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -38,7 +44,7 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=decode)
 
 
-def request(args: argparse.Namespace) -> Any:
+def request(args: argparse.Namespace) -> Request:
     """The decode verb's request for these arguments; LabError (one line) for a refused number."""
     from tui_lab.core.verbs.decode import Request
 
@@ -58,7 +64,9 @@ def decode(args: argparse.Namespace) -> int:
         emit_json(result.to_json())
         return 0
     say_notes(result.decoded.notes)
-    if result.fill:
+    from tui_lab.core.decoding.fill_mask import FillMaskResult
+
+    if isinstance(result.decoded, FillMaskResult):  # ``fill``: an encoder-only model's
         _print_fill(result.decoded, args.attention)
         return 0
     print(result.decoded.output)
@@ -73,7 +81,7 @@ def decode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_fill(result: Any, attention: bool) -> None:
+def _print_fill(result: FillMaskResult, attention: bool) -> None:
     """Fill-mask: each mask's top-k fillers, then the masks filled one at a time."""
     for i, m in enumerate(result.masks):
         print(f"mask {i + 1} (token {m.position}): " + "  ".join(f"{t!r} {p:.3f}" for t, p in m.top))
@@ -89,7 +97,7 @@ def _print_fill(result: Any, attention: bool) -> None:
                 print(render_text(w[h], result.labels, result.labels))
 
 
-def _print_attention(result: Any) -> None:
+def _print_attention(result: DecodeResult) -> None:
     from tui_lab.core.decoding.attention_text import render_text
 
     for name, w in result.attention.items():
@@ -99,7 +107,7 @@ def _print_attention(result: Any) -> None:
             print(render_text(w[h], q, k))
 
 
-def _print_explain(e: dict[str, Any]) -> None:
+def _print_explain(e: Explained) -> None:
     print(f"\n{e['head']} query row {e['row']} ({e['query']!r}), d_head = {e['d_head']}")
     print(f"{'key':>6} {'q.k':>9} {e['scale']:>9} {'softmax':>9}")
     for key, raw, scaled, weight, masked in zip(e["keys"], e["raw"], e["scaled"], e["weights"],
@@ -109,7 +117,7 @@ def _print_explain(e: dict[str, Any]) -> None:
     print(f"max |softmax - captured weights| = {e['max_diff']:.2e}")
 
 
-def _print_lens(lens: Any) -> None:
+def _print_lens(lens: LensTable) -> None:
     width = max(len(s) for s in lens.layers)
     print("\nlogit lens (top token, probability) per decoding step")
     print(f"{'layer':<{width}}  " + "  ".join(f"{repr(t):>12}" for t in lens.steps))
@@ -117,7 +125,7 @@ def _print_lens(lens: Any) -> None:
         print(f"{name:<{width}}  " + "  ".join(f"{repr(c.token) + f' {c.prob:.2f}':>12}" for c in row))
 
 
-def _print_steps(result: Any) -> None:
+def _print_steps(result: DecodeResult) -> None:
     """The steps table with the sampling cut: '*' marks top tokens the cut kept."""
     print("\nstep  token    p      top (* = kept by the cut)")
     for i, s in enumerate(result.steps):

@@ -4,7 +4,7 @@ history snapshots), or for a real model on the standard repeat probe."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .shared import (
     Subparsers,
@@ -15,6 +15,9 @@ from .shared import (
     load_target,
     target_name,
 )
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.heads.atlas import Atlas
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -44,7 +47,7 @@ def heads(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_atlas(atlas: Any) -> None:
+def print_atlas(atlas: Atlas) -> None:
     """The probes, the floor, then a row per head: label, what it is called, best pattern and score."""
     for line in atlas.probe_lines():
         print(line)

@@ -4,7 +4,7 @@ of one site over a clean / corrupted pair, as a grid of normalised logit differe
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .shared import (
     Subparsers,
@@ -15,6 +15,9 @@ from .shared import (
     load_target,
     target_name,
 )
+
+if TYPE_CHECKING:
+    from tui_lab.core.verbs.patch import Request
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -45,7 +48,7 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=patch)
 
 
-def request_from_args(args: argparse.Namespace) -> Any:
+def request_from_args(args: argparse.Namespace) -> Request:
     """The patch request the options give (checked: refused in one line before any loading)."""
     from tui_lab.core.verbs.patch import Request
 

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TypedDict
 
 from .shared import Subparsers, add_json, console, emit_json
+
+
+class PresetRow(TypedDict):
+    """One preset as ``presets --json`` lists it (``error``: why it does not load)."""
+
+    name: str
+    path: str
+    shipped: bool
+    description: str
+    arch: str | None
+    task: str | None
+    error: str | None
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -19,7 +31,7 @@ def presets(args: argparse.Namespace) -> int:
     from tui_lab.core.config.lab_config import ConfigError, load_file
     from tui_lab.core.config.presets import list_presets
 
-    rows: list[dict[str, Any]] = []
+    rows: list[PresetRow] = []
     for info in list_presets():
         try:
             cfg = load_file(info.path)

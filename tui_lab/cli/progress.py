@@ -7,14 +7,18 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tui_lab.core.runs.events import EvalEvent, Event
+    from tui_lab.core.training.train import TrainingRun
 
 
 def _fmt_acc(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def eval_line(event: Any) -> str:
+def eval_line(event: EvalEvent) -> str:
     """One evaluation, with how many held-out examples training has also seen."""
     if event.exact_match is None and event.next_char_accuracy is not None:
         # A language model has no exact answer: its perplexity and next-token accuracy instead.
@@ -35,14 +39,14 @@ class PlainReporter:
         self.every = every
         self._last = 0.0
 
-    def start(self, run: Any) -> None:
+    def start(self, run: TrainingRun) -> None:
         self._say(f"training {run.config.name} on {run.device_name} -> {run.out_dir}")
 
     def _say(self, text: str) -> None:
         if not self.quiet:
             print(text, flush=True)
 
-    def on_event(self, event: Any) -> None:
+    def on_event(self, event: Event) -> None:
         from tui_lab.core.training.train import DoneEvent, EvalEvent, LogEvent, StepEvent
 
         if isinstance(event, StepEvent):
@@ -60,14 +64,14 @@ class PlainReporter:
         elif isinstance(event, DoneEvent):
             self._say(event.message)
 
-    def finish(self, summary: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, summary: dict[str, object]) -> dict[str, object]:
         return summary
 
 
 class RichReporter(PlainReporter):
     """A live progress bar with loss, accuracy, tokens/s and ETA."""
 
-    def start(self, run: Any) -> None:
+    def start(self, run: TrainingRun) -> None:
         from rich.progress import (
             BarColumn,
             Progress,
@@ -89,7 +93,7 @@ class RichReporter(PlainReporter):
         self.progress.console.print(f"training {run.config.name} on {run.device_name} -> {run.out_dir}")
         self.acc: float | None = None
 
-    def on_event(self, event: Any) -> None:
+    def on_event(self, event: Event) -> None:
         from tui_lab.core.training.train import DoneEvent, EvalEvent, LogEvent, StepEvent
 
         if isinstance(event, StepEvent):
@@ -106,7 +110,7 @@ class RichReporter(PlainReporter):
         elif isinstance(event, DoneEvent):
             self.progress.console.print(event.message)
 
-    def finish(self, summary: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, summary: dict[str, object]) -> dict[str, object]:
         self.progress.stop()
         return summary
 

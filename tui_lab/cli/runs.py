@@ -13,13 +13,15 @@ import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.errors import LabError
 
 from .shared import Subparsers
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from tui_lab.core.runs.summary import RunSummary
 
 # One fixed colour per run, in order: xterm-256 indices (plotext takes them as is, and the
@@ -71,7 +73,7 @@ def compare(args: argparse.Namespace) -> int:
     from tui_lab.core.runs.summary import summarize_run
 
     folders = expand_runs(args.runs)
-    bases: dict[str | None, dict[str, Any]] = {}
+    bases: dict[str | None, dict[str, object]] = {}
     names = short_names(folders)
     rows = [summarize_run(f, name=n, bases=bases) for f, n in zip(folders, names, strict=True)]
     emit(rows, args, title="Compare")
@@ -149,7 +151,7 @@ def best_text(r: RunSummary) -> str:
     return "-" if r.best_exact_match is None else f"{r.best_exact_match:.1%}"
 
 
-def table(rows: list[RunSummary], title: str) -> Any:
+def table(rows: list[RunSummary], title: str) -> Table:
     from rich.table import Table
     from rich.text import Text
 
@@ -177,7 +179,7 @@ def table(rows: list[RunSummary], title: str) -> Any:
     return t
 
 
-def shared_difference(rows: list[RunSummary]) -> dict[str, Any]:
+def shared_difference(rows: list[RunSummary]) -> dict[str, object]:
     """The part of the config difference every row has alike (said once, above the table)."""
     if len(rows) < 2:
         return {}

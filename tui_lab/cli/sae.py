@@ -15,12 +15,19 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.sae import defaults as DEFAULT
 from tui_lab.core.verbs.sae_train import ARCHS
 
 from .shared import Subparsers, add_device, add_json, add_run_or_model, emit_json, target_name
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.sae.events import SAEEvent
+    from tui_lab.core.verbs.sae_features import FeatureCard
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -76,7 +83,7 @@ def _add_sae_and_model(s: argparse.ArgumentParser) -> None:
     add_device(s)
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _open(args: argparse.Namespace) -> ModelInHand:
     """The model handle of ``--run`` or ``--model`` (offline)."""
     from tui_lab.core.model.device import set_threads
     from tui_lab.core.opening.model_in_hand import open_model
@@ -109,7 +116,7 @@ class Progress:
     def __init__(self, quiet: bool, total: int) -> None:
         self.quiet, self.total = quiet, total
         self._said = 0.0
-        self.bar: Any = None
+        self.bar: RichProgress | None = None
         if not quiet and sys.stdout.isatty():
             from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
@@ -119,8 +126,10 @@ class Progress:
             self.bar.start()
             self.task = self.bar.add_task("sae", total=total, stats="")
 
-    def on_event(self, event: Any) -> None:
-        if event.kind != "step":
+    def on_event(self, event: SAEEvent) -> None:
+        from tui_lab.core.sae.events import SAEStepEvent
+
+        if not isinstance(event, SAEStepEvent):  # only steps move the bar
             return
         stats = (f"mse {event.mse:.4g} L0 {event.l0:.1f} EV {event.explained_variance:.3f} "
                  f"dead {event.dead_fraction:.1%}")
@@ -194,7 +203,7 @@ def context_lines(tokens: list[str], shade: list[int], peak_at: int, around: int
     return "".join(text), "".join(under)
 
 
-def _show_card(card: dict[str, Any]) -> None:
+def _show_card(card: FeatureCard) -> None:
     """One feature: density, logit effects, histogram, top contexts shaded."""
     print(f"feature {card['feature']}: density {card['density']:.4%} of {card['tokens']:,} tokens, "
           f"max activation {card['max_activation']:.3f}")

@@ -14,7 +14,6 @@ import ipaddress
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from tui_lab.core.errors import LabError
 
@@ -103,7 +102,7 @@ def _server_class() -> type:
         async def on_startup(self, app: web.Application) -> None:
             """Say nothing yet: the startup line comes once the port is bound."""
 
-        async def handle_index(self, request: web.Request) -> Any:
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
             # The page's script and websocket links follow the address the browser used,
             # so a server bound to 0.0.0.0 or a name works from another machine.
             self.public_url = f"{request.scheme}://{request.host}"

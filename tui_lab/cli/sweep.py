@@ -21,8 +21,12 @@ from tui_lab.core.errors import LabError
 from .shared import Subparsers
 
 if TYPE_CHECKING:
-    from tui_lab.core.sweeps.runner import SweepRunner
-    from tui_lab.core.sweeps.spec import SweepSpec
+    from collections.abc import Callable
+
+    from rich.table import Table
+
+    from tui_lab.core.sweeps.runner import RunTask, SweepRunner
+    from tui_lab.core.sweeps.spec import SweepPlan, SweepSpec
 
 # Fields that may change between a sweep and its resumption (they do not change what is trained).
 _RESUMABLE_CHANGES = ("parallel", "out", "description")
@@ -51,7 +55,7 @@ def build_spec(args: argparse.Namespace) -> tuple[SweepSpec, Path]:
     from tui_lab.core.sweeps.record import SWEEP_FILE, read_sweep
     from tui_lab.core.sweeps.spec import load_sweep_spec, parse_vary, spec_from_dict
 
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     default_out: Path | None = None
     if args.spec:
         if args.vary:
@@ -111,7 +115,7 @@ def sweep(args: argparse.Namespace) -> int:
     base = out / SWEEP_BASE  # what the runs are compared with in tables and legends
     base.parent.mkdir(exist_ok=True)
     atomic_write_text(base, (plan.common or plan.base).to_yaml(full=True))
-    outcomes: dict[str, dict[str, Any]] = {t.name: t.outcome() for t in runner.tasks}
+    outcomes: dict[str, dict[str, object]] = {t.name: t.outcome() for t in runner.tasks}
     write_sweep(out, sweep_document(plan, outcomes))
 
     previous = signal.signal(signal.SIGINT, lambda signum, frame: runner.stop())
@@ -150,8 +154,8 @@ def _cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
-def _drive(runner: SweepRunner, plan: Any, outcomes: dict[str, dict[str, Any]],
-           on_change: Any, interval: float = 0.25) -> None:
+def _drive(runner: SweepRunner, plan: SweepPlan, outcomes: dict[str, dict[str, object]],
+           on_change: Callable[[RunTask | None], None] | None, interval: float = 0.25) -> None:
     """Poll until every run has ended; rewrite sweep.json after each that does."""
     from tui_lab.core.sweeps.record import sweep_document, write_sweep
 
@@ -170,7 +174,7 @@ def _drive(runner: SweepRunner, plan: Any, outcomes: dict[str, dict[str, Any]],
         time.sleep(interval)
 
 
-def _drive_live(runner: SweepRunner, plan: Any, outcomes: dict[str, dict[str, Any]]) -> None:
+def _drive_live(runner: SweepRunner, plan: SweepPlan, outcomes: dict[str, dict[str, object]]) -> None:
     from rich.console import Console
     from rich.live import Live
 
@@ -180,7 +184,7 @@ def _drive_live(runner: SweepRunner, plan: Any, outcomes: dict[str, dict[str, An
         console.print(f"[dim]skipping {len(skipped)} complete run(s): {', '.join(skipped)}[/dim]")
     with Live(_live_view(runner), console=console, refresh_per_second=4, transient=True) as live:
 
-        def on_change(task: Any) -> None:
+        def on_change(task: RunTask | None) -> None:
             if task is not None:
                 secs = outcomes[task.name]["seconds"]
                 console.print(f"{task.name}: {task.reason} at step {task.step}"
@@ -190,7 +194,7 @@ def _drive_live(runner: SweepRunner, plan: Any, outcomes: dict[str, dict[str, An
         _drive(runner, plan, outcomes, on_change)
 
 
-def _live_view(runner: SweepRunner) -> Any:
+def _live_view(runner: SweepRunner) -> Table:
     from rich.table import Table
 
     total = sum(1 for t in runner.tasks if t.action != "skip")
@@ -210,7 +214,7 @@ def _live_view(runner: SweepRunner) -> Any:
     return view
 
 
-def arm_table(document: dict[str, Any]) -> Any:
+def arm_table(document: dict[str, Any]) -> Table:
     """Per arm: seeds done, how many reached the target, steps and seconds to it, best metric."""
     from rich.table import Table
 

@@ -7,11 +7,18 @@ import argparse
 import contextlib
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.core.errors import LabError
 
 from .shared import MODEL_HELP, Subparsers, add_json, emit_json
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+
+    from tui_lab.core.runs.events import Event
+    from tui_lab.core.training.train import TrainingRun
 
 # How a run may end and still be a success (exit 0); "nan" and "error" exit 1.
 GOOD_ENDS = ("finished", "target", "stopped", "time")
@@ -41,9 +48,9 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=train)
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
     """The config settings the command line changes."""
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, object] = {}
     for flag, key in (("steps", "train.steps"), ("max_seconds", "train.max_seconds"),
                       ("seed", "train.seed"), ("device", "train.device")):
         value = getattr(args, flag)
@@ -93,7 +100,7 @@ def train(args: argparse.Namespace) -> int:
 
     interrupts = 0
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
         nonlocal interrupts
         interrupts += 1
         if interrupts > 1:
@@ -127,7 +134,8 @@ def _check_model_flags(args: argparse.Namespace) -> None:
         raise LabError(f"--block: must be > 0, got {args.block}")
 
 
-def _finetune_run(args: argparse.Namespace, overrides: dict[str, Any], on_event: Any, main_rank: bool) -> Any:
+def _finetune_run(args: argparse.Namespace, overrides: dict[str, object], on_event: Callable[[Event], None],
+                  main_rank: bool) -> TrainingRun:
     """A run that fine-tunes ``--model`` on ``--text`` (into a fresh folder, as a preset's)."""
     from tui_lab.core.training.finetune import open_finetune, run_name
 

@@ -80,6 +80,24 @@ class Request:
                 "top_p": self.top_p, "seed": self.seed, "report_k": self.report_k, "capture": self.capture}
 
 
+class Explained(TypedDict):
+    """One attention row written out (``--explain``): the walkthrough's numbers."""
+
+    head: str
+    row: int
+    d_head: int
+    query: str
+    keys: list[str]
+    raw: list[float]
+    scaled: list[float]
+    weights: list[float]
+    masked: list[bool]
+    output: list[float]
+    captured: list[float]
+    max_diff: float
+    scale: str
+
+
 @dataclass
 class Result:
     """The core's decode (``DecodeResult``, or ``FillMaskResult`` for an encoder-only model), the
@@ -87,7 +105,7 @@ class Result:
 
     decoded: DecodeResult | FillMaskResult
     lens: LensTable | None = None
-    explained: JSON | None = None
+    explained: Explained | None = None
     attention: bool = False
     fill: bool = field(default=False)
 
@@ -173,7 +191,7 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress, 
     return Result(result, lens, explained, attention=request.attention)
 
 
-def explain(model: ModelInHand, result: DecodeResult, request: Request) -> JSON:
+def explain(model: ModelInHand, result: DecodeResult, request: Request) -> Explained:
     """The walkthrough of one attention row (the lab's numbers), as a dict."""
     from tui_lab.core.analysis.basics.walkthrough import collect_projections, walk
     from tui_lab.core.analysis.heads.ablation import parse_head

@@ -69,6 +69,46 @@ class TokenRow(TypedDict):
     features: list[list[int | float]]
 
 
+class ShadedContext(TypedDict):
+    """One of a feature's top contexts: its tokens, their activations and shades, the peak."""
+
+    tokens: list[str]
+    activations: list[float]
+    peak: float
+    peak_at: int
+    shade: list[int]
+
+
+class HistogramBin(TypedDict):
+    low: float
+    high: float
+    count: int
+
+
+class TokenLogit(TypedDict):
+    token: str
+    logit: float
+
+
+class LogitEffects(TypedDict):
+    """The tokens the feature's decoder direction promotes and suppresses most."""
+
+    promoted: list[TokenLogit]
+    suppressed: list[TokenLogit]
+
+
+class FeatureCard(TypedDict):
+    """One feature as ``sae features --feature I --json`` prints it."""
+
+    feature: int
+    density: float
+    max_activation: float
+    tokens: int
+    histogram: list[HistogramBin]
+    logit_effects: LogitEffects | None
+    contexts: list[ShadedContext]
+
+
 @dataclass
 class Result:
     """One of: the feature list (``features``), one feature's ``card``, the ``on_input`` rows."""
@@ -78,7 +118,7 @@ class Result:
     table_tokens: int = 0
     sort: str = "density"
     features: list[FeatureRow] | None = None
-    card: JSON | None = None
+    card: FeatureCard | None = None
     on_input: list[TokenRow] | None = None
 
     def to_json(self) -> JSON:
@@ -173,16 +213,16 @@ def _on_input(model: ModelInHand, sae: SparseAutoencoder, hook: str, text: str, 
     return rows
 
 
-def feature_card(model: ModelInHand, sae: SparseAutoencoder, table: FeatureTable, i: int, top: int) -> JSON:
+def feature_card(model: ModelInHand, sae: SparseAutoencoder, table: FeatureTable, i: int, top: int) -> FeatureCard:
     """One feature as ``sae features --feature I --json`` prints it."""
     from tui_lab.core.sae.feature_table import logit_effects, shade_levels, unembedding
 
-    contexts = []
+    contexts: list[ShadedContext] = []
     for c in table.contexts(i)[:top]:
         contexts.append({"tokens": model.to_str_tokens(c.ids), "activations": [round(a, 4) for a in c.activations],
                          "peak": round(c.peak, 4), "peak_at": c.peak_at,
                          "shade": shade_levels(c.activations, c.peak)})
-    card: JSON = {
+    card: FeatureCard = {
         "feature": i, "density": float(table.density[i]), "max_activation": float(table.max[i]),
         "tokens": table.tokens,
         "histogram": [{"low": lo, "high": hi, "count": n} for lo, hi, n in table.histogram(i)],
