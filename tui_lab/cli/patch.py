@@ -53,7 +53,7 @@ def request_from_args(args: argparse.Namespace) -> Request:
     from tui_lab.core.verbs.patch import Request
 
     return Request(site=args.site, method=args.method, pair=args.pair, clean=args.clean, corrupt=args.corrupt,
-                   answer=args.answer, wrong=args.wrong, target=getattr(args, "target", None),
+                   answer=args.answer, wrong=args.wrong, target=args.target,
                    stack=args.stack, sae=args.sae)
 
 
