@@ -21,13 +21,12 @@ from textual.widgets import Static
 from typing_extensions import Unpack
 
 from tui_lab.core.config.lab_config import LabConfig
-from tui_lab.core.opening.model_handle import opened_from_files
 from tui_lab.ui import key_bindings
 from tui_lab.ui.messages import ClearDecode, DecodeRequested, ShowDecode, UseConfig
 from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.attention import attention_view as view
 from tui_lab.ui.panes.attention import attention_workers as jobs
-from tui_lab.ui.panes.attention.importance_panel import ImportanceAsk, ImportancePanel
+from tui_lab.ui.panes.attention.importance_panel import ImportancePanel, ask_for
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.time_travel.control import TimeTravelControl, travel_run_dir
 from tui_lab.ui.widgets.head_atlas import HeadAtlas
@@ -124,9 +123,7 @@ class AttentionPane(Pane, Vertical):
         self.result = self.model = self.lab_task = self.options = None
         self.kinds = []
         self.projections = self._projections_for = None
-        self.query_one(Heatmap).clear(
-            "No decode yet: decode an input in the Decode pane (3), then come back."
-        )
+        self.query_one(Heatmap).clear("No decode yet: decode an input in the Decode pane (3), then come back.")
         self.query_one(Heatmap).display = True
         self.query_one("#head-grid").display = False
         self.show_atlas()
@@ -142,13 +139,8 @@ class AttentionPane(Pane, Vertical):
         if not self.kinds:
             self._update_header()
 
-    def set_result(
-        self,
-        result: DecodeResult | FillMaskResult | None,
-        model: nn.Module | None = None,
-        task: Task | None = None,
-        options: dict[str, object] | None = None,
-    ) -> None:
+    def set_result(self, result: DecodeResult | FillMaskResult | None, model: nn.Module | None = None,
+                   task: Task | None = None, options: dict[str, object] | None = None) -> None:
         """Show the attention of a new decode (keeps kind/layer/head where they still exist)."""
         same = result is self.result and model is self.model and task is self.lab_task
         if same and result is not None and options == self.options:
@@ -208,14 +200,8 @@ class AttentionPane(Pane, Vertical):
             heatmap.display = False
             grid.display = True
             weights, rows, cols, title = view.overview_cut(weights, rows, cols, name)
-            grid.show(
-                weights.tolist(),
-                rows,
-                cols,
-                self.head_index,
-                title,
-                self.query_one("#attn-scroll").size.width or 100,
-            )
+            width = self.query_one("#attn-scroll").size.width or 100
+            grid.show(weights.tolist(), rows, cols, self.head_index, title, width)
         else:
             grid.display = False
             heatmap.display = True
@@ -280,9 +266,7 @@ class AttentionPane(Pane, Vertical):
         if message.result is not self.result:
             return
         if message.error:
-            self.query_one(WalkthroughView).show_message(
-                f"walkthrough unavailable: {message.error}"
-            )
+            self.query_one(WalkthroughView).show_message(f"walkthrough unavailable: {message.error}")
             return
         self.projections = message.projections
         self._show_walkthrough()
@@ -405,15 +389,8 @@ class AttentionPane(Pane, Vertical):
 
     def _start_importance(self) -> None:
         """Ask the importance panel for the table of the model on show (or say why there is none)."""
-        state, panel = self.host.state, self.query_one(ImportancePanel)
-        run, mode = state.current_run, state.ablation.mode
-        if run is None:
-            panel.start(None, "no model yet: train one (2) or open a run")
-        elif opened_from_files(run):  # opened from files: the loss on the text
-            if self.result is None:
-                panel.start(None, "importance: decode a text first (3); each head is scored on it")
-            else:
-                panel.start(ImportanceAsk(run, mode, text=self.result.input))
-        else:  # a history snapshot on show, else the live model
-            at_step = state.travel.state.step
-            panel.start(ImportanceAsk(run, mode, self.host.training_active, at_step))
+        state = self.host.state
+        text = None if self.result is None else self.result.input
+        ask, why_not = ask_for(state.current_run, state.ablation.mode, text, self.host.training_active,
+                               state.travel.state.step)
+        self.query_one(ImportancePanel).start(ask, why_not)

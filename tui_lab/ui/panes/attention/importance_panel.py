@@ -59,6 +59,23 @@ class ImportanceAsk:
     text: str | None = None  # an opened model: the text its loss is measured on
 
 
+def ask_for(
+    run: ModelHandle | None, mode: str, decoded: str | None, training: bool, at_step: int | None
+) -> tuple[ImportanceAsk | None, str]:
+    """What to measure for the model on show: a run's exact match (at the history snapshot
+    ``at_step`` on show, else the live model), an opened model's loss on the text ``decoded``
+    last; else None and why not."""
+    from tui_lab.core.opening.model_handle import opened_from_files
+
+    if run is None:
+        return None, "no model yet: train one (2) or open a run"
+    if not opened_from_files(run):
+        return ImportanceAsk(run, mode, training, at_step), ""
+    if decoded is None:
+        return None, "importance: decode a text first (3); each head is scored on it"
+    return ImportanceAsk(run, mode, text=decoded), ""
+
+
 class ImportancePanel(ImportanceView):
     """``start(ask)`` measures and shows each head's importance; ``shown`` is toggled by ``i``."""
 
