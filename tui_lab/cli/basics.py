@@ -7,20 +7,95 @@ freshly built model, a run's weights or a real model opened from files.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypedDict
 
 from tui_lab.core.decoding.attention_text import shade
 
 from .shared import Subparsers, add_json, add_model, emit_json
 
 if TYPE_CHECKING:
-    from torch import nn
+    from collections.abc import Mapping
 
+    from torch import Tensor, nn
+
+    from tui_lab.core.analysis.basics.basics_scaling import ScalingRow
     from tui_lab.core.config.lab_config import LabConfig
     from tui_lab.core.tasks.protocol import Task
 
-# A tensor's ``tolist()`` rounded: numbers, nested in lists as deep as the tensor.
-Rounded: TypeAlias = "float | list[Rounded]"
+Grid = list[list[float]]
+
+
+class PositionsData(TypedDict):
+    """``basics positions``: the positional table and its positions' dot products."""
+
+    kind: str
+    what: str
+    length: int
+    dims: int
+    base: float | None
+    rotated_dims: int | None
+    table: Grid
+    similarity: Grid
+
+
+class MasksData(TypedDict):
+    """``basics masks``: the padded batch, its three masks and one attention row before and after."""
+
+    texts: list[str]
+    lengths: list[int]
+    row: int
+    tokens: list[str]
+    padding: list[list[int]]
+    causal: list[list[int]]
+    combined: list[list[int]]
+    module: str
+    head: int
+    query: int
+    before: list[float]
+    after: list[float]
+    encoder: bool
+
+
+class ScalingFields(TypedDict):
+    """One ``ScalingRow`` (a module's q.k, or random ones) with its fields as keys."""
+
+    name: str
+    d_k: int
+    var_q: float
+    var_k: float
+    var_raw: float
+    var_scaled: float
+    entropy_raw: float
+    entropy_scaled: float
+    entropy_max: float
+    model_scale: float | None
+
+
+class ScalingData(TypedDict):
+    """``basics scaling``: the model's modules and random q, k."""
+
+    model: list[ScalingFields]
+    random: list[ScalingFields]
+
+
+class Peak(TypedDict):
+    step: int
+    lr: float
+
+
+class ScheduleData(TypedDict):
+    """``basics schedule``: the learning rate and Noam's over the steps, and their peaks."""
+
+    schedule: str
+    d_model: int
+    warmup: int
+    total: int
+    by_time: bool
+    steps: list[int]
+    lr: list[float]
+    noam: list[float]
+    lr_peak: Peak
+    noam_peak: Peak
 
 TOPICS = ("positions", "masks", "scaling", "schedule")
 SHOWN_DIMS = 64  # table columns drawn in text (JSON has them all)
@@ -82,57 +157,76 @@ def basics(args: argparse.Namespace) -> int:
         source = f"preset {config.name}"
     else:
         config, model, task, source = open_target(args)
-    data = topic_data(args.topic, config, model, task, args.input, args.length)
-    data = {"topic": args.topic, "source": source, **data}
+    data, lines = topic_data(args.topic, config, model, task, args.input, args.length)
     if args.json:
-        emit_json(data)
+        emit_json({"topic": args.topic, "source": source, **data})
     else:
         print(f"{args.topic}: {source}")
-        for line in TEXT[args.topic](data):
+        for line in lines:
             print(line)
     return 0
 
 
 def topic_data(topic: str, config: LabConfig, model: nn.Module | None, task: Task | None, text: str | None,
-               length: int) -> dict[str, object]:
-    """One topic's numbers as plain JSON values (only the schedule needs no ``model``)."""
+               length: int) -> tuple[Mapping[str, object], list[str]]:
+    """One topic's numbers as plain JSON values, and the lines that say them (only the
+    schedule needs no ``model``)."""
     if topic == "schedule":
-        return _schedule_data(config)
+        schedule = _schedule_data(config)
+        return schedule, _schedule_text(schedule)
     assert model is not None and task is not None  # every other topic reads the model
     if topic == "positions":
-        from tui_lab.core.analysis.basics.basics_positions import position_picture
-
-        p = position_picture(model, length)
-        return {
-            "kind": p.kind, "what": p.what, "length": p.length,
-            "dims": int(p.table.size(1)) if p.table.ndim == 2 else 0,
-            "base": p.base, "rotated_dims": p.rotated_dims,
-            "table": _rounded(p.table.tolist()), "similarity": _rounded(p.similarity.tolist()),
-        }
+        positions = _positions_data(model, length)
+        return positions, _positions_text(positions)
     if topic == "masks":
-        from tui_lab.core.analysis.basics.basics_masks import mask_picture
-
-        m = mask_picture(model, task, config.model.arch, text)
-        return {
-            "texts": m.batch.texts, "lengths": m.batch.lengths, "row": m.row, "tokens": m.labels,
-            "padding": m.padding.int().tolist(), "causal": m.causal.int().tolist(),
-            "combined": m.combined.int().tolist(), "module": m.module, "head": m.head,
-            "query": m.query, "before": _rounded(m.before.tolist()), "after": _rounded(m.after.tolist()),
-            "encoder": m.encoder,
-        }
+        masks = _masks_data(model, task, config, text)
+        return masks, _masks_text(masks)
     if topic == "scaling":
-        from dataclasses import asdict
-
-        from tui_lab.core.analysis.basics.basics_scaling import scaling_random, scaling_real
-
-        return {
-            "model": [asdict(r) for r in scaling_real(model, task, config.model.arch, text)],
-            "random": [asdict(r) for r in scaling_random()],
-        }
+        scaling = _scaling_data(model, task, config, text)
+        return scaling, _scaling_text(scaling)
     raise ValueError(f"no such topic: {topic}")
 
 
-def _schedule_data(config: LabConfig) -> dict[str, object]:
+def _positions_data(model: nn.Module, length: int) -> PositionsData:
+    from tui_lab.core.analysis.basics.basics_positions import position_picture
+
+    p = position_picture(model, length)
+    return {
+        "kind": p.kind, "what": p.what, "length": p.length,
+        "dims": int(p.table.size(1)) if p.table.ndim == 2 else 0,
+        "base": p.base, "rotated_dims": p.rotated_dims,
+        "table": _rounded_grid(p.table), "similarity": _rounded_grid(p.similarity),
+    }
+
+
+def _masks_data(model: nn.Module, task: Task, config: LabConfig, text: str | None) -> MasksData:
+    from tui_lab.core.analysis.basics.basics_masks import mask_picture
+
+    m = mask_picture(model, task, config.model.arch, text)
+    return {
+        "texts": m.batch.texts, "lengths": m.batch.lengths, "row": m.row, "tokens": m.labels,
+        "padding": m.padding.int().tolist(), "causal": m.causal.int().tolist(),
+        "combined": m.combined.int().tolist(), "module": m.module, "head": m.head,
+        "query": m.query, "before": _numbers(m.before), "after": _numbers(m.after),
+        "encoder": m.encoder,
+    }
+
+
+def _scaling_data(model: nn.Module, task: Task, config: LabConfig, text: str | None) -> ScalingData:
+    from tui_lab.core.analysis.basics.basics_scaling import scaling_random, scaling_real
+
+    return {"model": [_scaling_fields(r) for r in scaling_real(model, task, config.model.arch, text)],
+            "random": [_scaling_fields(r) for r in scaling_random()]}
+
+
+def _scaling_fields(r: ScalingRow) -> ScalingFields:
+    """A row as ``dataclasses.asdict`` writes it (the JSON's key order)."""
+    return {"name": r.name, "d_k": r.d_k, "var_q": r.var_q, "var_k": r.var_k, "var_raw": r.var_raw,
+            "var_scaled": r.var_scaled, "entropy_raw": r.entropy_raw, "entropy_scaled": r.entropy_scaled,
+            "entropy_max": r.entropy_max, "model_scale": r.model_scale}
+
+
+def _schedule_data(config: LabConfig) -> ScheduleData:
     from tui_lab.core.analysis.basics.basics_schedule import schedule_picture
 
     s = schedule_picture(config)
@@ -144,13 +238,14 @@ def _schedule_data(config: LabConfig) -> dict[str, object]:
     }
 
 
-def _rounded(rows: object) -> Rounded:
-    """A tensor's ``tolist()`` (nested lists of numbers) with every number rounded to 6 places."""
-    if isinstance(rows, list):
-        return [_rounded(r) for r in rows]
-    if isinstance(rows, (int, float)):
-        return round(float(rows), 6)
-    raise TypeError(f"not a number: {rows!r}")
+def _numbers(t: Tensor) -> list[float]:
+    """A 1-D tensor's numbers, each rounded to 6 places."""
+    return [round(float(v), 6) for v in t.tolist()]
+
+
+def _rounded_grid(t: Tensor) -> Grid:
+    """A 2-D tensor's rows of numbers, each rounded to 6 places."""
+    return [_numbers(row) for row in t]
 
 
 def _shades(row: list[float], low: float, high: float) -> str:
@@ -158,7 +253,7 @@ def _shades(row: list[float], low: float, high: float) -> str:
     return "".join(shade((v - low) / span) for v in row)
 
 
-def _positions_text(d: dict[str, Any]) -> list[str]:
+def _positions_text(d: PositionsData) -> list[str]:
     if d["kind"] == "none":
         return [d["what"]]
     table, sim = d["table"], d["similarity"]
@@ -183,7 +278,7 @@ def _grid(name: str, grid: list[list[int]], labels: list[str]) -> list[str]:
     return lines
 
 
-def _masks_text(d: dict[str, Any]) -> list[str]:
+def _masks_text(d: MasksData) -> list[str]:
     labels = d["tokens"]
     lines = [f"batch: {len(d['texts'])} rows of lengths {d['lengths']}, padded to {len(labels)}; "
              f"row {d['row']} shown: {' '.join(x or '·' for x in labels)}"]
@@ -192,8 +287,9 @@ def _masks_text(d: dict[str, Any]) -> list[str]:
         lines.append("an encoder-only model: its self-attention is masked by padding alone "
                      "(the causal grid is a decoder's, for comparison)")
         names = ("padding", "causal")
+    grids = {"padding": d["padding"], "causal": d["causal"], "combined": d["combined"]}
     for name in names:
-        lines += _grid(name, d[name], labels)
+        lines += _grid(name, grids[name], labels)
     lines.append(f"{d['module']} head {d['head']}, query {d['query']} ({labels[d['query']]}):")
     lines.append("  key     " + " ".join(f"{(x or 'pad')[:6]:>6}" for x in labels))
     lines.append("  before  " + " ".join(f"{v:6.3f}" for v in d["before"]))
@@ -201,7 +297,7 @@ def _masks_text(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _scaling_rows(rows: list[dict[str, Any]]) -> list[str]:
+def _scaling_rows(rows: list[ScalingFields]) -> list[str]:
     out = [f"{'':16} {'d_k':>5} {'var q.k':>9} {'/sqrt(d_k)':>10} {'H raw':>7} {'H scaled':>8} {'H max':>6}"]
     for r in rows:
         out.append(f"{r['name']:16} {r['d_k']:>5} {r['var_raw']:9.3f} {r['var_scaled']:10.3f} "
@@ -209,10 +305,10 @@ def _scaling_rows(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _scaling_text(d: dict[str, Any]) -> list[str]:
+def _scaling_text(d: ScalingData) -> list[str]:
     lines = ["the model's q, k on the example batch (H: mean softmax row entropy, nats):"]
     lines += _scaling_rows(d["model"])
-    scales = {r["model_scale"] for r in d["model"]} - {None}
+    scales = {r["model_scale"] for r in d["model"] if r["model_scale"] is not None}
     if scales:
         lines.append(f"(this model multiplies q.k by {', '.join(f'{s:g}' for s in sorted(scales))} itself)")
     lines.append("random q, k with unit-variance entries, 16 keys per row:")
@@ -220,7 +316,7 @@ def _scaling_text(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _schedule_text(d: dict[str, Any]) -> list[str]:
+def _schedule_text(d: ScheduleData) -> list[str]:
     steps = d["steps"]
     pick = sorted({steps[round(i * (len(steps) - 1) / (SCHEDULE_ROWS - 1))] for i in range(SCHEDULE_ROWS)}
                   | ({d["warmup"]} if d["warmup"] in steps else set()))
@@ -235,6 +331,3 @@ def _schedule_text(d: dict[str, Any]) -> list[str]:
                  f"noam {d['noam_peak']['lr']:.4e} at step {d['noam_peak']['step']:,}")
     return lines
 
-
-TEXT = {"positions": _positions_text, "masks": _masks_text, "scaling": _scaling_text,
-        "schedule": _schedule_text}
