@@ -60,8 +60,8 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:  # the panes are imported when first built (lazy_panes.py), not with the app
     from tui_lab.core.decoding.decode import DecodeResult
-    from tui_lab.core.opening.model_in_hand import ModelInHand
     from tui_lab.core.opening.model_handle import ModelHandle
+    from tui_lab.core.opening.model_in_hand import ModelInHand
     from tui_lab.ui.core_access import Core
     from tui_lab.ui.panes.params.param_count import ParamCounter
     from tui_lab.ui.panes.train.train_pane import TrainPane

@@ -27,6 +27,7 @@ from textual.worker import Worker, WorkerState
 from typing_extensions import Unpack
 
 from tui_lab.core.config.lab_config import LabConfig
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import one_line
 from tui_lab.core.runs.events import EvalEvent, StepEvent
 from tui_lab.ui import key_bindings
@@ -191,7 +192,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         status = self.query_one("#train-status", Static)
         if self.host.state.model_source is not None and self.run is None:  # --model: not trainable here
             opened = self.host.state.opened
-            encoder_only = opened is not None and opened.config.model.arch == "encoder-only"
+            encoder_only = opened is not None and opened.shape is Shape.ENCODER_ONLY
             line = train_view.opened_model_line(self.host.state.model_source, encoder_only, self.key("train.toggle"))
             status.update(line, layout=False)
             return
