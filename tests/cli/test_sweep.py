@@ -146,3 +146,51 @@ def test_a_shipped_sweep_by_name_with_seeds_parallel_and_steps(tmp_path: Path,
         assert "steps: 2\n" in config and "target_accuracy: 0.95" in config  # --steps, the spec's set
     assert [row["finished"] for row in record["table"]] == [1, 1, 1]
     assert [row["seeds"] for row in record["table"]] == [1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--seeds", "0", "--seeds: must be >= 1, got 0"),
+        ("--seeds", "-1", "--seeds: must be >= 1, got -1"),
+        ("--seeds", "nan", "argument --seeds: invalid int value: 'nan'"),
+        ("--seeds", "inf", "argument --seeds: invalid int value: 'inf'"),
+        ("--parallel", "0", "--parallel: must be >= 1, got 0"),
+        ("--parallel", "-2", "--parallel: must be >= 1, got -2"),
+        ("--parallel", "nan", "argument --parallel: invalid int value: 'nan'"),
+        ("--parallel", "inf", "argument --parallel: invalid int value: 'inf'"),
+        ("--max-seconds", "nan", "--max-seconds: must be a finite number, got nan"),
+        ("--max-seconds", "0", "--max-seconds: must be > 0, got 0.0"),
+    ],
+)
+def test_a_bad_number_of_seeds_or_runs_at_once_is_refused_in_one_line(
+        tmp_path: Path, flag: str, value: str, message: str) -> None:
+    out = tmp_path / "sweep"
+    proc = tfx("sweep", "--preset", "copy", "--vary", "model.norm=pre,post", flag, value, "--out", str(out))
+    assert proc.returncode == 2
+    assert_one_line_error(proc, message)
+    assert not out.exists()  # refused before anything is written
+
+
+def test_the_json_printed_is_the_verbs_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--json`` prints ``run(request).to_json()`` and nothing else (2 arms, 2 steps a run)."""
+    from tui_lab.core.verbs import sweep as verb
+
+    results: list[verb.Result] = []
+    real_run = verb.run
+
+    def recording_run(*args: object, **kwargs: object) -> verb.Result:
+        result = real_run(*args, **kwargs)  # type: ignore[arg-type]
+        results.append(result)
+        return result
+
+    monkeypatch.setattr(verb, "run", recording_run)
+    preset = _tiny_preset(tmp_path / "tiny.yaml", steps=2)
+    out = tmp_path / "sw"
+    proc = tfx("sweep", "--preset", str(preset), "--vary", "model.norm=pre,post", "--seeds", "1",
+               "--parallel", "2", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert len(results) == 1
+    assert json.loads(proc.stdout) == results[0].to_json()
+    assert json.loads((out / "sweep.json").read_text()) == results[0].to_json()
+    assert [run["reason"] for run in json.loads(proc.stdout)["runs"]] == ["finished", "finished"]

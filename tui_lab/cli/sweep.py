@@ -1,35 +1,28 @@
 """``tfx-lab sweep``: a grid of runs over seeds, a live display, a table per arm and ``sweep.json``.
 
-Everything is checked before anything starts: the spec, every arm's config,
-and what the output folder already holds (a rerun resumes it). The processes
-are ``core.sweeps.runner``'s.
+Parses the arguments into ``core.verbs.sweep``'s request and runs it; here are only
+the live display, ctrl+c (stop and save every run) and the table per arm.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from tui_lab.core.errors import LabError
 
 from .shared import Subparsers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from types import FrameType
 
+    from rich.live import Live
     from rich.table import Table
 
-    from tui_lab.core.sweeps.runner import RunTask, SweepRunner
-    from tui_lab.core.sweeps.spec import SweepPlan, SweepSpec
-
-# Fields that may change between a sweep and its resumption (they do not change what is trained).
-_RESUMABLE_CHANGES = ("parallel", "out", "description")
+    from tui_lab.core.sweeps.runner import SweepRunner
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -48,150 +41,95 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=sweep)
 
 
-def build_spec(args: argparse.Namespace) -> tuple[SweepSpec, Path]:
-    """The spec from SPEC (a file or shipped name), from --preset/--vary, or from --out's
-    ``sweep.json`` (resuming); command-line fields win over the file's."""
-    from tui_lab.core.runs.folder import runs_root
-    from tui_lab.core.sweeps.record import SWEEP_FILE, read_sweep
-    from tui_lab.core.sweeps.spec import load_sweep_spec, parse_vary, spec_from_dict
-
-    fields: dict[str, object] = {}
-    default_out: Path | None = None
-    if args.spec:
-        if args.vary:
-            raise LabError("give a SPEC or --vary, not both (a spec lists what it varies)")
-        fields = load_sweep_spec(args.spec).to_dict()
-        default_out = runs_root() / Path(args.spec).stem
-    elif args.vary or args.preset:
-        fields = {"preset": args.preset, "vary": parse_vary(args.vary)}
-    elif args.out and (Path(args.out) / SWEEP_FILE).is_file():
-        fields = dict((read_sweep(args.out) or {}).get("spec") or {})
-    else:
-        raise LabError("say what to sweep: SPEC.yaml, a shipped sweep (ln-warmup), "
-                       "or --preset P --vary KEY=A,B")
-    if args.preset and args.spec:
-        fields["preset"] = args.preset
-    for key in ("seeds", "parallel", "steps", "max_seconds", "out"):
-        value = getattr(args, key)
-        if value is not None:
-            fields[key] = value
-    spec = spec_from_dict(fields)
-    out = Path(spec.out) if spec.out else default_out
-    if out is None:
-        raise LabError("--out DIR: say where the sweep's run folders go")
-    return spec, out
-
-
-def _check_same_sweep(spec: SweepSpec, out: Path) -> None:
-    """A folder holding another sweep is refused: its runs would be mixed with these."""
-    from tui_lab.core.sweeps.record import read_sweep
-
-    old = read_sweep(out)
-    if not old or not isinstance(old.get("spec"), dict):
-        return
-    new = spec.to_dict()
-    differ = [k for k in new if k not in _RESUMABLE_CHANGES and old["spec"].get(k) != new[k]]
-    if differ:
-        raise LabError(f"{out}: holds another sweep (its {', '.join(differ)} differ); "
-                       "use another --out")
-
-
 def sweep(args: argparse.Namespace) -> int:
     """Plan, check, run (K at a time), then report per arm; ctrl+c stops and saves every run."""
-    from tui_lab.core.runs.atomic import atomic_write_text
-    from tui_lab.core.runs.summary import SWEEP_BASE
-    from tui_lab.core.sweeps.record import sweep_document, write_sweep
-    from tui_lab.core.sweeps.runner import SweepRunner, cpu_slots
-    from tui_lab.core.sweeps.spec import plan_sweep
+    from tui_lab.core.verbs.sweep import Request, run
 
-    spec, out = build_spec(args)
-    parallel = spec.parallel or max(1, len(_cpus()))
-    slots, share = cpu_slots(parallel)
-    plan = plan_sweep(spec, out, max_threads=share, pinned=slots is not None)
-    _check_same_sweep(spec, out)
-    runner = SweepRunner(plan, parallel, slots)
-    runner.prepare()  # refuses a foreign or live folder, before anything is written
-    out.mkdir(parents=True, exist_ok=True)
-    base = out / SWEEP_BASE  # what the runs are compared with in tables and legends
-    base.parent.mkdir(exist_ok=True)
-    atomic_write_text(base, (plan.common or plan.base).to_yaml(full=True))
-    outcomes: dict[str, dict[str, object]] = {t.name: t.outcome() for t in runner.tasks}
-    write_sweep(out, sweep_document(plan, outcomes))
-
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: runner.stop())
+    request = Request(args.spec, args.preset, tuple(args.vary), args.seeds, args.parallel,
+                      args.steps, args.max_seconds, args.out)
+    interrupt = _Interrupt()
     try:
         if args.json:
-            _drive(runner, plan, outcomes, None)
+            result = run(request, cancelled=interrupt)
         else:
-            _drive_live(runner, plan, outcomes)
-    except BaseException:
-        runner.kill()
-        raise
+            with _LiveDisplay() as live:
+                result = run(request, progress=live.progress, cancelled=interrupt, watch=live.watch)
     finally:
-        signal.signal(signal.SIGINT, previous)
-
-    document = sweep_document(plan, outcomes, interrupted=runner.stopping)
-    write_sweep(out, document)
+        interrupt.restore()
     if args.json:
-        print(json.dumps(document))
+        print(json.dumps(result.to_json()))
     else:
         from rich.console import Console
 
-        Console().print(arm_table(document))
-    if runner.stopping:
-        saved = sum(1 for t in runner.tasks if t.reason == "stopped")
-        print(f"tfx-lab: interrupted; {saved} run(s) stopped and saved; run the same command "
+        Console().print(arm_table(result.document))
+    if result.interrupted:
+        print(f"tfx-lab: interrupted; {result.saved} run(s) stopped and saved; run the same command "
               f"again to resume", file=sys.stderr)
         return 130
-    failed = [t for t in runner.tasks if t.reason in ("error", "nan")]
-    return 1 if failed else 0
+    return 1 if result.failed else 0
 
 
-def _cpus() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:
-        return list(range(os.cpu_count() or 1))
+class _Interrupt:
+    """The verb's ``cancelled``: true once ctrl+c is pressed. The handler goes in at the
+    first call (the verb asks once everything is checked and written and runs begin), so a
+    ctrl+c while planning still ends the command at once."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self.previous: signal.Handlers | Callable[[int, FrameType | None], object] | int | None = None
+        self.installed = False
+
+    def __call__(self) -> bool:
+        if not self.installed:
+            self.previous = signal.signal(signal.SIGINT, self._press)
+            self.installed = True
+        return self.pressed
+
+    def _press(self, signum: int, frame: FrameType | None) -> None:
+        self.pressed = True
+
+    def restore(self) -> None:
+        if self.installed:
+            signal.signal(signal.SIGINT, self.previous)
 
 
-def _drive(runner: SweepRunner, plan: SweepPlan, outcomes: dict[str, dict[str, object]],
-           on_change: Callable[[RunTask | None], None] | None, interval: float = 0.25) -> None:
-    """Poll until every run has ended; rewrite sweep.json after each that does."""
-    from tui_lab.core.sweeps.record import sweep_document, write_sweep
+class _LiveDisplay:
+    """The runs going on, on stderr while the sweep runs (gone when it ends), with a line
+    for each run that ends; started at the verb's first word, after the sweep is checked."""
 
-    while True:
-        ended = runner.poll()
-        for task in ended:
-            outcomes[task.name] = task.outcome()
-            if on_change:
-                on_change(task)
-        if ended:
-            write_sweep(plan.out, sweep_document(plan, outcomes))
-        if runner.done:
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.live: Live | None = None
+
+    def __enter__(self) -> _LiveDisplay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def progress(self, done: int, total: int, what: str) -> None:
+        if done == 0:  # the complete runs the sweep skips, said before it starts any
+            self.console.print(f"[dim]{what}[/dim]")
             return
-        if on_change:
-            on_change(None)
-        time.sleep(interval)
+        self._start(None)
+        self.console.print(what)
 
+    def watch(self, runner: SweepRunner) -> None:
+        self._start(runner)
+        if self.live is not None:
+            self.live.update(_live_view(runner))
 
-def _drive_live(runner: SweepRunner, plan: SweepPlan, outcomes: dict[str, dict[str, object]]) -> None:
-    from rich.console import Console
-    from rich.live import Live
+    def _start(self, runner: SweepRunner | None) -> None:
+        if self.live is None:
+            from rich.live import Live
+            from rich.table import Table
 
-    console = Console(stderr=True)
-    skipped = [t.name for t in runner.tasks if t.action == "skip"]
-    if skipped:
-        console.print(f"[dim]skipping {len(skipped)} complete run(s): {', '.join(skipped)}[/dim]")
-    with Live(_live_view(runner), console=console, refresh_per_second=4, transient=True) as live:
-
-        def on_change(task: RunTask | None) -> None:
-            if task is not None:
-                secs = outcomes[task.name]["seconds"]
-                console.print(f"{task.name}: {task.reason} at step {task.step}"
-                              f"{f' ({secs:.1f} s)' if secs else ''}: {task.message}")
-            live.update(_live_view(runner))
-
-        _drive(runner, plan, outcomes, on_change)
+            view = _live_view(runner) if runner is not None else Table(box=None)
+            self.live = Live(view, console=self.console, refresh_per_second=4, transient=True)
+            self.live.start()
 
 
 def _live_view(runner: SweepRunner) -> Table:
