@@ -7,97 +7,23 @@ freshly built model, a run's weights or a real model opened from files.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from tui_lab.core.decoding.attention_text import shade
+from tui_lab.core.verbs.basics import TOPICS
 
-from .shared import Subparsers, add_json, add_model, emit_json
+from .shared import Subparsers, add_json, add_model, emit_json, load_target
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from tui_lab.core.verbs.basics import (
+        MasksData,
+        PositionsData,
+        Result,
+        ScalingData,
+        ScalingFields,
+        ScheduleData,
+    )
 
-    from torch import Tensor, nn
-
-    from tui_lab.core.analysis.basics.basics_scaling import ScalingRow
-    from tui_lab.core.config.lab_config import LabConfig
-    from tui_lab.core.tasks.protocol import Task
-
-Grid = list[list[float]]
-
-
-class PositionsData(TypedDict):
-    """``basics positions``: the positional table and its positions' dot products."""
-
-    kind: str
-    what: str
-    length: int
-    dims: int
-    base: float | None
-    rotated_dims: int | None
-    table: Grid
-    similarity: Grid
-
-
-class MasksData(TypedDict):
-    """``basics masks``: the padded batch, its three masks and one attention row before and after."""
-
-    texts: list[str]
-    lengths: list[int]
-    row: int
-    tokens: list[str]
-    padding: list[list[int]]
-    causal: list[list[int]]
-    combined: list[list[int]]
-    module: str
-    head: int
-    query: int
-    before: list[float]
-    after: list[float]
-    encoder: bool
-
-
-class ScalingFields(TypedDict):
-    """One ``ScalingRow`` (a module's q.k, or random ones) with its fields as keys."""
-
-    name: str
-    d_k: int
-    var_q: float
-    var_k: float
-    var_raw: float
-    var_scaled: float
-    entropy_raw: float
-    entropy_scaled: float
-    entropy_max: float
-    model_scale: float | None
-
-
-class ScalingData(TypedDict):
-    """``basics scaling``: the model's modules and random q, k."""
-
-    model: list[ScalingFields]
-    random: list[ScalingFields]
-
-
-class Peak(TypedDict):
-    step: int
-    lr: float
-
-
-class ScheduleData(TypedDict):
-    """``basics schedule``: the learning rate and Noam's over the steps, and their peaks."""
-
-    schedule: str
-    d_model: int
-    warmup: int
-    total: int
-    by_time: bool
-    steps: list[int]
-    lr: list[float]
-    noam: list[float]
-    lr_peak: Peak
-    noam_peak: Peak
-
-TOPICS = ("positions", "masks", "scaling", "schedule")
 SHOWN_DIMS = 64  # table columns drawn in text (JSON has them all)
 SCHEDULE_ROWS = 12  # steps listed in text
 
@@ -117,135 +43,38 @@ def add_parser(sub: Subparsers) -> None:
     s.set_defaults(handler=basics)
 
 
-def open_target(args: argparse.Namespace) -> tuple[LabConfig, nn.Module, Task, str]:
-    """(config, model, task, what it is) for --preset, --run or --model."""
-    from tui_lab.core.errors import LabError
-
-    if args.revision and not args.model:
-        raise LabError("--revision goes with --model")
-    if args.model:
-        from .shared import load_target
-
-        loaded = load_target(args)
-        return loaded.config, loaded.model, loaded.task, f"{args.model} (opened from files)"
-    if args.run:
-        from .shared import load_target
-
-        loaded = load_target(args)
-        return loaded.config, loaded.model, loaded.task, f"{args.run} at step {loaded.step:,}"
-    from tui_lab.core.analysis.basics.basics_example import fresh_model
-    from tui_lab.core.config.presets import load_preset
-
-    config = load_preset(args.preset)
-    model, task = fresh_model(config)
-    return config, model, task, f"preset {config.name} (untrained: initial weights)"
-
-
 def basics(args: argparse.Namespace) -> int:
     """Print one topic's numbers (JSON with --json)."""
     from tui_lab.core.errors import LabError
+    from tui_lab.core.verbs.basics import Request, run
 
-    if args.length <= 0:
-        raise LabError(f"--length: must be > 0, got {args.length}")
-    if args.topic == "schedule" and not (args.model or args.run):
-        # The schedule needs no model: skip building one.
-        from tui_lab.core.config.presets import load_preset
-
-        config = load_preset(args.preset)
-        model: nn.Module | None = None
-        task: Task | None = None
-        source = f"preset {config.name}"
+    request = Request(args.topic, args.preset, args.input, args.length, named=str(args.model or args.run or ""))
+    if args.model or args.run:
+        in_hand = load_target(args)
+    elif args.revision and args.topic != "schedule":  # the schedule of a preset never read it
+        raise LabError("--revision goes with --model")
     else:
-        config, model, task, source = open_target(args)
-    data, lines = topic_data(args.topic, config, model, task, args.input, args.length)
+        in_hand = None
+    result = run(request, in_hand)
     if args.json:
-        emit_json({"topic": args.topic, "source": source, **data})
+        emit_json(result.to_json())
     else:
-        print(f"{args.topic}: {source}")
-        for line in lines:
+        print(f"{args.topic}: {result.source}")
+        for line in topic_lines(result):
             print(line)
     return 0
 
 
-def topic_data(topic: str, config: LabConfig, model: nn.Module | None, task: Task | None, text: str | None,
-               length: int) -> tuple[Mapping[str, object], list[str]]:
-    """One topic's numbers as plain JSON values, and the lines that say them (only the
-    schedule needs no ``model``)."""
-    if topic == "schedule":
-        schedule = _schedule_data(config)
-        return schedule, _schedule_text(schedule)
-    assert model is not None and task is not None  # every other topic reads the model
-    if topic == "positions":
-        positions = _positions_data(model, length)
-        return positions, _positions_text(positions)
-    if topic == "masks":
-        masks = _masks_data(model, task, config, text)
-        return masks, _masks_text(masks)
-    if topic == "scaling":
-        scaling = _scaling_data(model, task, config, text)
-        return scaling, _scaling_text(scaling)
-    raise ValueError(f"no such topic: {topic}")
-
-
-def _positions_data(model: nn.Module, length: int) -> PositionsData:
-    from tui_lab.core.analysis.basics.basics_positions import position_picture
-
-    p = position_picture(model, length)
-    return {
-        "kind": p.kind, "what": p.what, "length": p.length,
-        "dims": int(p.table.size(1)) if p.table.ndim == 2 else 0,
-        "base": p.base, "rotated_dims": p.rotated_dims,
-        "table": _rounded_grid(p.table), "similarity": _rounded_grid(p.similarity),
-    }
-
-
-def _masks_data(model: nn.Module, task: Task, config: LabConfig, text: str | None) -> MasksData:
-    from tui_lab.core.analysis.basics.basics_masks import mask_picture
-
-    m = mask_picture(model, task, config.model.arch, text)
-    return {
-        "texts": m.batch.texts, "lengths": m.batch.lengths, "row": m.row, "tokens": m.labels,
-        "padding": m.padding.int().tolist(), "causal": m.causal.int().tolist(),
-        "combined": m.combined.int().tolist(), "module": m.module, "head": m.head,
-        "query": m.query, "before": _numbers(m.before), "after": _numbers(m.after),
-        "encoder": m.encoder,
-    }
-
-
-def _scaling_data(model: nn.Module, task: Task, config: LabConfig, text: str | None) -> ScalingData:
-    from tui_lab.core.analysis.basics.basics_scaling import scaling_random, scaling_real
-
-    return {"model": [_scaling_fields(r) for r in scaling_real(model, task, config.model.arch, text)],
-            "random": [_scaling_fields(r) for r in scaling_random()]}
-
-
-def _scaling_fields(r: ScalingRow) -> ScalingFields:
-    """A row as ``dataclasses.asdict`` writes it (the JSON's key order)."""
-    return {"name": r.name, "d_k": r.d_k, "var_q": r.var_q, "var_k": r.var_k, "var_raw": r.var_raw,
-            "var_scaled": r.var_scaled, "entropy_raw": r.entropy_raw, "entropy_scaled": r.entropy_scaled,
-            "entropy_max": r.entropy_max, "model_scale": r.model_scale}
-
-
-def _schedule_data(config: LabConfig) -> ScheduleData:
-    from tui_lab.core.analysis.basics.basics_schedule import schedule_picture
-
-    s = schedule_picture(config)
-    (lr_step, lr_top), (noam_step, noam_top) = s.lr_peak, s.noam_peak
-    return {
-        "schedule": s.schedule, "d_model": s.d_model, "warmup": s.warmup, "total": s.total,
-        "by_time": s.by_time, "steps": s.steps, "lr": s.lr, "noam": s.noam,
-        "lr_peak": {"step": lr_step, "lr": lr_top}, "noam_peak": {"step": noam_step, "lr": noam_top},
-    }
-
-
-def _numbers(t: Tensor) -> list[float]:
-    """A 1-D tensor's numbers, each rounded to 6 places."""
-    return [round(float(v), 6) for v in t.tolist()]
-
-
-def _rounded_grid(t: Tensor) -> Grid:
-    """A 2-D tensor's rows of numbers, each rounded to 6 places."""
-    return [_numbers(row) for row in t]
+def topic_lines(result: Result) -> list[str]:
+    """The lines that say the result's numbers."""
+    if result.positions is not None:
+        return _positions_text(result.positions)
+    if result.masks is not None:
+        return _masks_text(result.masks)
+    if result.scaling is not None:
+        return _scaling_text(result.scaling)
+    assert result.schedule is not None  # one topic is always set
+    return _schedule_text(result.schedule)
 
 
 def _shades(row: list[float], low: float, high: float) -> str:

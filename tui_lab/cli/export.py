@@ -7,7 +7,7 @@
 - ``--hf RUN --out DIR [--at-step N]``: a Hugging Face folder that
   ``transformers`` (``AutoModelForCausalLM``, ``AutoTokenizer``) opens with no
   custom code, and the lab with ``--model DIR``. The writing is
-  ``core.pretrained.export_hf``'s.
+  ``core.export.export_hf``'s; both through ``core.verbs.export``.
 """
 
 from __future__ import annotations
@@ -49,48 +49,42 @@ def export(args: argparse.Namespace) -> int:
         raise LabError("say what to export to: --tensorboard or --hf")
     if args.at_step is not None or args.json:
         raise LabError("--at-step and --json go with --hf")
-    from tui_lab.core.runs.tensorboard_export import export_run, summary_writer_class
+    from tui_lab.core.runs.tensorboard_export import summary_writer_class
+    from tui_lab.core.verbs.export import TensorboardRequest, run_tensorboard
 
     summary_writer_class()  # a missing extra is one error, before any run is read
     folders = expand_runs(args.runs)
     out = Path(args.out) if args.out else Path(DEFAULT_OUT)
-    failed = done = 0
-    for folder, name in zip(folders, unique_names(folders), strict=True):
-        try:
-            result = export_run(folder, out, name)
-        except LabError as exc:
-            print_error(exc)
-            failed += 1
+    result = run_tensorboard(TensorboardRequest(tuple(folders), tuple(unique_names(folders)), out))
+    for exported in result.runs:
+        if exported.error is not None:
+            print_error(exported.error)
             continue
-        done += 1
-        again = "; replaced the earlier export" if result.replaced else ""
-        print(f"{name}: {result.points} points ({_count(result.steps, 'step')}, "
-              f"{_count(result.evals, 'evaluation')}) -> {result.folder}{again}")
-    if done:
+        written = exported.written
+        assert written is not None  # an outcome holds one or the other
+        again = "; replaced the earlier export" if written.replaced else ""
+        print(f"{exported.name}: {written.points} points ({_count(written.steps, 'step')}, "
+              f"{_count(written.evals, 'evaluation')}) -> {written.folder}{again}")
+    if result.failed < len(result.runs):
         print(f"view them: tensorboard --logdir {shlex.quote(str(out))}")
-    return 2 if failed else 0
+    return 2 if result.failed else 0
 
 
 def export_hf(args: argparse.Namespace) -> int:
     """One run as a Hugging Face folder; a line saying what was written and how to open it."""
     if len(args.runs) != 1:
         raise LabError(f"export --hf takes one run, got {len(args.runs)}")
-    if not args.out:
-        raise LabError("export --hf needs --out DIR (the folder to write)")
-    from tui_lab.core.export.export_hf import export_hf as write
+    from tui_lab.core.verbs.export import Request, run
 
-    result = write(args.runs[0], args.out, at_step=args.at_step)
+    result = run(Request(args.runs[0], args.out or "", args.at_step))
     if args.json:
-        emit_json({
-            "folder": str(result.folder), "family": result.family, "step": result.step,
-            "params": result.n_params, "files": result.files,
-            "max_logit_diff": result.max_logit_diff,
-        })
+        emit_json(result.to_json())
         return 0
-    where = shlex.quote(str(result.folder))
-    print(f"{args.runs[0]} (step {result.step}) -> {result.folder}: {result.family}, "
-          f"{result.n_params:,} parameters, {len(result.files)} files")
-    print(f"open it: AutoModelForCausalLM.from_pretrained({str(result.folder)!r}), "
+    written = result.written
+    where = shlex.quote(str(written.folder))
+    print(f"{args.runs[0]} (step {written.step}) -> {written.folder}: {written.family}, "
+          f"{written.n_params:,} parameters, {len(written.files)} files")
+    print(f"open it: AutoModelForCausalLM.from_pretrained({str(written.folder)!r}), "
           f"or tfx-lab decode --model {where} --input TEXT")
     return 0
 

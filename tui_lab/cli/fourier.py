@@ -19,15 +19,15 @@ def add_parser(sub: Subparsers) -> None:
 
 def fourier(args: argparse.Namespace) -> int:
     """Print the embedding's power per frequency, its key frequencies and its top-8 share."""
-    from tui_lab.core.analysis.lenses.embedding_fourier import model_spectrum
+    from tui_lab.core.verbs.fourier import Request, run
 
-    run = load_target(args, "cpu", args.at_step)
-    spec = model_spectrum(run.model, run.task)
-    if args.json:
-        emit_json({**spec.to_dict(), "run": args.run, "step": run.step})
+    result = run(Request(), load_target(args, "cpu", args.at_step))
+    spec = result.spectrum
+    if args.json:  # the run's folder before the step, as the command always wrote it
+        emit_json({**spec.to_dict(), "run": args.run, "step": result.step})
         return 0
     keys = ", ".join(map(str, spec.key_frequencies)) or "none yet"
-    print(f"{args.run}: step {run.step}, p = {spec.p}; key frequencies {keys}; "
+    print(f"{args.run}: step {result.step}, p = {spec.p}; key frequencies {keys}; "
           f"top-8 share {spec.top8_share:.2f}")
     peak = max(spec.power) or 1.0
     for k, share in enumerate(spec.power):

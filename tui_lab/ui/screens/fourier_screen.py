@@ -101,8 +101,8 @@ class FourierScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="fourier")
     def _spectrum_worker(self, index: int | None, step: int | None) -> None:
         """Load the snapshot's weights (or take the live model) and take its spectrum (thread)."""
-        from tui_lab.core.analysis.lenses.embedding_fourier import model_spectrum
         from tui_lab.core.tasks import make_task
+        from tui_lab.core.verbs.fourier import spectrum_of
         from tui_lab.ui.state.model_copies import model_to_read
 
         try:
@@ -112,7 +112,7 @@ class FourierScreen(Screen[None]):
                 model, _ = model_to_read(self.lab_run, self.training)
             else:
                 model = self.travel.snapshot_model(self.run_dir, step, self.lab_run.model)
-            spec = model_spectrum(model, self._modular_task)
+            spec = spectrum_of(model, self._modular_task)
         except Exception as exc:  # noqa: BLE001 - say it on the screen, never crash the lab
             self.post_message(self.Shown(index, None, one_line(exc)))
             return
