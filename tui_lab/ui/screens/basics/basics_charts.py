@@ -7,9 +7,12 @@ Both are the Train pane's ``CachedPlot``: built once per data or size change
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tui_lab.ui.widgets.cached_plot import CachedPlot
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.basics.basics_scaling import ScalingRow
 
 
 class RateChart(CachedPlot):
@@ -34,7 +37,7 @@ class RateChart(CachedPlot):
 class EntropyChart(CachedPlot):
     """Mean softmax-row entropy against log2(d_k), unscaled and scaled (random q, k)."""
 
-    def draw(self, rows: list[Any]) -> None:
+    def draw(self, rows: list[ScalingRow]) -> None:
         """Set the rows (``ScalingRow``s); built at the next repaint."""
         self._set(rows)
 

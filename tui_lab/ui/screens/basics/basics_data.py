@@ -16,11 +16,16 @@ from typing import TYPE_CHECKING, Any
 from tui_lab.core.opening.model_handle import opened_from_files
 
 if TYPE_CHECKING:  # torch loads only when compute() runs
+    from collections.abc import Callable
+
+    from torch import nn
+
     from tui_lab.core.analysis.basics.basics_masks import MaskPicture
     from tui_lab.core.analysis.basics.basics_positions import PositionPicture
     from tui_lab.core.analysis.basics.basics_scaling import ScalingRow
     from tui_lab.core.analysis.basics.basics_schedule import SchedulePicture
     from tui_lab.core.config.lab_config import LabConfig
+    from tui_lab.core.tasks.protocol import Task
 
 LENGTH = 16  # positions shown
 MAX_DIMS = 64  # table columns shown
@@ -84,7 +89,7 @@ def compute(source: BasicsSource) -> BasicsData:
     if text and task.validate_input(text) is not None:
         text = None  # an input of another task: the examples alone
     data.text = text
-    steps: list[tuple[str, Any]] = [
+    steps: list[tuple[str, Callable[[], None]]] = [
         ("positions", lambda: setattr(data, "positions", position_picture(model, LENGTH))),
         ("masks", lambda: setattr(data, "masks", mask_picture(model, task, arch, text))),
         ("scaling", lambda: setattr(data, "scaling", scaling_real(model, task, arch, text))),
@@ -103,10 +108,10 @@ def is_encoder_picture(picture: MaskPicture) -> bool:
     return picture.encoder
 
 
-_built: list[tuple[Any, Any, Any]] = []  # (config, model, task): the last config's fresh model
+_built: list[tuple[LabConfig, nn.Module, Task]] = []  # (config, model, task): the last config's fresh model
 
 
-def _fresh(config: LabConfig) -> tuple[Any, Any]:
+def _fresh(config: LabConfig) -> tuple[nn.Module, Task]:
     """The config's untrained model, built once while the config stays the same
     (paper-base's takes seconds); only the screen's worker thread calls this."""
     from tui_lab.core.analysis.basics.basics_example import fresh_model

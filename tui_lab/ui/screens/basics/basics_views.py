@@ -6,7 +6,7 @@ heatmaps are the lab's ``Heatmap``, charts the cached plotext charts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -30,6 +30,9 @@ ENCODER_NOTE = (
     "\nan encoder-only model reads every real token both ways: its one mask hides padding "
     "(left); a decoder would also hide the future (the causal triangle, beside it)"
 )
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.basics.basics_scaling import ScalingRow
 
 
 class ValueHeatmap(Heatmap):
@@ -158,7 +161,7 @@ class MasksView(VerticalScroll):
         self.query_one("#mask-row", Static).update(Group(title, table, more))
 
 
-def _scaling_table(title: str, rows: list[Any]) -> Table:
+def _scaling_table(title: str, rows: list[ScalingRow]) -> Table:
     table = Table(title=title, title_justify="left", box=None, padding=(0, 1))
     for header in ("", "d_k", "var q.k", "var /sqrt(d_k)", "H unscaled", "H scaled", "H uniform"):
         table.add_column(header, justify="right" if header else "left")
