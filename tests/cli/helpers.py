@@ -55,3 +55,36 @@ def last_json_line(text: str) -> dict:
     import json
 
     return json.loads(text.strip().splitlines()[-1])
+
+
+# The refusal tests (issue 55): a decoder-only run with a context of 64 positions, text past
+# it, and stand-ins that fail if the model is opened or run before the request is checked.
+INDUCTION_RUN = str(DATA / "induction-run")
+LONG_TEXT = "abcd" * 1250  # 5,000 characters, one token each
+
+
+def no_loading(*_args: object, **_kwargs: object) -> object:
+    raise AssertionError("the model was opened before the request was checked")
+
+
+def no_forward(*_args: object, **_kwargs: object) -> object:
+    raise AssertionError("the model ran before the input's length was checked")
+
+
+# A tiny encoder-only run's preset (fill-mask): ``train_tiny_mlm`` trains it in a folder.
+TINY_MLM = """\
+model: {arch: encoder-only, n_encoder_layers: 1, d_model: 32, n_heads: 2, d_ff: 64,
+        positional: learned, embed_norm: true, max_len: 32}
+task: {name: masked-lm, block_size: 32}
+train: {steps: 4, batch_size: 4, eval_every: 2, eval_examples: 8, warmup_steps: 1, device: cpu, threads: 1,
+        history: false}
+"""
+
+
+def train_tiny_mlm(root: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Train ``TINY_MLM`` into ``root/run``; the run folder and the command's result."""
+    (root / "tiny-mlm.yaml").write_text(TINY_MLM)
+    out = root / "run"
+    done = tfx("train", "--preset", str(root / "tiny-mlm.yaml"), "--out", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    return out, done

@@ -10,28 +10,24 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.cli.helpers import DATA, assert_one_line_error, tfx
-
-RUN = str(DATA / "induction-run")  # decoder-only, a context of 64 positions
-LONG = "abcd" * 1250  # 5,000 characters, one token each
-
-
-def _no_loading(*_args: Any, **_kwargs: Any) -> Any:
-    raise AssertionError("the model was opened before the request was checked")
-
-
-def _no_forward(*_args: Any, **_kwargs: Any) -> Any:
-    raise AssertionError("the model ran before the input's length was checked")
+from tests.cli.helpers import (
+    INDUCTION_RUN,
+    LONG_TEXT,
+    assert_one_line_error,
+    no_forward,
+    no_loading,
+    tfx,
+    train_tiny_mlm,
+)
 
 
 @pytest.fixture
 def run_copy(tmp_path: Path) -> Path:
     """A copy of the run: ablate keeps its per-head table in the run's folder."""
-    return Path(shutil.copytree(RUN, tmp_path / "run"))
+    return Path(shutil.copytree(INDUCTION_RUN, tmp_path / "run"))
 
 
 def _nothing_written(folder: Path, before: list[Path]) -> None:
@@ -50,7 +46,7 @@ def _nothing_written(folder: Path, before: list[Path]) -> None:
     (["--explain", "decoder.0.cross:1"], "expected NAME:HEAD@ROW"),
 ])
 def test_decode_numbers(extra: list[str], says: str, run_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui_lab.cli.decode.load_target", _no_loading)
+    monkeypatch.setattr("tui_lab.cli.decode.load_target", no_loading)
     before = sorted(run_copy.rglob("*"))
     proc = tfx("decode", "--run", str(run_copy), "--input", "abcab", *extra)
     assert_one_line_error(proc, says)
@@ -60,7 +56,7 @@ def test_decode_numbers(extra: list[str], says: str, run_copy: Path, monkeypatch
 
 @pytest.mark.parametrize(("n", "says"), [("0", "--n: must be > 0, got 0"), ("-5", "--n: must be > 0, got -5")])
 def test_eval_examples(n: str, says: str, run_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui_lab.cli.evaluate.load_target", _no_loading)
+    monkeypatch.setattr("tui_lab.cli.evaluate.load_target", no_loading)
     before = sorted(run_copy.rglob("*"))
     proc = tfx("eval", "--run", str(run_copy), "--n", n)
     assert_one_line_error(proc, says)
@@ -74,7 +70,7 @@ def test_eval_examples(n: str, says: str, run_copy: Path, monkeypatch: pytest.Mo
     (["--mode", "half"], "mode 'half': expected one of zero, mean"),
 ])
 def test_ablate_numbers(extra: list[str], says: str, run_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui_lab.cli.ablate.load_target", _no_loading)
+    monkeypatch.setattr("tui_lab.cli.ablate.load_target", no_loading)
     before = sorted(run_copy.rglob("*"))
     proc = tfx("ablate", "--run", str(run_copy), *extra)
     assert_one_line_error(proc, says)
@@ -89,13 +85,13 @@ def _no_model_work(monkeypatch: pytest.MonkeyPatch) -> None:
     from tui_lab.core.opening.model_in_hand import ModelInHand
 
     for name in ("run_with_cache", "run_with_hooks", "_forward"):
-        monkeypatch.setattr(ModelInHand, name, _no_forward)
-    monkeypatch.setattr(nn.Module, "__call__", _no_forward)
+        monkeypatch.setattr(ModelInHand, name, no_forward)
+    monkeypatch.setattr(nn.Module, "__call__", no_forward)
 
 
 def test_hooks_input_past_the_context(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_model_work(monkeypatch)
-    proc = tfx("hooks", "--run", RUN, "--input", LONG)
+    proc = tfx("hooks", "--run", INDUCTION_RUN, "--input", LONG_TEXT)
     assert_one_line_error(proc, "the input of 5000 tokens: the model reads at most 64")
     assert proc.stdout == ""
 
@@ -109,23 +105,9 @@ def test_decode_input_past_the_context(learned_run: Path, monkeypatch: pytest.Mo
     assert proc.stdout == ""
 
 
-TINY_MLM = """\
-model: {arch: encoder-only, n_encoder_layers: 1, d_model: 32, n_heads: 2, d_ff: 64,
-        positional: learned, embed_norm: true, max_len: 32}
-task: {name: masked-lm, block_size: 32}
-train: {steps: 2, batch_size: 4, eval_every: 2, eval_examples: 8, warmup_steps: 1, device: cpu, threads: 1,
-        history: false}
-"""
-
-
 @pytest.fixture(scope="module")
 def mlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mlm")
-    (root / "tiny-mlm.yaml").write_text(TINY_MLM)
-    out = root / "run"
-    done = tfx("train", "--preset", str(root / "tiny-mlm.yaml"), "--out", str(out), "--json")
-    assert done.returncode == 0, done.stderr
-    return out
+    return train_tiny_mlm(tmp_path_factory.mktemp("mlm"))[0]
 
 
 def test_fill_mask_input_past_the_context(mlm_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,15 +119,15 @@ def test_fill_mask_input_past_the_context(mlm_run: Path, monkeypatch: pytest.Mon
 
 
 def test_fill_mask_numbers(mlm_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui_lab.cli.decode.load_target", _no_loading)
+    monkeypatch.setattr("tui_lab.cli.decode.load_target", no_loading)
     proc = tfx("decode", "--run", str(mlm_run), "--input", "th_ cat", "--top-k=-2")
     assert_one_line_error(proc, "--top-k: must be >= 0, got -2")
     assert proc.stdout == ""
 
 
 def test_a_refused_decode_json_prints_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui_lab.cli.decode.load_target", _no_loading)
-    proc = tfx("decode", "--run", RUN, "--input", "abc", "--temperature", "nan", "--json")
+    monkeypatch.setattr("tui_lab.cli.decode.load_target", no_loading)
+    proc = tfx("decode", "--run", INDUCTION_RUN, "--input", "abc", "--temperature", "nan", "--json")
     assert_one_line_error(proc, "--temperature")
     with pytest.raises(json.JSONDecodeError):
         json.loads(proc.stdout)

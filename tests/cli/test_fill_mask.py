@@ -8,24 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import tfx
-
-TINY_MLM = """\
-model: {arch: encoder-only, n_encoder_layers: 1, d_model: 32, n_heads: 2, d_ff: 64,
-        positional: learned, embed_norm: true, max_len: 32}
-task: {name: masked-lm, block_size: 32}
-train: {steps: 4, batch_size: 4, eval_every: 2, eval_examples: 8, warmup_steps: 1, device: cpu, threads: 1,
-        history: false}
-"""
+from tests.cli.helpers import tfx, train_tiny_mlm
 
 
 @pytest.fixture(scope="module")
 def mlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mlm")
-    (root / "tiny-mlm.yaml").write_text(TINY_MLM)
-    out = root / "run"
-    done = tfx("train", "--preset", str(root / "tiny-mlm.yaml"), "--out", str(out), "--json")
-    assert done.returncode == 0, done.stderr
+    out, done = train_tiny_mlm(tmp_path_factory.mktemp("mlm"))
     assert json.loads(done.stdout)["exact_match"] is not None  # masked-character accuracy
     return out
 

@@ -8,22 +8,17 @@ text after it is opened but before any forward pass (the forward is made to fail
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.cli.helpers import DATA, assert_one_line_error, tfx
-
-RUN = str(DATA / "induction-run")  # decoder-only, a context of 64 positions
-LONG = "abcd" * 1250  # 5,000 characters, one token each
-
-
-def _no_loading(*_args: Any, **_kwargs: Any) -> Any:
-    raise AssertionError("the model was opened before the request was checked")
-
-
-def _no_forward(*_args: Any, **_kwargs: Any) -> Any:
-    raise AssertionError("the model ran before the input's length was checked")
+from tests.cli.helpers import (
+    INDUCTION_RUN,
+    LONG_TEXT,
+    assert_one_line_error,
+    no_forward,
+    no_loading,
+    tfx,
+)
 
 
 @pytest.fixture
@@ -34,7 +29,7 @@ def prompts(tmp_path: Path) -> tuple[str, str]:
 
 
 def _steer(prompts: tuple[str, str], *extra: str) -> list[str]:
-    return ["steer", "--run", RUN, "--input", "abc", "--hook", "blocks.1.hook_resid_pre",
+    return ["steer", "--run", INDUCTION_RUN, "--input", "abc", "--hook", "blocks.1.hook_resid_pre",
             "--positive", prompts[0], "--negative", prompts[1], *extra]
 
 
@@ -46,7 +41,7 @@ def _steer(prompts: tuple[str, str], *extra: str) -> list[str]:
 ])
 def test_steer_numbers(prompts: tuple[str, str], extra: list[str], says: str,
                        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("tui_lab.cli.steer.load_target", _no_loading)
+    monkeypatch.setattr("tui_lab.cli.steer.load_target", no_loading)
     monkeypatch.chdir(tmp_path)
     before = sorted(tmp_path.iterdir())
     proc = tfx(*_steer(prompts, *extra))
@@ -62,8 +57,8 @@ def test_steer_numbers(prompts: tuple[str, str], extra: list[str], says: str,
     (["--samples", "100000"], "--samples: must be in [1, 10000], got 100000"),
 ])
 def test_trace_numbers(extra: list[str], says: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui_lab.cli.trace.load_target", _no_loading)
-    proc = tfx("trace", "--run", RUN, "--input", "abcab", "--subject", "ab", "--answer", "c", *extra)
+    monkeypatch.setattr("tui_lab.cli.trace.load_target", no_loading)
+    proc = tfx("trace", "--run", INDUCTION_RUN, "--input", "abcab", "--subject", "ab", "--answer", "c", *extra)
     assert_one_line_error(proc, says)
     assert proc.stdout == ""
 
@@ -83,10 +78,10 @@ def test_trace_numbers(extra: list[str], says: str, monkeypatch: pytest.MonkeyPa
     (["--seed", "-1"], "--seed: must be >= 0, got -1"),
 ])
 def test_sae_train_numbers(extra: list[str], says: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("tui_lab.cli.sae._open", _no_loading)
+    monkeypatch.setattr("tui_lab.cli.sae._open", no_loading)
     out = tmp_path / "sae"
     args = ["--d-sae", "16", *extra] if "--d-sae" not in extra else extra
-    proc = tfx("sae", "train", "--run", RUN, "--hook", "blocks.1.hook_resid_post", "--out", str(out), *args)
+    proc = tfx("sae", "train", "--run", INDUCTION_RUN, "--hook", "blocks.1.hook_resid_post", "--out", str(out), *args)
     assert_one_line_error(proc, says)
     assert proc.stdout == "" and not out.exists()
 
@@ -99,8 +94,8 @@ def test_sae_train_numbers(extra: list[str], says: str, monkeypatch: pytest.Monk
 ])
 def test_sae_eval_and_features_numbers(action: str, extra: list[str], says: str, monkeypatch: pytest.MonkeyPatch,
                                        tmp_path: Path) -> None:
-    monkeypatch.setattr("tui_lab.cli.sae._open", _no_loading)
-    proc = tfx("sae", action, str(tmp_path / "sae"), "--run", RUN, *extra)
+    monkeypatch.setattr("tui_lab.cli.sae._open", no_loading)
+    proc = tfx("sae", action, str(tmp_path / "sae"), "--run", INDUCTION_RUN, *extra)
     assert_one_line_error(proc, says)
     assert proc.stdout == ""
 
@@ -110,16 +105,16 @@ def _no_model_work(monkeypatch: pytest.MonkeyPatch) -> None:
     from tui_lab.core.opening.model_in_hand import ModelInHand
 
     for name in ("run_with_cache", "run_with_hooks", "_forward"):
-        monkeypatch.setattr(ModelInHand, name, _no_forward)
+        monkeypatch.setattr(ModelInHand, name, no_forward)
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["patch", "--run", RUN, "--clean", LONG, "--corrupt", LONG, "--answer", "a", "--wrong", "b"],
+    (["patch", "--run", INDUCTION_RUN, "--clean", LONG_TEXT, "--corrupt", LONG_TEXT, "--answer", "a", "--wrong", "b"],
      "the clean input of 5000 tokens: the model reads at most 64"),
-    (["patch", "--run", RUN, "--clean", "abcd", "--corrupt", LONG, "--answer", "a", "--wrong", "b"],
+    (["patch", "--run", INDUCTION_RUN, "--clean", "abcd", "--corrupt", LONG_TEXT, "--answer", "a", "--wrong", "b"],
      "the corrupted input of 5000 tokens: the model reads at most 64"),
-    (["dla", "--run", RUN, "--input", LONG, "--answer", "a"], "the input of 5000 tokens: the model reads at most 64"),
-    (["trace", "--run", RUN, "--input", LONG, "--subject", "abcd", "--answer", "a"],
+    (["dla", "--run", INDUCTION_RUN, "--input", LONG_TEXT, "--answer", "a"], "the input of 5000 tokens: the model reads at most 64"),
+    (["trace", "--run", INDUCTION_RUN, "--input", LONG_TEXT, "--subject", "abcd", "--answer", "a"],
      "the input of 5000 tokens: the model reads at most 64"),
 ])
 def test_text_past_the_context(args: list[str], says: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,13 +128,13 @@ def test_steer_text_past_the_context(prompts: tuple[str, str], tmp_path: Path,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from tui_lab.core.opening.model_in_hand import ModelInHand, open_model
 
-    names = open_model(RUN).hook_names()
+    names = open_model(INDUCTION_RUN).hook_names()
     monkeypatch.setattr(ModelInHand, "hook_names", lambda _self: names)  # the hook check reads the list
     _no_model_work(monkeypatch)
-    proc = tfx("steer", "--run", RUN, "--input", LONG, "--hook", "blocks.1.hook_resid_pre",
+    proc = tfx("steer", "--run", INDUCTION_RUN, "--input", LONG_TEXT, "--hook", "blocks.1.hook_resid_pre",
                "--positive", prompts[0], "--negative", prompts[1], "--coef", "1")
     assert_one_line_error(proc, "the input of 5000 tokens: the model reads at most 64")
-    (tmp_path / "long.txt").write_text(f"abc\n{LONG}\n")
+    (tmp_path / "long.txt").write_text(f"abc\n{LONG_TEXT}\n")
     proc = tfx(*_steer((str(tmp_path / "long.txt"), prompts[1]), "--coef", "1"))
     assert_one_line_error(proc, "a positive prompt of 5000 tokens: the model reads at most 64")
 
@@ -149,10 +144,10 @@ def test_sae_features_on_text_past_the_context(monkeypatch: pytest.MonkeyPatch, 
     from tui_lab.core.sae.folder import save_sae
     from tui_lab.core.sae.recipe import new_sae
 
-    lab = open_model(RUN)
-    save_sae(new_sae(int(lab.config.model.d_model), 16, "topk", 4, "blocks.1.hook_resid_post", RUN, 16),
+    lab = open_model(INDUCTION_RUN)
+    save_sae(new_sae(int(lab.config.model.d_model), 16, "topk", 4, "blocks.1.hook_resid_post", INDUCTION_RUN, 16),
              tmp_path / "sae")
     _no_model_work(monkeypatch)
-    proc = tfx("sae", "features", str(tmp_path / "sae"), "--run", RUN, "--input", LONG)
+    proc = tfx("sae", "features", str(tmp_path / "sae"), "--run", INDUCTION_RUN, "--input", LONG_TEXT)
     assert_one_line_error(proc, "--input of 5000 tokens: the model reads at most 64")
     assert proc.stdout == ""
