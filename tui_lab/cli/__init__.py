@@ -19,6 +19,7 @@ from tui_lab import __version__
 from . import (
     ablate,
     basics,
+    circuit,
     crosscoder,
     decode,
     dla,
@@ -42,7 +43,7 @@ from . import (
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, dla, trace, steer, sae, crosscoder, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, trace, steer, sae, crosscoder, serve, export)
 
 
 class UsageError(Exception):

@@ -24,6 +24,8 @@ _FACE = {
     "load_for_inference": "tui_lab.core.opening.from_run",
     "LabError": "tui_lab.core.errors",
     "open_sae": "tui_lab.core.sae.source",
+    "edge_attribution": "tui_lab.core.analysis.edges.edge_attribution",
+    "faithfulness": "tui_lab.core.analysis.edges.faithfulness",
 }
 
 __all__ = [
@@ -32,6 +34,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from tui_lab.core.analysis.edges.edge_attribution import edge_attribution
+    from tui_lab.core.analysis.edges.faithfulness import faithfulness
     from tui_lab.core.config.lab_config import LabConfig
     from tui_lab.core.config.presets import load_preset
     from tui_lab.core.errors import LabError

@@ -1,0 +1,117 @@
+"""The circuit's edges over a clean / corrupted pair: edge scores, faithfulness, path patching.
+
+The pair is a ready-made one (``pair``) or four typed texts, as ``tfx-lab patch``
+takes them. ``method``: ``eap``, ``eap-ig`` (``ig_steps`` points) or ``exact``
+(one patched forward per edge). The result holds every edge's score, the top
+``top`` edges, the faithfulness curve of the scores' top k% circuits with MIB's
+CPR and CMD, and, when ``path`` names a head pair (``a0.h1->a1.h3<k>``), that
+path's exact patch. ``tfx-lab circuit`` and the Patch pane's edges view run it here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tui_lab.core.analysis.edges.component_graph import EdgeError
+from tui_lab.core.analysis.edges.edge_attribution import METHODS
+from tui_lab.core.checks import at_least
+from tui_lab.core.verbs import patch
+from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progress
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.edges.edge_attribution import EdgeScores
+    from tui_lab.core.analysis.edges.edge_patching import PathPatch
+    from tui_lab.core.analysis.edges.faithfulness import Faithfulness
+    from tui_lab.core.analysis.patching.patch_pair import PatchPair
+    from tui_lab.core.opening.in_hand import ModelInHand
+
+_PATH = re.compile(r"^a(\d+)\.h(\d+)->a(\d+)\.h(\d+)<([qkv])>$")
+
+
+def parse_path(text: str) -> tuple[tuple[int, int], tuple[int, int], str]:
+    """``a0.h1->a1.h3<k>`` as ((0, 1), (1, 3), "k"); EdgeError in one line otherwise."""
+    found = _PATH.match(text.strip())
+    if found is None:
+        raise EdgeError(f"--path is a head pair and an input, like a0.h1->a1.h3<k>; got {text!r}")
+    a, b, c, d = (int(found[i]) for i in range(1, 5))
+    return (a, b), (c, d), found[5]
+
+
+@dataclass(frozen=True)
+class Request:
+    """How edges are scored, how many are listed, and where the pair comes from."""
+
+    method: str = "eap-ig"
+    ig_steps: int = 5
+    top: int = 20
+    pair: str | None = None
+    clean: str | None = None
+    corrupt: str | None = None
+    answer: str | None = None
+    wrong: str | None = None
+    path: str | None = None  # a head pair to path-patch: a0.h1->a1.h3<k>
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise EdgeError(f"unknown method {self.method!r}: eap, eap-ig or exact")
+        at_least("--top", self.top, 1)
+        at_least("--ig-steps", self.ig_steps, 1)
+        if self.path is not None:
+            parse_path(self.path)
+        self.patch_request()  # the pair's own refusals (both kinds given, one missing)
+
+    def patch_request(self) -> patch.Request:
+        """The pair's fields as the patch verb takes them (it owns making the pair)."""
+        return patch.Request(pair=self.pair, clean=self.clean, corrupt=self.corrupt, answer=self.answer,
+                             wrong=self.wrong)
+
+
+@dataclass(frozen=True)
+class Result:
+    """The pair, every edge's scores, the listed top edges, faithfulness, and a path's patch."""
+
+    pair: PatchPair
+    scores: EdgeScores
+    top: int
+    faithful: Faithfulness
+    path: PathPatch | None = None
+
+    def to_json(self) -> JSON:
+        out: JSON = {
+            "pair": self.pair.name, "method": self.scores.method, "clean": self.scores.clean,
+            "corrupt": self.scores.corrupt, "n_edges": self.scores.graph.n_edges,
+            "edges": [e.to_dict() for e in self.scores.top(self.top)],
+            "faithfulness": self.faithful.points(), "cpr": self.faithful.cpr, "cmd": self.faithful.cmd,
+        }
+        if self.path is not None:
+            out["path"] = self.path.to_dict()
+        return out
+
+
+def run(request: Request, model: ModelInHand, progress: Progress = no_progress,
+        cancelled: Cancelled = never) -> Result:
+    """Score every edge over the request's pair, then measure the top circuits' faithfulness."""
+    return run_on(request, model, patch.pair_of(request.patch_request(), model), progress, cancelled)
+
+
+def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Progress = no_progress,
+           cancelled: Cancelled = never) -> Result:
+    """The request over ``pair`` (a pair already made: the Patch pane keeps its own)."""
+    from tui_lab.core.analysis.edges.edge_attribution import edge_attribution
+    from tui_lab.core.analysis.edges.edge_forward import decoder_of, graph_of
+    from tui_lab.core.analysis.edges.edge_patching import path_patch
+    from tui_lab.core.analysis.edges.faithfulness import faithfulness
+
+    graph = graph_of(decoder_of(model.model))  # refuses other shapes before any work
+    where = parse_path(request.path) if request.path is not None else None
+    if where is not None:
+        graph.check_head(*where[0])
+        graph.check_head(*where[1])
+    scores = edge_attribution(model, pair, request.method, request.ig_steps, progress, cancelled)
+    progress(0, 1, "faithfulness")
+    faithful = faithfulness(model, pair, scores)
+    progress(1, 1, "faithfulness")
+    found = None if where is None else path_patch(model, pair, *where)
+    return Result(pair, scores, request.top, faithful, found)
