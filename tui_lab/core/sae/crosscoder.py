@@ -112,6 +112,7 @@ class Crosscoder(nn.Module):
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """(..., F) feature activations of x (..., n, d), in the model's units."""
+        self.check_input(x)
         return self.encode_scaled(self.scaled(x))
 
     def encode_scaled(self, xs: torch.Tensor) -> torch.Tensor:
