@@ -29,6 +29,7 @@ from . import (
     heads,
     hooks,
     lab,
+    lens,
     params,
     patch,
     presets,
@@ -43,7 +44,7 @@ from . import (
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, trace, steer, sae, crosscoder, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, lens, trace, steer, sae, crosscoder, serve, export)
 
 
 class UsageError(Exception):

@@ -24,6 +24,9 @@ _FACE = {
     "load_for_inference": "tui_lab.core.opening.from_run",
     "LabError": "tui_lab.core.errors",
     "open_sae": "tui_lab.core.sae.source",
+    "fit_tuned_lens": "tui_lab.core.analysis.lenses.tuned_lens_training",
+    "fit_jacobian_lens": "tui_lab.core.analysis.lenses.jacobian_lens",
+    "lens_readout": "tui_lab.core.analysis.lenses.lens_readout",
     "edge_attribution": "tui_lab.core.analysis.edges.edge_attribution",
     "faithfulness": "tui_lab.core.analysis.edges.faithfulness",
 }
@@ -31,11 +34,15 @@ _FACE = {
 __all__ = [
     "LabConfig", "LabError", "MultiHeadAttention", "capture_attention", "load_for_inference",
     "load_preset", "open_model", "parameter_report", "scaled_dot_product_attention", "using_hooks",
+    "fit_jacobian_lens", "fit_tuned_lens", "lens_readout",
 ]
 
 if TYPE_CHECKING:
     from tui_lab.core.analysis.edges.edge_attribution import edge_attribution
     from tui_lab.core.analysis.edges.faithfulness import faithfulness
+    from tui_lab.core.analysis.lenses.jacobian_lens import fit_jacobian_lens
+    from tui_lab.core.analysis.lenses.lens_readout import lens_readout
+    from tui_lab.core.analysis.lenses.tuned_lens_training import fit_tuned_lens
     from tui_lab.core.config.lab_config import LabConfig
     from tui_lab.core.config.presets import load_preset
     from tui_lab.core.errors import LabError

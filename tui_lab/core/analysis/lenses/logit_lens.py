@@ -78,19 +78,24 @@ def _stack(model: nn.Module) -> Decoder | CausalDecoder:
     return _lab_model(model).decoder
 
 
+def resid_post_names(model: nn.Module) -> list[str]:
+    """The hook name of every decoder layer's output (``hook_resid_post``), in layer order."""
+    layers = cast("list[TransformerBlock | CrossAttentionBlock]", list(_stack(model).layers))
+    return [layer.hook_prefix + "hook_resid_post" for layer in layers]
+
+
 def layer_streams(model: nn.Module, run_forward: Callable[[], object]) -> list[Tensor]:
     """The output of every decoder layer (``hook_resid_post``) during ``run_forward()``,
     (B, T, d_model) each, in layer order."""
-    layers = cast("list[TransformerBlock | CrossAttentionBlock]", list(_stack(model).layers))
-    names = [layer.hook_prefix + "hook_resid_post" for layer in layers]
+    names = resid_post_names(model)
     found: dict[str, Tensor] = {}
     with using_hooks([(name, lambda x, n: found.__setitem__(n, x.detach())) for name in names]):
         run_forward()
     return [found[name] for name in names]
 
 
-def lens_probs(model: nn.Module, stream: Tensor) -> Tensor:
-    """Next-token probabilities (..., V) read from one layer's residual ``stream`` (..., d_model)."""
+def lens_logits(model: nn.Module, stream: Tensor) -> Tensor:
+    """Next-token logits (..., V), float32, read from one layer's residual ``stream`` (..., d_model)."""
     norm = _stack(model).norm
     x = stream
     if norm is not None:
@@ -98,16 +103,20 @@ def lens_probs(model: nn.Module, stream: Tensor) -> Tensor:
         # (RMSNorm's root mean square) are computed afresh from this layer's stream.
         x = norm(stream)
     lab = _lab_model(model)  # the head and, where the family has one, its logit soft-cap
-    return lab.unembed(x.to(lab.lm_head.weight.dtype)).float().softmax(dim=-1)
+    return lab.unembed(x.to(lab.lm_head.weight.dtype)).float()
 
 
-@torch.no_grad()
-def logit_lens(model: nn.Module, task: Task, result: DecodeResult) -> LensTable:
-    """The lens over ``result``'s decode: one teacher-forced pass over what it fed the model.
+def lens_probs(model: nn.Module, stream: Tensor) -> Tensor:
+    """Next-token probabilities (..., V) read from one layer's residual ``stream`` (..., d_model)."""
+    return lens_logits(model, stream).softmax(dim=-1)
 
-    Step s's row reads the position whose output chose step s's token: the
-    decoder input (BOS + emitted tokens) at s for an encoder-decoder, the
-    prompt's last position + s for a decoder-only model.
+
+def decode_streams(model: nn.Module, task: Task, result: DecodeResult) -> list[Tensor]:
+    """Every decoder layer's stream (steps, d_model) at the positions whose outputs chose
+    ``result``'s tokens: one teacher-forced pass over what the decode fed the model.
+
+    Step s reads the decoder input (BOS + emitted tokens) at s for an encoder-decoder,
+    the prompt's last position + s for a decoder-only model.
     """
     vocab = task.vocab
     device = next(model.parameters()).device
@@ -128,7 +137,15 @@ def logit_lens(model: nn.Module, task: Task, result: DecodeResult) -> LensTable:
             streams = layer_streams(model, lambda: model(src, tgt))
             first = 0
     n = len(result.tokens)
-    probs = torch.stack([lens_probs(model, s[0, first : first + n]) for s in streams])  # (L, n, V)
+    return [s[0, first : first + n] for s in streams]
+
+
+@torch.no_grad()
+def logit_lens(model: nn.Module, task: Task, result: DecodeResult) -> LensTable:
+    """The lens over ``result``'s decode: one teacher-forced pass over what it fed the model
+    (``decode_streams``), each layer's stream read through the final norm and the head."""
+    vocab = task.vocab
+    probs = torch.stack([lens_probs(model, s) for s in decode_streams(model, task, result)])  # (L, n, V)
     best_p, best_i = probs.max(dim=-1)  # (L, n)
     rows = [
         [LensCell(vocab.label(int(i)), float(p)) for p, i in zip(best_p[layer], best_i[layer], strict=False)]
