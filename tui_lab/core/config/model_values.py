@@ -59,3 +59,4 @@ class ModelValues(TypedDict, total=False):
     type_vocab_size: int
     position_offset: int
     mlm_head: bool
+    zero_init_proj: bool

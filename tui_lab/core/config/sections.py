@@ -21,8 +21,9 @@ POSITIONALS = ("sinusoidal", "learned", "rope")
 # How a sinusoidal table lays out its columns: the paper's sin/cos pairs
 # interleaved, or Marian's all sines then all cosines ("halves").
 SINUSOID_LAYOUTS = ("interleaved", "halves")
-# "gelu" is the exact GELU; "gelu_tanh" its tanh approximation (GPT-2's gelu_new).
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+# "gelu" is the exact GELU; "gelu_tanh" its tanh approximation (GPT-2's gelu_new);
+# "relu2" is ReLU squared, relu(x)**2 (the GPT-2 speedrun's MLP, Primer's "squared ReLU").
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "relu2")
 NORM_KINDS = ("layernorm", "rmsnorm")
 # Per-head or whole-projection norms on queries and keys (Qwen3 and Gemma 3; OLMo-2).
 QK_NORMS = ("none", "head", "full")
@@ -38,6 +39,9 @@ FULL_BATCH_TASKS = ("modular-addition",)
 MODULAR_OPERATIONS = ("add", "subtract", "multiply", "divide")
 MAX_MODULUS = 1000
 SCHEDULES = ("noam", "cosine", "linear", "constant")
+# adamw: AdamW on every parameter. muon: torch.optim.Muon on the hidden 2-D matrices,
+# AdamW on embeddings, norms, biases and the output head (training/optimizers.py).
+OPTIMIZERS = ("adamw", "muon")
 # What a cosine or linear decay runs over: the steps, or the time budget (max_seconds).
 DECAY_CLOCKS = ("steps", "time")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -115,6 +119,13 @@ class ModelConfig:
     type_vocab_size: int = 0  # token-type (segment) embeddings; 0: none (DistilBERT, the lab's own)
     position_offset: int = 0  # learned positions start here (RoBERTa: past its padding index, 2)
     mlm_head: bool = True  # encoder-only: dense, activation, norm before the unembedding (False: none)
+    # The GPT-2 speedrun's options, each off unless a preset turns it on: activation
+    # "relu2" (ReLU squared), qk_norm "head" (an RMSNorm of each head's q and k before
+    # rotary and the scores), logit_softcap (logits -> c * tanh(logits / c)),
+    # tie_embeddings false (an untied head), and this: every block's output
+    # projections (attention's w_o, the MLP's down projection) start at zero, so each
+    # block starts as the identity and the residual stream as the embeddings.
+    zero_init_proj: bool = False
 
     def __post_init__(self) -> None:
         # A list (from code, not YAML) would make the config unhashable.
@@ -162,6 +173,8 @@ class ModelConfig:
         for name in ("type_vocab_size", "position_offset"):
             if getattr(self, name) < 0:
                 raise field_error(f"model.{name}", f"must be >= 0, got {getattr(self, name)}")
+        if self.zero_init_proj and self.shape is Shape.ENCODER_ONLY:
+            raise field_error("model.zero_init_proj", "needs decoder-only or encoder-decoder (encoder-only keeps BERT's init)")
         if (self.embed_norm or self.type_vocab_size or self.position_offset) and self.shape is not Shape.ENCODER_ONLY:
             raise field_error("model.arch", "embed_norm, type_vocab_size and position_offset need encoder-only")
         if self.position_offset and self.positional != "learned":
@@ -319,8 +332,19 @@ class TrainConfig:
     history_every: int | None = None  # instead: a snapshot every N steps
     # Every step on the task's whole training set (batch_size unused); needs a finite one.
     full_batch: bool = False
+    # The optimizer (OPTIMIZERS). With muon, train.lr, betas and eps are the AdamW
+    # groups' (embeddings, norms, biases, head) and muon_lr the hidden matrices' peak
+    # rate; the schedule scales both alike. weight_decay applies to matrices in both.
+    optimizer: str = "adamw"
+    muon_lr: float = 0.02
+    muon_momentum: float = 0.95  # Nesterov momentum of the Muon groups
 
     def __post_init__(self) -> None:
+        _choice("train.optimizer", self.optimizer, OPTIMIZERS)
+        if not (self.muon_lr > 0 and math.isfinite(self.muon_lr)):
+            raise field_error("train.muon_lr", f"must be a positive number, got {self.muon_lr}")
+        if not 0.0 <= self.muon_momentum < 1.0:
+            raise field_error("train.muon_momentum", f"must be in [0, 1), got {self.muon_momentum}")
         _choice("train.schedule", self.schedule, SCHEDULES)
         _choice("train.decay_over", self.decay_over, DECAY_CLOCKS)
         if not isinstance(self.history, bool):  # YAML reads on/off as booleans

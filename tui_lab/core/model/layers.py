@@ -11,6 +11,10 @@ residual connection with a norm, in one of two arrangements:
 Dropout is applied to each sub-layer's output before it is added back, as in
 the paper.
 
+``activation: relu2`` is the speedrun's ReLU squared; ``zero_init_proj`` starts
+every block's output projections at zero (``Block.zero_output_projections``,
+called by the model after its init).
+
 ``d_ff = 0`` builds an attention-only block: no feed-forward sub-layer and no
 norm for it (``ff`` is None). Attention-only models are the setting in which
 induction heads were first described (Olsson et al. 2022).
@@ -43,7 +47,7 @@ from torch import nn
 from tui_lab.core.config.sections import ModelConfig
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention
 from tui_lab.core.model.hook_points import active_hooks
-from tui_lab.core.model.norms import make_norm
+from tui_lab.core.model.norms import make_norm, make_qk_norm
 from tui_lab.core.model.positions import RotaryEmbedding
 
 RopeAngles = tuple[torch.Tensor, torch.Tensor]  # RotaryEmbedding.angles(offset, T)
@@ -62,11 +66,16 @@ def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")  # GPT-2's gelu_new
 
 
+def _relu_squared(x: torch.Tensor) -> torch.Tensor:
+    return F.relu(x).square()  # the speedrun's MLP (Primer's squared ReLU)
+
+
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,  # exact (erf)
     "gelu_tanh": _gelu_tanh,
     "silu": F.silu,
+    "relu2": _relu_squared,
 }
 
 
@@ -79,7 +88,7 @@ def make_attention(
     return MultiHeadAttention(
         c.d_model, c.n_heads, c.dropout, rope=rope, n_kv_heads=c.n_kv_heads, qkv_bias=c.qkv_bias,
         out_bias=c.out_bias, score_scale=c.score_scale, window=window, head_dim=c.head_dim,
-        qk_norm=c.qk_norm, norm=lambda width: make_norm(c, width), softcap=c.attn_softcap,
+        qk_norm=c.qk_norm, norm=lambda width: make_qk_norm(c, width), softcap=c.attn_softcap,
     )
 
 
@@ -144,6 +153,17 @@ class Block(nn.Module):
     self_attn: MultiHeadAttention
     ff: FeedForward | None
     _prefix: str = ""
+
+    def zero_output_projections(self) -> None:
+        """``model.zero_init_proj``: the weights that write into the residual stream
+        (every attention's ``w_o``, the MLP's down projection ``lin2``) set to zero, so
+        the block starts as the identity; their inputs' weights keep their init, so
+        gradients still reach both sides from the first step."""
+        outs = [self.self_attn.w_o] + ([self.cross_attn.w_o] if isinstance(self, CrossAttentionBlock) else [])
+        outs += [self.ff.lin2] if self.ff is not None else []
+        for linear in outs:
+            if not linear.weight.is_meta:
+                nn.init.zeros_(linear.weight)
 
     @property
     def hook_prefix(self) -> str:

@@ -35,6 +35,7 @@ from tui_lab.core.config.shape import Shape
 from tui_lab.core.model.attention import KVCache, MultiHeadAttention, padding_mask
 from tui_lab.core.model.hook_points import active_hooks, fire
 from tui_lab.core.model.layers import (
+    Block,
     CrossAttentionBlock,
     RopeAngles,
     TransformerBlock,
@@ -116,14 +117,19 @@ class TokenEmbedding(nn.Embedding):
             nn.init.normal_(self.weight, mean=0.0, std=self.embedding_dim**-0.5)
 
 
-def _init_weights(model: nn.Module) -> None:
+def _init_weights(model: nn.Module, config: ModelConfig | None = None) -> None:
     """Xavier-uniform linears with zero biases, as ``nn.Transformer`` does
-    (PyTorch's default Linear init is scaled for ReLU stacks, not attention)."""
+    (PyTorch's default Linear init is scaled for ReLU stacks, not attention);
+    then, with ``config.zero_init_proj``, every block's output projections at zero."""
     for module in model.modules():
         if isinstance(module, nn.Linear) and not module.weight.is_meta:
             nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
+    if config is not None and config.zero_init_proj:
+        for module in model.modules():
+            if isinstance(module, Block):
+                module.zero_output_projections()
 
 
 def _stack(
@@ -304,7 +310,7 @@ class EncoderDecoder(EmbeddingsAndHead):
         rope = _rope(config)
         self.encoder = Encoder(config, rope)
         self.decoder = Decoder(config, rope)
-        _init_weights(self)
+        _init_weights(self, config)
         self.lm_head = self._head()
 
     def src_mask(self, src: torch.Tensor) -> torch.Tensor | None:
@@ -370,7 +376,7 @@ class DecoderOnly(EmbeddingsAndHead):
         self.tgt_embed = TokenEmbedding(vocab_size, config.d_model)
         self.pos = _positions(config)
         self.decoder = CausalDecoder(config, _rope(config))
-        _init_weights(self)
+        _init_weights(self, config)
         self.lm_head = self._head()
 
     def forward(

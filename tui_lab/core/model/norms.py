@@ -51,3 +51,12 @@ def make_norm(config: ModelConfig, width: int | None = None) -> nn.Module:
             return OffsetRMSNorm(width, config.norm_eps, config.norm_offset)
         return RMSNorm(width, eps=config.norm_eps)
     return nn.LayerNorm(width, eps=config.norm_eps)
+
+
+def make_qk_norm(config: ModelConfig, width: int) -> nn.Module:
+    """The norm of queries and keys (``qk_norm``): an RMSNorm whatever ``norm_kind`` says,
+    as in every family that has one (Qwen3, Gemma 3, OLMo-2) and the GPT-2 speedrun;
+    Gemma's (1 + w) form where the config's norms have it."""
+    if config.norm_kind == "rmsnorm":
+        return make_norm(config, width)
+    return RMSNorm(width, eps=config.norm_eps)

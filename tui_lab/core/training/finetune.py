@@ -23,7 +23,13 @@ from typing import Any
 
 import torch
 
-from tui_lab.core.config.lab_config import LabConfig, TaskConfig, TrainConfig, check_fits_in_memory
+from tui_lab.core.config.lab_config import (
+    LabConfig,
+    ModelConfig,
+    TaskConfig,
+    TrainConfig,
+    check_fits_in_memory,
+)
 from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
 from tui_lab.core.opening.from_files import open_files
@@ -86,6 +92,18 @@ def finetune_refusal(config: LabConfig) -> str | None:
     return None
 
 
+def _refuse_model_changes(model: ModelConfig, values: dict[str, object]) -> None:
+    """One line for a ``model.*`` setting asked of a model opened from files: its weights
+    fix its architecture (a q/k norm, an untied head need weights it does not have; a
+    zero init or another activation would discard or misread the ones it has)."""
+    for key, value in values.items():
+        if not key.startswith("model.") or getattr(model, key[len("model."):], value) == value:
+            continue
+        if key == "model.qk_norm" and model.qk_norm == "none":
+            raise LabError("model.qk_norm: this model was trained without q/k norms; its files have none to load")
+        raise LabError(f"{key}: a model opened from files keeps the architecture its weights were trained with")
+
+
 def finetune_config(
     loaded: ModelInHand, text: str | None, block: int | None = None, overrides: dict[str, object] | None = None
 ) -> LabConfig:
@@ -113,6 +131,7 @@ def finetune_config(
         train=TrainConfig(**FINETUNE_TRAIN),
     )
     values = dict(overrides or {})
+    _refuse_model_changes(loaded.config.model, values)
     if "train.max_seconds" in values and "train.steps" not in values:
         values.setdefault("train.decay_over", "time")
     return config.with_values(values) if values else config
