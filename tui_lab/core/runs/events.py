@@ -39,6 +39,18 @@ class EvalEvent:
 
 
 @dataclass
+class OptimizerEvent:
+    """Every few steps (training/group_stats.py): per parameter group its ``lr``,
+    ``grad_norm`` (before clipping) and ``update_ratio`` (||dW|| / ||W||), and the
+    speed then: tokens per second and MFU (training/mfu.py; None where unknown)."""
+
+    step: int
+    groups: dict[str, dict[str, float]]
+    tokens_per_s: float
+    mfu: float | None = None
+
+
+@dataclass
 class CheckpointEvent:
     step: int
     path: str
@@ -57,7 +69,7 @@ class DoneEvent:
     step: int
 
 
-Event = StepEvent | EvalEvent | CheckpointEvent | LogEvent | DoneEvent
+Event = StepEvent | EvalEvent | OptimizerEvent | CheckpointEvent | LogEvent | DoneEvent
 
 
 # ---- reading events back from a run folder's metrics.jsonl -------------------------------
