@@ -40,11 +40,12 @@ from . import (
     sweep,
     trace,
     train,
+    transcoder,
 )
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, lens, trace, steer, sae, crosscoder, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, lens, trace, steer, sae, transcoder, crosscoder, serve, export)
 
 
 class UsageError(Exception):

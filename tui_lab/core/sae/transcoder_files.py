@@ -225,7 +225,8 @@ def _saelens_cfg(path: Path) -> dict[str, Any]:
 def _saelens_layer(folder: Path) -> tuple[Transcoder, str, str, dict[str, Any]]:
     """(transcoder, input hook, output hook, metadata) of one SAELens transcoder folder."""
     raw = _saelens_cfg(folder / CFG_FILE)
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else raw
+    nested = raw.get("metadata")
+    meta: dict[str, Any] = nested if isinstance(nested, dict) else raw
     hook = _BLOCK_HOOK.fullmatch(str(meta.get("hook_name", "")))
     if hook is None:
         raise SAEError(f"{folder / CFG_FILE}: metadata.hook_name {meta.get('hook_name')!r} is not blocks.<layer>.<hook>")
