@@ -13,7 +13,7 @@ from tui_lab.core.config.presets import SHIPPED_DIR, list_presets, load_preset, 
 from tui_lab.core.tasks import make_task
 
 SHIPPED = ("copy", "reverse", "sort", "addition", "char-lm", "seed-mini", "paper-base", "induction",
-           "induction-1layer", "modular-addition", "modular-addition-classic", "mlm-char")
+           "induction-1layer", "induction-mlp", "modular-addition", "modular-addition-classic", "mlm-char")
 
 
 @pytest.fixture
