@@ -16,8 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from .shared import Subparsers, add_device, add_json, emit_json
+
+if TYPE_CHECKING:
+    from tui_lab.core.verbs.crosscoder_features import CrosscoderCard
 
 HIST_WIDTH = 40
 
@@ -136,11 +140,10 @@ def features(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_card(card: dict[str, object] | object) -> None:
+def _print_card(card: CrosscoderCard) -> None:
     from tui_lab.cli.sae import context_lines
     from tui_lab.core.sae.crosscoder_norms import TITLES
 
-    assert isinstance(card, dict)
     print(f"feature {card['feature']}: {TITLES[card['kind']]}, relative norm {card['relative_norm']:.3f}, "
           f"decoder norms {card['norms']}, fires on {card['density']:.2%} of {card['tokens']:,} tokens")
     for src in card["sources"]:

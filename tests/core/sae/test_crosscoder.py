@@ -12,7 +12,12 @@ import torch
 from tui_lab.core.sae.crosscoder import Crosscoder, CrosscoderConfig, SourceSpec
 from tui_lab.core.sae.crosscoder_folder import WEIGHTS_FILE, load_crosscoder, save_crosscoder
 from tui_lab.core.sae.crosscoder_norms import classify, counts, histogram, relative_norms
-from tui_lab.core.sae.crosscoder_training import CrosscoderSettings, fit_scale, losses, train_crosscoder
+from tui_lab.core.sae.crosscoder_training import (
+    CrosscoderSettings,
+    fit_scale,
+    losses,
+    train_crosscoder,
+)
 from tui_lab.core.sae.errors import SAEError
 
 N, D, F = 2, 6, 10

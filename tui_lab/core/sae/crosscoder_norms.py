@@ -85,3 +85,14 @@ def histogram_lines(hist: Histogram, width: int = 40) -> list[str]:
         bar = "█" * round(width * n / most) if n else ""
         lines.append(f"{lo:4.2f}-{hi:4.2f} {bar} {n}")
     return lines
+
+
+def summary(norms: torch.Tensor, fired: torch.Tensor) -> dict[str, object]:
+    """Counts of each class between the first source and the last, the thresholds, and the
+    histogram of the live features' relative norms (``fired``: (F,) firing counts)."""
+    rel = relative_norms(norms, 0, norms.shape[1] - 1)
+    alive = fired > 0
+    return {"counts": counts(classify(rel, alive)),
+            "thresholds": {"b_only": f"r >= {1 - EXCLUSIVE:g}", "a_only": f"r <= {EXCLUSIVE:g}",
+                           "shared": f"|r - 0.5| <= {SHARED:g}", "dead": "never fired on training's last rows"},
+            "histogram": histogram(rel, alive).to_json()}

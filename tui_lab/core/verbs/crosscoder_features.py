@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tui_lab.core.opening.in_hand import ModelInHand
     from tui_lab.core.sae.crosscoder import Crosscoder
     from tui_lab.core.sae.crosscoder_contexts import CrosscoderTable
+    from tui_lab.core.verbs.sae_features import ShadedContext
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class SourceContexts(TypedDict):
     source: str
     density: float
     max_activation: float
-    contexts: list[dict[str, object]]
+    contexts: list[ShadedContext]
 
 
 class CrosscoderCard(TypedDict):
@@ -91,15 +92,10 @@ class Result:
 
 
 def summary(cc: Crosscoder, fired: Tensor) -> JSON:
-    """Counts of each class, the thresholds, and the histogram of the live features' relative norms."""
-    from tui_lab.core.sae.crosscoder_norms import EXCLUSIVE, SHARED, classify, counts, histogram, relative_norms
+    """Counts of each class, the thresholds, and the histogram (``crosscoder_norms.summary``)."""
+    from tui_lab.core.sae.crosscoder_norms import summary as norms_summary
 
-    rel = relative_norms(cc.decoder_norms(), 0, cc.cfg.n_sources - 1)
-    alive = fired > 0
-    return {"d_sae": cc.cfg.d_sae, "counts": counts(classify(rel, alive)),
-            "thresholds": {"b_only": f"r >= {1 - EXCLUSIVE:g}", "a_only": f"r <= {EXCLUSIVE:g}",
-                           "shared": f"|r - 0.5| <= {SHARED:g}", "dead": "never fired on training's last rows"},
-            "histogram": histogram(rel, alive).to_json()}
+    return {"d_sae": cc.cfg.d_sae, **norms_summary(cc.decoder_norms(), fired)}
 
 
 def feature_rows(cc: Crosscoder, fired: Tensor) -> dict[str, list[FeatureRow]]:
@@ -150,7 +146,7 @@ def feature_card(cc: Crosscoder, fired: Tensor, table: CrosscoderTable, models: 
     rel = relative_norms(norms, 0, cc.cfg.n_sources - 1)
     sources: list[SourceContexts] = []
     for s, spec in enumerate(cc.cfg.sources):
-        shown = []
+        shown: list[ShadedContext] = []
         for c in table.contexts(cc, i, s)[:top]:
             shown.append({"tokens": models[s].to_str_tokens(c.ids), "activations": [round(a, 4) for a in c.activations],
                           "peak": round(c.peak, 4), "peak_at": c.peak_at, "shade": shade_levels(c.activations, c.peak)})

@@ -174,6 +174,7 @@ def _train_and_save(request: Request, specs: tuple[SourceSpec, ...], hook: str, 
     """Train on the collected rows; write the folder unless cancelled."""
     from tui_lab.core.sae.crosscoder import Crosscoder, CrosscoderConfig
     from tui_lab.core.sae.crosscoder_folder import save_crosscoder
+    from tui_lab.core.sae.crosscoder_norms import summary
     from tui_lab.core.sae.crosscoder_training import CrosscoderSettings, train_crosscoder
 
     name = request.run or " vs ".join(request.models)
@@ -197,7 +198,5 @@ def _train_and_save(request: Request, specs: tuple[SourceSpec, ...], hook: str, 
     state = {"step": end.step, "settings": {**settings.to_dict(), "tokens": settings.steps * settings.batch_size},
              "rows_collected": int(acts.shape[0])}
     save_crosscoder(cc, end.fired, request.out, state, records)
-    from tui_lab.core.verbs.crosscoder_features import summary
-
     return Result(str(request.out), hook, [s.label for s in specs], end.step, end.reason, end.elapsed,
-                  int(acts.shape[0]), cc, summary(cc, end.fired), last)
+                  int(acts.shape[0]), cc, {"d_sae": cfg.d_sae, **summary(cc.decoder_norms(), end.fired)}, last)
