@@ -47,15 +47,19 @@ def fit_tuned_lens(
     batch_size: int = 32,
     lr: float = 3e-3,
     seed: int = 0,
+    lens: TunedLens | None = None,
     progress: FitProgress = quiet,
     cancelled: FitCancelled = never,
 ) -> tuple[TunedLens, FitReport]:
     """A tuned lens for the model in hand, trained for ``steps`` steps on its run's data
-    (or windows of ``text``, a file's contents); the lens and how the fit went."""
+    (or windows of ``text``, a file's contents), from ``lens`` when given (else the identity);
+    the lens and how the fit went."""
     if steps < 1:
         raise LabError(f"--steps {steps}: at least 1")
     module = lab_module(model)
-    lens = TunedLens(int(model.config.model.d_model), len(resid_post_names(module))).to(model.device)
+    if lens is None:
+        lens = TunedLens(int(model.config.model.d_model), len(resid_post_names(module)))
+    lens = lens.to(model.device)
     started = time.perf_counter()
     report = FitReport(0, 0.0)
     params = list(lens.parameters())
