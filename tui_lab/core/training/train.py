@@ -41,6 +41,7 @@ from tui_lab.core.runs.events import (
     EvalEvent,
     Event,
     LogEvent,
+    OptimizerEvent,
     StepEvent,
 )
 from tui_lab.core.runs.folder import RunFolder
@@ -52,7 +53,9 @@ from tui_lab.core.tasks.protocol import PairTask, TrainingTask
 from tui_lab.core.training import distributed
 from tui_lab.core.training.evaluate import evaluate, held_out_pairs
 from tui_lab.core.training.full_batch import batch_accuracy, full_batch, weight_norm
+from tui_lab.core.training.group_stats import GroupWatch, stats_every
 from tui_lab.core.training.heap import keep_freed_memory
+from tui_lab.core.training.mfu import matmul_peak, mfu, train_flops_per_token
 from tui_lab.core.training.run_keeping import NonFiniteWeights, RunKeeping
 
 if TYPE_CHECKING:
@@ -80,6 +83,16 @@ class _SpeedWindow:
         if self.seconds > 2.0:
             self.tokens, self.seconds = int(tps * 1.0), 1.0
         return tps
+
+
+@dataclass
+class _Speed:
+    """What MFU needs, found at the first measurement: the lab's training FLOPs per token
+    and this machine's matmul peak (mfu.py; probed once per machine, then cached)."""
+
+    flops_per_token: int | None = None
+    peak: float | None = None
+    failed: bool = False
 
 
 class TrainingRun(RunKeeping):
@@ -126,6 +139,8 @@ class TrainingRun(RunKeeping):
             set_threads(config.train.threads, n_params)
         self.device_name = describe(self.device, config.train.precision)
         self.optimizer = make_optimizer(self.model, config.train)
+        self._watch = GroupWatch(self.optimizer, stats_every(config.train.steps))
+        self._speed = _Speed()
         self._ddp: DistributedDataParallel | None = None  # the wrapper that syncs gradients
         self.train_model = self._wrapped_model()
         self._start_fresh()
@@ -133,6 +148,7 @@ class TrainingRun(RunKeeping):
         self._full: Batch | None = None  # train.full_batch: the whole training set, built once
         if config.train.full_batch:
             self._use_full_batch()
+        self._groups: dict[str, dict[str, float]] | None = None  # the last measured update's
         self._train_solved = False  # training accuracy has reached 100% (snapshot that step)
         self.history: History | None = None  # weight snapshots, made with the run folder
         if folder is not None:
@@ -271,6 +287,7 @@ class TrainingRun(RunKeeping):
         self.last_step = event
         self._emit(event)
         self._metric({"kind": "step", **asdict(event)})
+        self._emit_groups(event)
         ended = self._check_end()
         if self.history is not None:  # after the evaluation: evaluated steps are kept
             self.history.after_step(self.step)
@@ -358,12 +375,17 @@ class TrainingRun(RunKeeping):
             r, c = batch_accuracy(logits, batch.tgt_out, per_token=self.task.is_lm)
             right, counted = right + r, counted + c
             tokens += batch.tgt_in.numel() + (batch.src.numel() if batch.src is not None else 0)
+        watched = self._watch.due(self.step + 1)
+        if watched:
+            self._watch.before_update()
         max_norm = cfg.clip if cfg.clip > 0 else float("inf")
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
         accuracy = right / counted if counted else None
         if not (math.isfinite(grad_norm) and math.isfinite(loss_total)):
             return loss_total, grad_norm, 0, accuracy
         self.optimizer.step()
+        if watched:
+            self._groups = self._watch.after_update()
         return loss_total, grad_norm, tokens * self.dist.world_size, accuracy
 
     def _next_batch(self, size: int) -> Batch:
@@ -371,6 +393,31 @@ class TrainingRun(RunKeeping):
         if batch.examples and len(self._seen_inputs) < 2_000_000:
             self._seen_inputs.update(p[0] for p in batch.examples)
         return to_device(batch, self.device)
+
+    # ---- the optimizer at work and MFU ------------------------------------------
+
+    def _emit_groups(self, event: StepEvent) -> None:
+        """The groups measured in this step's update, with the speed, as an OptimizerEvent."""
+        groups, self._groups = self._groups, None
+        if groups is None:
+            return
+        stats = OptimizerEvent(event.step, groups, event.tokens_per_s, self._mfu(event.tokens_per_s))
+        self._emit(stats)
+        self._metric({"kind": "optimizer", **asdict(stats)})
+
+    def _mfu(self, tokens_per_s: float) -> float | None:
+        """MFU at ``tokens_per_s``; None where the count or the probe is not to be had."""
+        speed = self._speed
+        if speed.flops_per_token is None and not speed.failed:
+            try:
+                speed.flops_per_token = train_flops_per_token(self.config, len(self.vocab))
+                speed.peak = matmul_peak(self.device)
+            except (RuntimeError, ValueError) as exc:  # a model the count cannot build
+                speed.failed = True
+                self._log(f"MFU not measured: {one_line(exc)}", "warning")
+        if speed.flops_per_token is None or not speed.peak:
+            return None
+        return round(mfu(self.config, speed.flops_per_token, tokens_per_s, speed.peak), 5)
 
     # ---- evaluation --------------------------------------------------------------
 
@@ -412,6 +459,10 @@ class TrainingRun(RunKeeping):
             "val_loss": ev.val_loss if ev else None,
             "exact_match": ev.exact_match if ev else None,
             "tokens_per_s": round(st.tokens_per_s, 1) if st else None,
+            "optimizer": self.config.train.optimizer,
+            "mfu": self._mfu(st.tokens_per_s) if st else None,
+            "flops_per_token": self._speed.flops_per_token,
+            "peak_flops": self._speed.peak,
             "device": self.device_name,
             "run": str(self.out_dir) if self.out_dir else None,
         }

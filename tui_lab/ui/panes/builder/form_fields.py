@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tui_lab.core.config import lab_config as cfg
+from tui_lab.core.config import sections as cfg_sections
 from tui_lab.ui.panes.builder.line_edit import LineEdit
 
 
@@ -18,7 +19,7 @@ class FieldSpec:
 
     key: str
     label: str
-    kind: str  # int | float | seconds (a float, empty for none) | choice | bool | path
+    kind: str  # int | float | seconds (any float, empty for none) | choice | bool | path
     choices: tuple[str, ...] = ()
     hint: str = ""
 
@@ -53,7 +54,24 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
                 "model.tie_embeddings",
                 "tied embeddings",
                 "bool",
-                hint="output layer shares the embedding matrix",
+                hint="output layer shares the embedding matrix (off: an untied head)",
+            ),
+            # The GPT-2 speedrun's options (core/config/sections.py says what each does).
+            FieldSpec(
+                "model.activation", "activation", "choice", cfg_sections.ACTIVATIONS,
+                hint="relu2: ReLU squared, the speedrun's MLP",
+            ),
+            FieldSpec(
+                "model.qk_norm", "QK-norm", "choice", cfg_sections.QK_NORMS,
+                hint="head: RMSNorm of each head's q and k before the scores",
+            ),
+            FieldSpec(
+                "model.zero_init_proj", "zero-init outputs", "bool",
+                hint="attention and MLP output projections start at zero",
+            ),
+            FieldSpec(
+                "model.logit_softcap", "logit soft-cap", "seconds",
+                hint="logits -> cap * tanh(logits / cap) (empty: off)",
             ),
         ),
     ),
@@ -75,6 +93,11 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             FieldSpec("train.steps", "steps", "int"),
             FieldSpec("train.batch_size", "batch size", "int"),
             FieldSpec("train.lr", "learning rate", "float", hint="peak learning rate after warmup"),
+            FieldSpec(
+                "train.optimizer", "optimizer", "choice", cfg_sections.OPTIMIZERS,
+                hint="muon: Muon on hidden matrices, AdamW (the rate above) on the rest",
+            ),
+            FieldSpec("train.muon_lr", "Muon rate", "float", hint="peak rate of Muon's matrices"),
             FieldSpec("train.warmup_steps", "warmup steps", "int"),
             FieldSpec("train.schedule", "schedule", "choice", cfg.SCHEDULES),
             FieldSpec(
