@@ -113,4 +113,7 @@ def read_lens_text(model: ModelInHand, path: str) -> str:
     from tui_lab.core.tasks.base import TaskBase
     from tui_lab.core.tasks.text import read_raw_text, read_text_file
 
-    return read_text_file(path) if isinstance(model.task, TaskBase) else read_raw_text(path)
+    try:
+        return read_text_file(path) if isinstance(model.task, TaskBase) else read_raw_text(path)
+    except LabError as exc:  # the reader names the preset's field; here it is the option
+        raise LabError(f"--text: {str(exc).removeprefix('task.text: ')}") from None
