@@ -21,6 +21,7 @@ from . import (
     basics,
     circuit,
     crosscoder,
+    das,
     decode,
     dla,
     evaluate,
@@ -33,6 +34,7 @@ from . import (
     params,
     patch,
     presets,
+    probe,
     runs,
     sae,
     serve,
@@ -45,7 +47,7 @@ from . import (
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, lens, trace, steer, sae, transcoder, crosscoder, serve, export)
+COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, lens, trace, steer, sae, transcoder, crosscoder, serve, export, probe, das)
 
 
 class UsageError(Exception):
