@@ -169,6 +169,15 @@ FEATURES: list[BindingType] = [
             tooltip="Decode the typed text plainly and with its decoder row added (its largest activation)"),
     Binding("a", "ablate_in_decode", "Off in Decode", id="features.ablate_in_decode",
             tooltip="Switch the feature off (or on again) in every decode of the Decode pane"),
+    Binding("c", "crosscoder_diff", "Crosscoder diff", id="features.crosscoder",
+            tooltip="Features new, gone and shared between two snapshots (c again: the SAE's features)"),
+]
+
+CROSSCODER_DIFF: list[BindingType] = [
+    Binding("g", "cycle_group", "New / gone / shared", id="crosscoder.group",
+            tooltip="The next list: features new at the later source, gone at it, shared"),
+    Binding("e", "ask", "Open or train a crosscoder", id="crosscoder.ask",
+            tooltip="A crosscoder folder, or two snapshot steps of the run in hand (A,B) to train one"),
 ]
 
 FEATURE_LIST: list[BindingType] = [

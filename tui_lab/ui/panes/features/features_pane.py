@@ -38,6 +38,7 @@ from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.features import features_workers as jobs
 from tui_lab.ui.panes.features.browser import SORT_TITLES, FeatureBrowser
 from tui_lab.ui.panes.features.card_view import card_text, curves_text, hint_text, shown
+from tui_lab.ui.panes.features.crosscoder_diff import CrosscoderDiff
 from tui_lab.ui.panes.features.cursor_list import CursorList
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.widget_options import WidgetOptions
@@ -58,7 +59,8 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
 
     PANE_ID = pane_id(__name__)
     BINDINGS = key_bindings.FEATURES
-    KEY_SECTIONS = (("Feature list and the typed text's tokens", key_bindings.FEATURE_LIST),)
+    KEY_SECTIONS = (("Feature list and the typed text's tokens", key_bindings.FEATURE_LIST),
+                    ("Crosscoder diff (c)", key_bindings.CROSSCODER_DIFF))
 
     # the workers' messages (``features_workers.py``), reachable as FeaturesPane.<name>
     TrainProgress = jobs.TrainProgress
@@ -89,6 +91,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             yield CursorList(empty="no SAE yet", id="features-list")
             with VerticalScroll(id="features-card-scroll"):
                 yield Static(id="features-card")
+        yield CrosscoderDiff(id="features-diff")
         yield Static(id="features-status")
         yield Input(placeholder="an SAE folder (SAELens's format); enter opens it, escape leaves",
                     id="features-path")
@@ -101,6 +104,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
             return
         self.host.register_pane(self.PANE_ID, self)
         self.query_one("#features-path", Input).display = False
+        self.query_one("#features-diff", CrosscoderDiff).display = False
         self._title()
         self.query_one("#features-card", Static).update(hint_text())
 
@@ -180,12 +184,31 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         path.display = True
         path.focus()
 
+    def action_crosscoder_diff(self) -> None:
+        """c: the crosscoder diff view (features new, gone and shared), or back to the SAE's."""
+        diff = self.query_one("#features-diff", CrosscoderDiff)
+        showing = not diff.display
+        diff.display = showing
+        self.query_one("#features-main").display = not showing
+        if showing:
+            diff.enter(self.host.state.travel.state.run_dir, Path(self.host.state.runs_root))
+        else:
+            self.focus_default()
+
     def on_open_sae_folder(self, message: OpenSaeFolder) -> None:
         """The Runs pane's enter on an SAE."""
         self.open_folder(str(message.path))
 
     def open_folder(self, folder: str) -> None:
-        """Open an SAE's folder on the model in hand and browse its features."""
+        """Open an SAE's folder on the model in hand and browse its features (a crosscoder's
+        folder opens in the diff view, on the sources it names)."""
+        from tui_lab.core.sae.crosscoder_folder import is_crosscoder_folder
+
+        if is_crosscoder_folder(Path(folder).expanduser()):
+            if not self.query_one("#features-diff", CrosscoderDiff).display:
+                self.action_crosscoder_diff()
+            self.query_one("#features-diff", CrosscoderDiff).open(folder)
+            return
         run = self._run()
         if run is not None:
             self._status(Text(f"opening {folder}…", style="dim"))

@@ -1,0 +1,120 @@
+"""The Features pane's crosscoder diff view by keyboard, in a host that is not the lab: c shows
+it, e asks, two steps of the run in hand train a crosscoder, g cycles new / gone / shared,
+the arrows move and the card follows with contexts at both snapshots; a crosscoder folder
+given to the pane's open opens in the view; a bad answer is one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from tests.conftest import tiny_config
+from tests.ui.fake_host import STYLES, FakeHost
+from tests.ui.helpers import SIZE, wait_until
+from tui_lab.core.sae.crosscoder_norms import TITLES as CORE_TITLES
+from tui_lab.core.training.train import TrainingRun
+from tui_lab.ui.panes.features.crosscoder_diff import CrosscoderDiff
+from tui_lab.ui.panes.features.crosscoder_view import TITLES, histogram_bars
+from tui_lab.ui.panes.features.cursor_list import CursorList
+from tui_lab.ui.panes.features.features_pane import FeaturesPane
+
+PANE_CSS = Path(__file__).resolve().parents[4] / "tui_lab" / "ui" / "panes" / "features" / "features.tcss"
+
+
+class DiffHost(FakeHost):
+    def __init__(self, pane: FeaturesPane, runs_root: Path, run_dir: Path) -> None:
+        super().__init__(lambda: pane, "features", runs_root)
+        self.css_path = [STYLES / "app.tcss", PANE_CSS]
+        self.state.travel.state.set_run(run_dir, [1, 2, 4, 8])
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("xc-pane") / "run"
+    cfg = tiny_config(model={"arch": "decoder-only", "n_encoder_layers": 0},
+                      train={"steps": 8, "eval_every": 4, "eval_examples": 8})
+    TrainingRun(cfg, out).run()  # history: steps 1, 2, 4, 8
+    return out
+
+
+def _small(diff: CrosscoderDiff) -> None:
+    diff.train_steps, diff.tokens, diff.d_sae, diff.table_tokens = 60, 1500, 32, 400
+
+
+def _text(host: DiffHost, selector: str) -> str:
+    return str(host.query_one(selector).render())
+
+
+def test_the_view_names_the_classes_as_the_core_does() -> None:
+    assert TITLES == CORE_TITLES
+    assert histogram_bars([0, 4, 8], height=2) == ["    ██", "  ████"]
+
+
+async def test_train_browse_and_cycle_by_keyboard(run_dir: Path, tmp_path: Path) -> None:
+    pane = FeaturesPane(id="features-pane")
+    host = DiffHost(pane, tmp_path / "runs", run_dir)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        diff = host.query_one("#features-diff", CrosscoderDiff)
+        _small(diff)
+        assert not diff.display
+        await pilot.press("c")
+        assert diff.display and not host.query_one("#features-main").display
+        ask = host.query_one("#xc-ask", Input)
+        assert ask.has_focus and "A,B" in ask.placeholder
+        for key in ("1", "comma", "8", "enter"):
+            await pilot.press(key)
+        await wait_until(pilot, lambda: diff.ready is not None, 120, "the crosscoder trained and read")
+        (saved,) = (tmp_path / "runs" / "crosscoders").iterdir()
+        assert (saved / "crosscoder_weights.safetensors").is_file()
+        head = _text(host, "#xc-head")
+        assert "Crosscoder diff" in head and "A = step 1, B = step 8" in head
+        listing = host.query_one("#xc-list", CursorList)
+        assert listing.has_focus
+        seen = {}
+        for group in ("b_only", "a_only", "shared"):
+            assert diff.group == group
+            rows = diff.rows[group]
+            assert len(listing.lines) == len(rows)
+            if rows:
+                seen[group] = rows
+                card = _text(host, "#xc-card")
+                assert card.startswith(f"feature {rows[0]['index']}")
+                assert "at step 1" in card and "at step 8" in card
+                if len(rows) > 1:
+                    await pilot.press("down")
+                    assert _text(host, "#xc-card").startswith(f"feature {rows[1]['index']}")
+            await pilot.press("g")
+        assert seen, "some feature in one of the three lists"
+        assert diff.group == "b_only"
+        await pilot.press("c")
+        assert not diff.display and host.query_one("#features-main").display
+
+
+async def test_a_crosscoder_folder_opens_in_the_view_and_bad_answers_are_one_line(
+        run_dir: Path, tmp_path: Path) -> None:
+    from tests.cli.helpers import tfx
+
+    folder = tmp_path / "xc"
+    assert tfx("crosscoder", "train", "--run", str(run_dir), "--d-sae", "32", "--train-steps", "40",
+               "--tokens", "1000", "--out", str(folder)).returncode == 0
+    pane = FeaturesPane(id="features-pane")
+    host = DiffHost(pane, tmp_path / "runs", run_dir)
+    async with host.run_test(size=SIZE) as pilot:
+        diff = host.query_one("#features-diff", CrosscoderDiff)
+        _small(diff)
+        pane.open_folder(str(folder))
+        await wait_until(pilot, lambda: diff.ready is not None, 60, "the folder opened")
+        assert diff.display and diff.ready is not None and diff.ready.folder == str(folder)
+        await pilot.press("e")
+        for key in ("x", "y", "enter"):
+            await pilot.press(key)
+        status = _text(host, "#xc-status")
+        assert "'xy'" in status and len(status.strip().splitlines()) == 1
+        await pilot.press("e")
+        for key in ("3", "comma", "8", "enter"):
+            await pilot.press(key)
+        await wait_until(pilot, lambda: "no snapshot at step 3" in _text(host, "#xc-status"), 30, "the refusal")
+        assert not (tmp_path / "runs" / "crosscoders").exists()
