@@ -66,6 +66,11 @@ TRAIN: list[BindingType] = [
     Binding("o", "open_run", "Open run", id="train.open_run"),
     Binding("a", "toggle_accuracy", "Accuracy chart", show=False, id="train.accuracy"),
     Binding(
+        "c", "cycle_chart", "Loss / lr / grad norm / update ratio", show=False, id="train.chart",
+        tooltip="The chart beside the figures: loss, then per parameter group the learning rate, "
+        "gradient norm and update-to-weight ratio",
+    ),
+    Binding(
         "f", "fourier", "Fourier", id="train.fourier",
         tooltip="Fourier view: the embedding's spectrum (modular-addition runs)",
     ),
@@ -97,6 +102,7 @@ DECODE: list[BindingType] = [
     Binding("ctrl+n", "next_example", "Example", id="decode.next_example"),
     Binding("ctrl+t", "toggle_sampling", "Sampling", id="decode.sampling"),
     Binding("v", "toggle_lens", "Logit lens", id="decode.lens"),
+    Binding("V", "switch_lens", "Switch lens: logit, tuned, Jacobian", show=False, id="decode.lens_kind"),
     Binding("s", "steer", "Steer", id="decode.steer",
             tooltip="Steer every decode by a vector from two prompt sets (s again: off)"),
     *TIME_TRAVEL,
