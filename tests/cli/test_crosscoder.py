@@ -105,3 +105,17 @@ def test_an_occupied_folder_is_refused(run_dir: Path, trained: tuple[Path, dict]
     before = (out / "cfg.json").read_bytes()
     assert_one_line_error(tfx("crosscoder", "train", "--run", str(run_dir), "--out", str(out)), "already holds")
     assert (out / "cfg.json").read_bytes() == before
+
+
+def test_runs_lists_it_and_tensorboard_exports_it(trained: tuple[Path, dict], tmp_path: Path) -> None:
+    out, data = trained
+    root = tmp_path / "root"
+    shutil.copytree(out, root / "xc")
+    (row,) = json.loads(tfx("runs", str(root), "--json").stdout)
+    assert row["kind"] == "sae" and row["preset"] == "sae crosscoder" and row["status"] == "finished"
+    assert row["step"] == data["step"] and row["diff"]["arch"] == "crosscoder"
+    assert row["explained_variance"] == pytest.approx(data["explained_variance"], abs=1e-5)
+    pytest.importorskip("tensorboard")
+    proc = tfx("export", "--tensorboard", str(root / "xc"), "--out", str(tmp_path / "tb"))
+    assert proc.returncode == 0, proc.stderr
+    assert "6 steps" in proc.stdout and list((tmp_path / "tb" / "xc").glob("events.out.tfevents.*"))

@@ -177,7 +177,8 @@ def _train_and_save(request: Request, specs: tuple[SourceSpec, ...], hook: str, 
     from tui_lab.core.sae.crosscoder_norms import summary
     from tui_lab.core.sae.crosscoder_training import CrosscoderSettings, train_crosscoder
 
-    name = request.run or " vs ".join(request.models)
+    name = (f"{request.run} at steps {', '.join(str(s.at_step) for s in specs)}" if request.run
+            else " vs ".join(request.models))
     cfg = CrosscoderConfig(width, request.d_sae, hook, specs, context, request.l1, name)
     cc = Crosscoder(cfg, device=request.device, seed=request.seed)
     settings = CrosscoderSettings(request.train_steps, request.batch, request.lr, request.l1, seed=request.seed)
