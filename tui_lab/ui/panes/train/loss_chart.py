@@ -1,4 +1,5 @@
-"""Plotext charts of a run: train/validation loss (linear or log), accuracy and the learning rate.
+"""Plotext charts of a run: train/validation loss (linear or log), accuracy and the learning rate;
+in the loss's place, when a key cycles to them, the optimizer's groups (group_chart.py).
 
 ``PlotextPlot.render`` rebuilds the whole plot on every repaint (about 10 ms
 each); these charts keep the last build and reuse it until their data or
@@ -100,12 +101,17 @@ class RunCharts(Vertical):
         self.drawn = -1  # the history version on show
         self._loss_at = 0.0
         self._lr_at = 0.0
+        self.view = "loss"  # or a figure of the optimizer's groups (optimizer_view.VIEWS)
 
     def compose(self) -> ComposeResult:
         """The loss chart above the learning-rate chart."""
         from tui_lab.ui.panes.train.accuracy_chart import AccuracyChart
+        from tui_lab.ui.panes.train.group_chart import GroupChart
 
         yield LossChart(id="loss-chart")
+        groups = GroupChart(id="group-chart")
+        groups.display = False
+        yield groups
         chart = AccuracyChart(id="accuracy-chart")
         chart.display = self.accuracy
         yield chart
@@ -119,6 +125,17 @@ class RunCharts(Vertical):
         if self.is_mounted:
             self.query_one(AccuracyChart).display = on
             self.draw(force=True)
+
+    def cycle_view(self) -> str:
+        """Show the next of loss, learning rate, gradient norm and update ratio; returns it."""
+        from tui_lab.ui.panes.train.group_chart import GroupChart
+        from tui_lab.ui.panes.train.optimizer_view import next_view
+
+        self.view = next_view(self.view)
+        self.query_one(LossChart).display = self.view == "loss"
+        self.query_one(GroupChart).display = self.view != "loss"
+        self.draw(force=True)
+        return self.view
 
     def use_log(self, data: HistorySnapshot) -> bool:
         """Log scale: as the user set it with ``l``, else once the loss spans two decades."""
@@ -143,7 +160,12 @@ class RunCharts(Vertical):
         self.drawn = self.history.version
         self._loss_at = now
         data = self.history.snapshot()
-        self.query_one(LossChart).draw(data, self.use_log(data))
+        if self.view == "loss":
+            self.query_one(LossChart).draw(data, self.use_log(data))
+        else:
+            from tui_lab.ui.panes.train.group_chart import GroupChart
+
+            self.query_one(GroupChart).draw(self.view, self.history.groups.snapshot())
         if self.accuracy:
             from tui_lab.ui.panes.train.accuracy_chart import AccuracyChart
 

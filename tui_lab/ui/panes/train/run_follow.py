@@ -13,9 +13,9 @@ import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
+from tui_lab.core.runs.events import EvalEvent, OptimizerEvent, StepEvent, event_from_record
 
-MetricEvent = StepEvent | EvalEvent
+MetricEvent = StepEvent | EvalEvent | OptimizerEvent
 ReadMetrics = Callable[[Path], list[dict[str, object]]]  # records of a run folder's metrics.jsonl
 
 
@@ -28,7 +28,27 @@ def read_metrics(path: Path) -> list[dict[str, object]]:
 
 def events_of(records: Iterable[object]) -> list[MetricEvent]:
     """The events the records stand for, in order; damaged or unknown records are left out."""
-    return [event for event in map(event_from_record, records) if event is not None]
+    events: list[MetricEvent] = []
+    for record in records:
+        event = optimizer_event(record) or event_from_record(record)
+        if event is not None:
+            events.append(event)
+    return events
+
+
+def optimizer_event(record: object) -> OptimizerEvent | None:
+    """An ``"optimizer"`` record as its event; None for any other record or a damaged one."""
+    if not isinstance(record, dict) or record.get("kind") != "optimizer":
+        return None
+    step, groups, tps, mfu = (record.get(k) for k in ("step", "groups", "tokens_per_s", "mfu"))
+    if not isinstance(step, int) or not isinstance(groups, dict):
+        return None
+    clean = {
+        str(name): {str(k): float(v) for k, v in figures.items() if isinstance(v, int | float)}
+        for name, figures in groups.items() if isinstance(figures, dict)
+    }
+    speed = float(tps) if isinstance(tps, int | float) else 0.0
+    return OptimizerEvent(step, clean, speed, float(mfu) if isinstance(mfu, int | float) else None)
 
 
 def latest(events: Iterable[MetricEvent]) -> tuple[StepEvent | None, EvalEvent | None]:
@@ -38,7 +58,7 @@ def latest(events: Iterable[MetricEvent]) -> tuple[StepEvent | None, EvalEvent |
     for event in events:
         if isinstance(event, StepEvent):
             step = event
-        else:
+        elif isinstance(event, EvalEvent):
             evaluation = event
     return step, evaluation
 

@@ -11,7 +11,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tui_lab.core.runs.events import EvalEvent, StepEvent
+from tui_lab.core.runs.events import EvalEvent, OptimizerEvent, StepEvent
+from tui_lab.ui.panes.train.optimizer_view import GroupSeries
 
 
 @dataclass
@@ -36,11 +37,13 @@ class RunHistory:
         self._lock = threading.Lock()
         self._data = HistorySnapshot()
         self.version = 0
+        self.groups = GroupSeries()  # the optimizer's groups, every few steps
 
     def clear(self) -> None:
         """Forget every point (a new, reset or reloaded run)."""
         with self._lock:
             self._data = HistorySnapshot()
+            self.groups.clear()
             self.version += 1
 
     def add_step(self, step: int, loss: float, lr: float,
@@ -66,10 +69,19 @@ class RunHistory:
             d.accuracy.append(accuracy)
             self.version += 1
 
+    def add_groups(self, event: OptimizerEvent) -> None:
+        """Append a measurement of the optimizer's groups (any thread)."""
+        with self._lock:
+            self.groups.add(event)
+            self.version += 1
+
     def load_events(self, events: Iterable[object]) -> None:
-        """Fill from a run's ``StepEvent``s and ``EvalEvent``s (read back from its folder)."""
+        """Fill from a run's ``StepEvent``s, ``EvalEvent``s and ``OptimizerEvent``s (read back
+        from its folder)."""
         for event in events:
-            if isinstance(event, StepEvent):
+            if isinstance(event, OptimizerEvent):
+                self.add_groups(event)
+            elif isinstance(event, StepEvent):
                 self.add_step(event.step, event.loss, event.lr, event.train_accuracy, event.weight_norm)
             elif isinstance(event, EvalEvent):
                 self.add_eval(event.step, event.val_loss, event.exact_match)

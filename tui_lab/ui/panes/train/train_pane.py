@@ -36,6 +36,7 @@ from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.train import train_view
 from tui_lab.ui.panes.train.loss_chart import RunCharts
 from tui_lab.ui.panes.train.metrics_panel import MetricsPanel
+from tui_lab.ui.panes.train.optimizer_view import speed_text
 from tui_lab.ui.panes.train.run_follow import events_of, latest, read_metrics
 from tui_lab.ui.panes.train.run_history import RunHistory
 from tui_lab.ui.panes.train.run_watch import RunWatch
@@ -85,6 +86,7 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         self._watch: RunWatch | None = None  # a followed run folder's
         self._pending_open: Path | None = None  # a --run folder given before torch had loaded
         self._accuracy_for: LabConfig | None = None  # the config the accuracy chart follows
+        self._speed_shown = ""  # the status line's tokens/s and MFU
 
     # Read by the app, the tests and the screenshots: the state as the phase's string.
     @property
@@ -199,8 +201,14 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         hint = self.train_state.hint_with(
             {name: self.key(f"train.{name}") for name in ("toggle", "stop", "reset")}
         )
-        line = self.shown.status_line(self.config, self.runs_root, hint, self.key("train.reset"))
+        self._speed_shown = self._speed()
+        line = self.shown.status_line(self.config, self.runs_root, hint, self.key("train.reset"), self._speed_shown)
         status.update(line, layout=False)  # one line (CSS)
+
+    def _speed(self) -> str:
+        """Tokens/s and MFU as the run's optimizer measurements last gave them."""
+        groups = self.history.groups.snapshot()
+        return speed_text(groups.tokens_per_s, groups.mfu)
 
     def key(self, binding_id: str) -> str:
         """The key of ``binding_id`` as the user's keymap has it (for text that names it)."""
@@ -225,6 +233,8 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         shown = self.shown
         if self.query_one(RunCharts).draw(training=self.state is Phase.RUNNING, force=force):
             shown.figures_dirty = True
+            if self._speed() != self._speed_shown:
+                self._update_status()
         if shown.figures_dirty or force:
             shown.figures_dirty = False
             total = shown.run.total_steps if shown.run is not None else self.config.train.steps
@@ -372,6 +382,10 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         self._accuracy_for = config
         self.query_one(RunCharts).show_accuracy(bool(config.train.full_batch))
         self.refresh_bindings()  # f is offered for modular-addition only
+
+    def action_cycle_chart(self) -> None:
+        """Show loss, learning rate, gradient norm or update ratio per group (the next one)."""
+        self.query_one(RunCharts).cycle_view()
 
     def action_toggle_accuracy(self) -> None:
         """Show or hide the accuracy chart (train and held-out accuracy, weight norm)."""

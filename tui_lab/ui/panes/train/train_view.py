@@ -96,8 +96,9 @@ class ShownRun:
         """The config of the run on show, else the lab's."""
         return self.run.config if self.run is not None else config
 
-    def status_line(self, config: LabConfig, runs_root: Path, hint: str, reset_key: str) -> str:
-        """The title line: the run's name and folder, what the keys do now, a stale config."""
+    def status_line(self, config: LabConfig, runs_root: Path, hint: str, reset_key: str, speed: str = "") -> str:
+        """The title line: the run's name, its speed (tokens/s, MFU) and folder, what the keys
+        do now, a stale config."""
         name = self.config_or(config).name
         where = f" · {self.run_dir}" if self.run_dir else f" · new runs go to {runs_root}/"
         dirty = (
@@ -105,7 +106,8 @@ class ShownRun:
             if self.config_dirty and self.run is not None
             else ""
         )
-        return f"[b]{name}[/b]{where} · {hint}{dirty}"
+        fast = f" · {speed}" if speed else ""
+        return f"[b]{name}[/b]{fast}{where} · {hint}{dirty}"
 
     def config_edited(self, config: LabConfig) -> None:
         """The Build pane's config changed: the run on show is stale if it trains on other sections."""

@@ -25,6 +25,7 @@ from tui_lab.core.runs.events import (
     EvalEvent,
     Event,
     LogEvent,
+    OptimizerEvent,
     StepEvent,
 )
 from tui_lab.ui.panes.train.run_history import RunHistory
@@ -118,6 +119,8 @@ class RunDriver:
             if isinstance(event, StepEvent):
                 self.history.add_step(event.step, event.loss, event.lr, event.train_accuracy, event.weight_norm)
                 self.newest_step = event
+            elif isinstance(event, OptimizerEvent):  # drawn by the redraw timer, as steps are
+                self.history.add_groups(event)
             elif isinstance(event, EvalEvent):
                 self.history.add_eval(event.step, event.val_loss, event.exact_match)
                 self.post(self.Evaluated(event))
