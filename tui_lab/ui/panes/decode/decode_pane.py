@@ -101,6 +101,9 @@ class DecodePane(Pane, Vertical):
                 )
                 yield Static(id="decode-fills")  # fill-mask's steps (empty for a greedy decode)
                 yield LogitLens(id="decode-lens")
+                scores = Static("", id="decode-lens-scores")  # the lens's KL and top-1 per layer
+                scores.display = False
+                yield scores
             examples = PickList(id="examples")
             examples.border_title = "Examples"
             yield examples
@@ -276,7 +279,7 @@ class DecodePane(Pane, Vertical):
         self._sampled = bool((message.options or {}).get("temperature", 0) > 0)
         self._show_result(message.result)
         self._show_model()
-        self.query_one(LogitLens).decoded(message.result, message.model, message.task)
+        self.query_one(LogitLens).decoded(message.result, message.model, message.task, self.run)
         self.query_one(TimeTravelControl).decoded(message.result)
 
     def _error(self, text: str) -> None:
@@ -359,6 +362,10 @@ class DecodePane(Pane, Vertical):
     def action_toggle_lens(self) -> None:
         """Show or hide the logit lens: each layer's top token and probability per step."""
         self.query_one(LogitLens).toggle()
+
+    def action_switch_lens(self) -> None:
+        """Switch the lens: logit, tuned, Jacobian (a new tuned or Jacobian lens is fitted first)."""
+        self.query_one(LogitLens).switch()
 
     def action_snapshot(self, move: str) -> None:
         """Show the last decode on an earlier/later/first/last history snapshot."""

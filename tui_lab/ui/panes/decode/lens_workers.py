@@ -1,0 +1,55 @@
+"""What the Decode pane's lens switch runs in its thread, Textual-free: a tuned or Jacobian
+lens fitted for the model on show (through the lens verb, on the run's own data), and a
+lens's readout of the decode on show (per layer: top tokens, KL to the output, top-1
+agreement).
+
+A fitted lens is kept per model and step by the widget (``key``), so switching back to
+it, or decoding another input, reads it again without fitting.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch-backed: the workers run once torch is loaded
+    from torch import nn
+
+    from tui_lab.core.analysis.lenses.lens_file import FittedLens
+    from tui_lab.core.analysis.lenses.lens_readout import LensReadout
+    from tui_lab.core.decoding.decode import DecodeResult
+    from tui_lab.core.opening.model_handle import ModelHandle
+    from tui_lab.core.tasks.protocol import Task
+    from tui_lab.core.verbs.verb import Cancelled, Progress
+
+KINDS = ("logit", "tuned", "jacobian")
+TUNED_STEPS = 150  # the tuned lens the lab fits: seconds on the shipped presets (bench/lenses.py)
+JACOBIAN_PROMPTS = 16
+
+
+def next_kind(kind: str) -> str:
+    """The lens after ``kind``: logit, tuned, Jacobian, then logit again."""
+    return KINDS[(KINDS.index(kind) + 1) % len(KINDS)]
+
+
+def key(handle: ModelHandle, kind: str) -> tuple[int, int, str]:
+    """What a fitted lens is kept under: the model object, its step, the lens's kind."""
+    return id(handle.model), handle.step, kind
+
+
+def fitted(handle: ModelHandle, kind: str, text: str, progress: Progress, cancelled: Cancelled) -> FittedLens:
+    """A ``kind`` lens fitted for ``handle``'s model on its run's data (the lens verb's ``lens_for``,
+    on a private copy: the run may be training)."""
+    from tui_lab.core.verbs.lens import Request, lens_for
+    from tui_lab.ui.state.model_copies import private_in_hand
+
+    request = Request(text or " ", lens=kind, steps=TUNED_STEPS, prompts=JACOBIAN_PROMPTS)
+    lens, _ = lens_for(request, private_in_hand(handle), progress, cancelled)
+    assert lens is not None  # a tuned or Jacobian request always fits one
+    return lens
+
+
+def readout(model: nn.Module, task: Task, result: DecodeResult, lens: FittedLens | None) -> LensReadout:
+    """``lens`` (None: the logit lens) over ``result``'s decode by ``model``."""
+    from tui_lab.core.analysis.lenses.lens_readout import LogitLensMap, readout_of_decode
+
+    return readout_of_decode(model, task, result, lens or LogitLensMap(), top_k=1)
