@@ -124,6 +124,10 @@ ATTENTION: list[BindingType] = [
     Binding("m", "cycle_ablation_mode", "Ablation mode", show=False, id="attention.ablation_mode"),
     Binding("X", "restore_heads", "Restore all heads and features", show=False, id="attention.restore_heads"),
     Binding("i", "toggle_importance", "Importance", id="attention.importance"),
+    Binding(
+        "v", "probes", "Probes", id="attention.probes",
+        tooltip="Probes: where the task's variable is readable by layer, and over training when readable and causal",
+    ),
     *TIME_TRAVEL,
 ]
 
@@ -254,6 +258,15 @@ BASICS: list[BindingType] = [
         tooltip="schedule: the learning rate beside Noam",
     ),
     Binding("escape,b,q", "close", "Close", id="basics.close", tooltip="close the basics screen"),
+]
+
+PROBES: list[BindingType] = [
+    Binding("t", "history", "Over training", id="probes.history",
+            tooltip="Probes (and DAS while on) at every layer of every history snapshot"),
+    Binding("d", "toggle_das", "DAS on/off", id="probes.das"),
+    Binding("c", "cycle_position(1)", "Position", id="probes.next_position"),
+    Binding("C", "cycle_position(-1)", "Previous position", show=False, id="probes.previous_position"),
+    Binding("escape,v", "close", "Cancel / back to Attention", id="probes.close"),
 ]
 
 FOURIER: list[BindingType] = [

@@ -163,6 +163,7 @@ SCOPES: dict[str, tuple[list[BindingType], ...]] = {
     **{pane.title: (APP, pane.bindings, *pane.scope) for pane in PANES},
     "the basics screen": (kb.BASICS,),
     "the Fourier view": (APP, kb.FOURIER),
+    "the Probes screen": (APP, kb.PROBES, kb.HEATMAP),
     "help": (kb.HELP,),
     "the open-run dialog": (kb.OPEN_RUN,),
     "the save-preset dialog": (kb.SAVE_PRESET,),

@@ -387,6 +387,17 @@ class AttentionPane(Pane, Vertical):
         if self.query_one(ImportancePanel).toggle():
             self._start_importance()
 
+    def action_probes(self) -> None:
+        """Open the Probes screen on the model in hand: its task's variable by layer, and over training."""
+        state = self.host.state
+        run = state.current_run if state.current_run is not None else state.opened
+        if run is None:
+            self.notify("no model yet: train one or open a run", severity="warning", timeout=3)
+            return
+        from tui_lab.ui.screens.probes_screen import ProbesScreen
+
+        self.app.push_screen(ProbesScreen(run, travel_run_dir(state)))
+
     def _start_importance(self) -> None:
         """Ask the importance panel for the table of the model on show (or say why there is none)."""
         state = self.host.state
