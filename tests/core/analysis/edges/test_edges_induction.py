@@ -50,3 +50,13 @@ def test_the_curve_rises_to_the_whole_model(induction: tuple[Any, EdgeScores, Fa
     assert f.at(100.0) == pytest.approx(1.0, abs=1e-4)
     assert f.at(50.0) > 0.6 and f.at(20.0) > f.at(5.0)
     assert 0.6 < f.cpr < 1.0 and f.cmd == pytest.approx(1 - f.cpr, abs=0.05)
+
+
+def test_the_known_circuit_check_finds_it(induction: tuple[Any, EdgeScores, Faithfulness]) -> None:
+    from tui_lab.core.analysis.edges.known_circuit import induction_check
+
+    lab, scores, _ = induction
+    check = induction_check(lab, scores)
+    assert check.found and check.top == 16 and check.n_edges == 81
+    assert check.edge.startswith(check.previous + "->a1.") and check.edge.endswith("<k>")
+    assert "known circuit found" in check.line()

@@ -10,6 +10,9 @@ clean run's activation put into the corrupted run, one cell at a time) or by att
 - ``d`` direct logit attribution as bars; ``t`` each head's effect over the run's
   history beside the atlas's curves; ``[`` ``]`` (``{`` ``}``) step the grid through the
   history snapshots. Every job runs in one worker (progress bar); ``escape`` cancels it.
+- ``g`` the edges view (``edges_widget.py``): every edge scored by EAP-IG, the top ones,
+  the faithfulness curve and the final circuit over the history; ``k`` checks the known
+  induction circuit.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.patch import patch_jobs as jobs
 from tui_lab.ui.panes.patch import patch_workers as workers
 from tui_lab.ui.panes.patch.dla_bars import dla_text
+from tui_lab.ui.panes.patch.edges_widget import EdgesPanel
 from tui_lab.ui.panes.patch.history_table import history_text
 from tui_lab.ui.panes.patch.pair_form import PairForm
 from tui_lab.ui.panes.patch.patch_jobs import PairSource
@@ -86,6 +90,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
             yield Static(id="patch-dla")
         with VerticalScroll(id="patch-history-scroll"):
             yield Static(id="patch-history")
+        yield EdgesPanel(id="patch-edges")
         yield ProgressBar(total=1, show_eta=False, id="patch-progress")
         yield Static(id="patch-status")
 
@@ -102,7 +107,8 @@ class PatchPane(Pane, Vertical, can_focus=False):
 
     def focus_default(self) -> None:
         """The view on show takes the keys: the heatmap, the DLA bars or the history."""
-        where = {"map": "#patch-heatmap", "dla": "#patch-dla-scroll", "history": "#patch-history-scroll"}
+        where = {"map": "#patch-heatmap", "dla": "#patch-dla-scroll", "history": "#patch-history-scroll",
+                 "edges": "#edges-list-scroll"}
         self.query_one(where[self.view.view]).focus()
 
     # ---- what is on show -------------------------------------------------------------
@@ -135,6 +141,7 @@ class PatchPane(Pane, Vertical, can_focus=False):
         self.query_one("#patch-map").display = view == "map"
         self.query_one("#patch-dla-scroll").display = view == "dla"
         self.query_one("#patch-history-scroll").display = view == "history"
+        self.query_one(EdgesPanel).display = view == "edges"
 
     def show_grid(self) -> None:
         """Draw the grid on show (the model in hand's, or a snapshot's) and the readout."""
@@ -219,13 +226,24 @@ class PatchPane(Pane, Vertical, can_focus=False):
             self.action_run()
 
     def action_toggle_view(self, view: str) -> None:
-        """d / t: the DLA bars or the history view (again: back to the heatmap)."""
+        """d / t / g: the DLA bars, the history view or the edges view (again: back to the heatmap)."""
         self.view.view = "map" if self.view.view == view else view
         self._show_view()
         self._redraw()
         self.focus_default()
         if self.view.view == "history" and self.view.history is None:
             self._need_history(None)
+        edges = self.query_one(EdgesPanel)
+        if self.view.view == "edges" and edges.view.result is None and not edges.running:
+            run = self._run()
+            if run is not None:
+                edges.start(run, self.source, travel_run_dir(self.host.state))
+
+    def action_known_circuit(self) -> None:
+        """k: the known-circuit check on the edges (the edges view is shown, scored first if need be)."""
+        if self.view.view != "edges":
+            self.action_toggle_view("edges")
+        self.query_one(EdgesPanel).check()
 
     def action_snapshot(self, move: str) -> None:
         """[ ] { }: the grid at an earlier, later, first or last history snapshot."""
@@ -237,6 +255,8 @@ class PatchPane(Pane, Vertical, can_focus=False):
 
     def action_cancel(self) -> None:
         """escape: cancel the patching under way, or close the pair's fields."""
+        if self.query_one(EdgesPanel).cancel():
+            return
         if self.running:
             self.workers.cancel_group(self, "patch")
             self._end_progress()

@@ -1,0 +1,131 @@
+"""The edges view's workers: the circuit verb over the pair (``core/verbs/circuit.py``), the
+final circuit over the run's history, and the known-circuit check, each in a thread,
+posting what it found as a message to the edges widget.
+
+A new job cancels the one under way (one group); each reads its worker's ``is_cancelled``
+between forward passes. A failure is one ``EdgesFailed`` line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+from textual.worker import get_current_worker
+
+from tui_lab.core.errors import one_line
+from tui_lab.ui.panes.patch import patch_jobs as jobs
+from tui_lab.ui.panes.patch.patch_jobs import PairSource
+
+if TYPE_CHECKING:
+    from tui_lab.core.analysis.edges.edges_history import EdgesHistory
+    from tui_lab.core.analysis.edges.known_circuit import KnownCircuit
+    from tui_lab.core.opening.model_handle import ModelHandle
+    from tui_lab.core.opening.model_in_hand import ModelInHand
+    from tui_lab.core.verbs.circuit import Result
+
+POST_EVERY_S = 0.1  # progress messages at most this often
+NAMESPACE = "edges_panel"  # the widget's handlers: on_edges_panel_<message>
+
+Post = Callable[[Message], object]
+
+
+@dataclass
+class EdgesProgress(Message, namespace=NAMESPACE):
+    done: int
+    total: int
+    what: str
+
+
+@dataclass
+class EdgesScored(Message, namespace=NAMESPACE):
+    """The circuit's result over the pair, on the model in hand (a private copy)."""
+
+    handle: ModelInHand
+    result: Result
+    run_dir: Path | None
+
+
+@dataclass
+class EdgesHistoryReady(Message, namespace=NAMESPACE):
+    history: EdgesHistory
+
+
+@dataclass
+class CheckDone(Message, namespace=NAMESPACE):
+    check: KnownCircuit | None
+    error: str | None
+
+
+@dataclass
+class EdgesFailed(Message, namespace=NAMESPACE):
+    text: str
+
+
+def _cancelled() -> bool:
+    return get_current_worker().is_cancelled
+
+
+def reporter(post: Post) -> Callable[[int, int, str], None]:
+    """``progress(done, total, what)`` posting at most every POST_EVERY_S (and at the end)."""
+    last = [0.0]
+
+    def progress(done: int, total: int, what: str) -> None:
+        if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
+            last[0] = time.monotonic()
+            post(EdgesProgress(done, total, what))
+
+    return progress
+
+
+def score(post: Post, run: ModelHandle, source: PairSource, run_dir: Path | None) -> None:
+    """The pair's edges (EAP-IG, 5 steps) and their faithfulness, on a private copy."""
+    from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
+    from tui_lab.core.verbs.circuit import Request, run_on
+
+    try:
+        handle = jobs.private_handle(run)
+        pair = jobs.make_pair(handle, source)
+        result = run_on(Request(), handle, pair, reporter(post), _cancelled)
+    except PatchingCancelled:
+        return
+    except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
+        post(EdgesFailed(one_line(exc)))
+        return
+    if not _cancelled():
+        post(EdgesScored(handle, result, run_dir if jobs.history_steps(run_dir) else None))
+
+
+def over_history(post: Post, handle: ModelInHand, run_dir: Path, result: Result) -> None:
+    """The final circuit's faithfulness at every snapshot of ``run_dir``."""
+    from tui_lab.core.analysis.edges.edges_history import edges_history
+    from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
+
+    progress = reporter(post)
+    try:
+        found = edges_history(handle, run_dir, result.pair, result.scores, progress=progress,
+                              cancelled=_cancelled)
+    except PatchingCancelled:
+        return
+    except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
+        post(EdgesFailed(one_line(exc)))
+        return
+    if not _cancelled():
+        post(EdgesHistoryReady(found))
+
+
+def check(post: Post, handle: ModelInHand, result: Result) -> None:
+    """The known-circuit check on the scores (an induction run's)."""
+    from tui_lab.core.analysis.edges.known_circuit import induction_check
+
+    post(EdgesProgress(0, 1, "the atlas's heads"))
+    try:
+        found = induction_check(handle, result.scores)
+    except Exception as exc:  # noqa: BLE001 - shown under the list
+        post(CheckDone(None, one_line(exc)))
+        return
+    post(CheckDone(found, None))
