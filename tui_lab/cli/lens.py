@@ -63,6 +63,10 @@ def lens(args: argparse.Namespace) -> int:
 
     asked = request(args)  # refused before the model is opened
     model = load_target(args, "cpu", args.at_step)
+    from tui_lab.core.model.device import set_threads
+
+    # A small model's steps are too short for threads to split: one thread, as training does.
+    set_threads(0, sum(p.numel() for p in model.model.parameters()))
     last = [0]
 
     def progress(done: int, total: int, what: str) -> None:

@@ -77,6 +77,13 @@ def _streams_with_graph(module: nn.Module, batch: LensBatch, names: list[str]) -
     return captured
 
 
+def stream_width(module: nn.Module) -> int:
+    """The residual stream's width of ``module`` (its head's input)."""
+    head = module.get_submodule("lm_head")
+    assert isinstance(head, nn.Linear)
+    return head.in_features
+
+
 def prompt_jacobians(module: nn.Module, prompt: LensBatch, skip_first: int, dim_batch: int) -> Tensor | None:
     """One prompt's (n_layers - 1, d, d) estimate; None when it has no valid position."""
     names = resid_post_names(module)
@@ -84,7 +91,7 @@ def prompt_jacobians(module: nn.Module, prompt: LensBatch, skip_first: int, dim_
     valid = torch.arange(skip_first, n - 1, device=prompt.tokens.device)
     if valid.numel() == 0:
         return None
-    d = int(module.config.d_model)
+    d = stream_width(module)
     out = torch.zeros(len(names) - 1, d, d)
     for start in range(0, d, dim_batch):
         dims = torch.arange(start, min(d, start + dim_batch), device=prompt.tokens.device)

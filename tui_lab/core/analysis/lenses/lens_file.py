@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safetensors.torch import load_file, save_file
+from torch import Tensor
 
 from tui_lab.core.analysis.lenses.jacobian_lens import JacobianLens
 from tui_lab.core.analysis.lenses.lens_data import lab_module
@@ -93,16 +94,13 @@ def open_lens(folder: str | Path, model: ModelInHand) -> FittedLens:
     return _built(config, tensors, have, path)
 
 
-def _built(config: dict[str, object], tensors: dict[str, object], shape: dict[str, int], path: Path) -> FittedLens:
-    from torch import Tensor
-
+def _built(config: dict[str, object], tensors: dict[str, Tensor], shape: dict[str, int], path: Path) -> FittedLens:
     try:
         if config["kind"] == "tuned":
             lens = TunedLens(shape["d_model"], shape["n_layers"])
             lens.load_state_dict(tensors)  # strict: a missing or odd-shaped tensor is refused
             return lens
         matrices = tensors["jacobians"]
-        assert isinstance(matrices, Tensor)
         expected = (shape["n_layers"] - 1, shape["d_model"], shape["d_model"])
         if tuple(matrices.shape) != expected:
             raise ValueError(f"jacobians of shape {tuple(matrices.shape)}, expected {expected}")

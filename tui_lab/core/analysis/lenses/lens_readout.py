@@ -12,6 +12,7 @@ nats, ``agreement`` = the fraction of steps whose top-1 token is the output's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -138,6 +139,11 @@ def lens_readout(model: ModelInHand, text: str, lens: Lens | None = None, top_k:
     return readout_of_decode(module, model.task, result, lens or LogitLensMap(), top_k)
 
 
+def _forward_of(module: nn.Module, batch: LensBatch) -> Callable[[], Tensor]:
+    """``batch``'s forward pass through ``module``, to run later (under ``layer_streams``'s hooks)."""
+    return lambda: batch.forward(module)
+
+
 @torch.no_grad()
 def held_out_scores(model: ModelInHand, lens: Lens, batches: list[LensBatch]) -> list[LayerScore]:
     """Per layer, over every real position of ``batches``: mean KL(output || layer) and
@@ -148,7 +154,7 @@ def held_out_scores(model: ModelInHand, lens: Lens, batches: list[LensBatch]) ->
     count = 0
     with evaluating(module):
         for batch in batches:
-            streams = layer_streams(module, lambda b=batch: b.forward(module))
+            streams = layer_streams(module, _forward_of(module, batch))
             logits = layer_logits(module, lens, [s[batch.mask] for s in streams])  # L x (N, V)
             pairs = [kl_and_agreement(logits[-1], lg) for lg in logits]
             kls = torch.stack([kl.sum() for kl, _ in pairs])

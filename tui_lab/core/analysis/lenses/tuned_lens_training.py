@@ -62,7 +62,7 @@ def fit_tuned_lens(
     lens = lens.to(model.device)
     started = time.perf_counter()
     report = FitReport(0, 0.0)
-    params = list(lens.parameters())
+    params: list[Tensor] = list(lens.parameters())
     if not params:  # one layer: its row is the output itself, nothing to fit
         return lens, report
     opt = torch.optim.Adam(params, lr=lr)
