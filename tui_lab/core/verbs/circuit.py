@@ -21,8 +21,8 @@ from tui_lab.core.verbs import patch
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progress
 
 if TYPE_CHECKING:
-    from tui_lab.core.analysis.edges.edge_attribution import EdgeScores
     from tui_lab.core.analysis.edges.edge_patching import PathPatch
+    from tui_lab.core.analysis.edges.edge_scores import EdgeScores
     from tui_lab.core.analysis.edges.faithfulness import Faithfulness
     from tui_lab.core.analysis.patching.patch_pair import PatchPair
     from tui_lab.core.opening.in_hand import ModelInHand

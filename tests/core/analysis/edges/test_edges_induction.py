@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import DATA
-from tui_lab.core.analysis.edges.edge_attribution import EdgeScores, edge_attribution
+from tui_lab.core.analysis.edges.edge_attribution import edge_attribution
+from tui_lab.core.analysis.edges.edge_scores import EdgeScores
 from tui_lab.core.analysis.edges.faithfulness import Faithfulness, faithfulness
 from tui_lab.core.analysis.heads.head_scores import atlas_for
 from tui_lab.core.analysis.patching.patch_pair import ready_pair

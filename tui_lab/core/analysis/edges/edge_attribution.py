@@ -21,7 +21,6 @@ Exact edge patching, the slow reference, is ``edge_patching.exact_edge_scores``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -35,6 +34,7 @@ from tui_lab.core.analysis.edges.component_graph import (
     stop_if,
 )
 from tui_lab.core.analysis.edges.edge_forward import decoder_of, edge_forward, embed, graph_of
+from tui_lab.core.analysis.edges.edge_scores import EdgeScores
 from tui_lab.core.analysis.patching.patch_pair import Metric, PatchPair
 from tui_lab.core.model.models import DecoderOnly
 
@@ -43,56 +43,6 @@ if TYPE_CHECKING:
 
 METHODS = ("eap", "eap-ig", "exact")
 IG_CHUNK = 8  # IG points per forward: memory stays that of a batch of 8
-
-
-@dataclass(frozen=True)
-class Edge:
-    """One scored edge, named as EAP-IG and MIB name it."""
-
-    source: str
-    target: str
-    score: float
-
-    @property
-    def name(self) -> str:
-        return f"{self.source}->{self.target}"
-
-    def to_dict(self) -> dict[str, object]:
-        return {"from": self.source, "to": self.target, "score": self.score}
-
-
-@dataclass(frozen=True)
-class EdgeScores:
-    """Every edge's score as a (writers, readers) tensor (0 where no edge), by ``method``;
-    ``clean`` and ``corrupt``: the two runs' logit differences."""
-
-    graph: ComponentGraph
-    scores: Tensor
-    method: str
-    clean: float
-    corrupt: float
-
-    def order(self) -> list[tuple[int, int]]:
-        """The edges (writer, reader), largest |score| first (EAP-IG's ``absolute`` top-n)."""
-        allowed = self.graph.allowed
-        flat = torch.where(allowed, self.scores.abs(), -1.0).flatten()
-        ranked = torch.argsort(flat, descending=True, stable=True)[: self.graph.n_edges]
-        readers = self.graph.n_readers
-        return [(int(i) // readers, int(i) % readers) for i in ranked]
-
-    def top(self, k: int | None = None) -> list[Edge]:
-        """The ``k`` strongest edges (all when None)."""
-        g = self.graph
-        picked = self.order() if k is None else self.order()[:k]
-        return [Edge(g.writer_names[w], g.reader_names[r], float(self.scores[w, r])) for w, r in picked]
-
-    def score_of(self, name: str) -> float:
-        w, r = self.graph.edge_index(name)
-        return float(self.scores[w, r])
-
-    def node_scores(self) -> Tensor:
-        """(writers,) each writer's outgoing edges summed: its node attribution score."""
-        return torch.where(self.graph.allowed, self.scores, 0.0).sum(1)
 
 
 def _ig_gradients(net: DecoderOnly, g: ComponentGraph, pair: PatchPair, inputs: Tensor, steps: int,

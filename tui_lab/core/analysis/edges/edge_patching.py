@@ -21,7 +21,6 @@ import torch
 from torch import Tensor
 
 from tui_lab.core.analysis.edges.component_graph import QKV, Cancelled, EdgeError, Progress, stop_if
-from tui_lab.core.analysis.edges.edge_attribution import EdgeScores
 from tui_lab.core.analysis.edges.edge_forward import (
     EdgePatch,
     decoder_of,
@@ -29,6 +28,7 @@ from tui_lab.core.analysis.edges.edge_forward import (
     embed,
     graph_of,
 )
+from tui_lab.core.analysis.edges.edge_scores import EdgeScores
 from tui_lab.core.analysis.patching.patch_pair import Metric, PatchPair
 from tui_lab.core.model.models import DecoderOnly
 

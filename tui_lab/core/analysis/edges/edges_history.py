@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tui_lab.core.analysis.edges.component_graph import Cancelled, EdgeError, Progress, stop_if
-from tui_lab.core.analysis.edges.edge_attribution import EdgeScores
+from tui_lab.core.analysis.edges.edge_scores import EdgeScores
 from tui_lab.core.analysis.edges.faithfulness import PERCENTS, faithfulness
 from tui_lab.core.analysis.patching.patch_pair import PatchPair
 from tui_lab.core.runs.snapshots import list_snapshots, load_snapshot

@@ -26,7 +26,6 @@ import torch
 from torch import Tensor
 
 from tui_lab.core.analysis.edges.component_graph import EdgeError
-from tui_lab.core.analysis.edges.edge_attribution import EdgeScores
 from tui_lab.core.analysis.edges.edge_forward import (
     EdgePatch,
     decoder_of,
@@ -34,6 +33,7 @@ from tui_lab.core.analysis.edges.edge_forward import (
     embed,
     graph_of,
 )
+from tui_lab.core.analysis.edges.edge_scores import EdgeScores
 from tui_lab.core.analysis.patching.patch_pair import Metric, PatchPair
 
 if TYPE_CHECKING:

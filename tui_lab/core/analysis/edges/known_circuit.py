@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tui_lab.core.analysis.edges.component_graph import EdgeError
-from tui_lab.core.analysis.edges.edge_attribution import EdgeScores
+from tui_lab.core.analysis.edges.edge_scores import EdgeScores
 
 if TYPE_CHECKING:
     from tui_lab.core.opening.in_hand import ModelInHand
