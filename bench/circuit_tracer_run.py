@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 TL_HOOKS = {"ln2.hook_normalized": "mlp.hook_in", "hook_mlp_out": "mlp.hook_out"}
 
 
@@ -50,10 +49,11 @@ def _load(model_dir: Path, tc_dir: Path) -> Any:
     import torch
     import transformer_lens.loading_from_pretrained as loading
     import yaml
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from circuit_tracer.replacement_model.replacement_model_transformerlens import TransformerLensReplacementModel
+    from circuit_tracer.replacement_model.replacement_model_transformerlens import (
+        TransformerLensReplacementModel,
+    )
     from circuit_tracer.utils.hf_utils import load_transcoders
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     loading.get_official_model_name = lambda name: name  # a local folder, as it is
     model_dir = _tl_folder(model_dir)
@@ -89,9 +89,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=0)
     args = p.parse_args()
     import torch
-    from safetensors.torch import save_file
-
     from circuit_tracer.attribution.attribute import attribute
+    from safetensors.torch import save_file
 
     if args.threads:
         torch.set_num_threads(args.threads)
