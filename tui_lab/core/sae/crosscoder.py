@@ -133,5 +133,5 @@ class Crosscoder(nn.Module):
         return self.decode(f), f
 
     def decoder_norms(self) -> torch.Tensor:
-        """(F, n) each feature's decoder norm at each source."""
-        return self.W_dec.detach().norm(dim=-1)
+        """(F, n) each feature's decoder norm at each source (on the CPU, where the lists are made)."""
+        return self.W_dec.detach().norm(dim=-1).cpu()

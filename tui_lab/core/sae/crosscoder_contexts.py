@@ -23,8 +23,8 @@ TOP = 8  # contexts kept per feature and source
 
 def alone(cc: Crosscoder, acts: torch.Tensor, source: int) -> torch.Tensor:
     """(..., F) activations when the encoder reads only ``source`` of acts (..., n, d)."""
-    xs = cc.scaled(acts)[..., source, :]
-    return torch.relu(xs @ cc.W_enc[source] + cc.b_enc)
+    xs = cc.scaled(acts.to(cc.W_enc.device))[..., source, :]
+    return torch.relu(xs @ cc.W_enc[source] + cc.b_enc).cpu()
 
 
 @dataclass
@@ -68,7 +68,7 @@ def build_table(cc: Crosscoder, windows: torch.Tensor, acts: torch.Tensor, top: 
     with torch.no_grad():
         for lo in range(0, w * t, step):
             part = acts[lo : lo + step]
-            fires += (cc.encode(part) > 0).float().sum(0)
+            fires += (cc.encode(part.to(cc.W_enc.device)) > 0).float().sum(0).cpu()
             for s in range(n):
                 a = alone(cc, part, s)  # (rows, F)
                 src_fires[s] += (a > 0).float().sum(0)
