@@ -1,8 +1,9 @@
 """`tfx-lab sae train|eval|features`: sparse autoencoders on a model's hook, in SAELens's format.
 
-    sae train (--run R | --model SOURCE) --hook NAME [--text FILE] --d-sae N --arch topk|relu|jumprelu
-              [--k K] [--l1 C] [--tokens N] [--batch B] [--lr LR] --out DIR [--resume]
-    sae eval DIR (--run | --model) [--text FILE] [--json]
+    sae train (--run R | --model SOURCE) --hook NAME [--text FILE] --d-sae N
+              --arch topk|relu|jumprelu|batchtopk|matryoshka [--k K] [--widths 64,256,1024]
+              [--l1 C] [--tokens N] [--batch B] [--lr LR] --out DIR [--resume]
+    sae eval DIR (--run | --model) [--text FILE] [--saebench OUT.json] [--json]
     sae features DIR (--run | --model) [--text FILE | --input TEXT] [--feature I] [--top N] [--sort density|max] [--json]
 
 Activations come from the text (``--text``, else the run's own text: a char-lm
@@ -39,7 +40,10 @@ def add_parser(sub: Subparsers) -> None:
     _add_text(t)
     t.add_argument("--d-sae", type=int, default=None, help="features (required unless --resume)")
     t.add_argument("--arch", choices=sorted(ARCHS), default="topk", help="architecture (default topk)")
-    t.add_argument("--k", type=int, default=DEFAULT.K, help=f"topk: features per token (default {DEFAULT.K})")
+    t.add_argument("--k", type=int, default=DEFAULT.K,
+                   help=f"topk: features per token; batchtopk, matryoshka: per token on average (default {DEFAULT.K})")
+    t.add_argument("--widths", type=_widths, default=None, metavar="W1,W2,...",
+                   help="matryoshka: nested prefix sizes, the last --d-sae (default d_sae/16,d_sae/4,d_sae)")
     t.add_argument("--l1", type=float, default=None, help="relu: L1 coefficient; jumprelu: L0 coefficient")
     t.add_argument("--tokens", type=int, default=DEFAULT.TOKENS,
                    help=f"activation rows to train on (default {DEFAULT.TOKENS})")
@@ -73,6 +77,14 @@ def add_parser(sub: Subparsers) -> None:
     f.set_defaults(handler=features)
 
 
+def _widths(text: str) -> tuple[int, ...]:
+    """``64,256,1024`` as (64, 256, 1024); argparse's one-line error otherwise."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"whole numbers separated by commas, such as 64,256,1024: {text!r}") from None
+
+
 def _add_text(s: argparse.ArgumentParser) -> None:
     s.add_argument("--text", help="text file to read activations from (default: the run's own text)")
 
@@ -98,7 +110,7 @@ def train(args: argparse.Namespace) -> int:
     from tui_lab.core.verbs.sae_train import Request, run
 
     request = Request(args.out, args.hook, args.text, args.d_sae, args.arch, args.k, args.l1, args.tokens,
-                      args.batch, args.lr, args.seed, args.resume, args.device, target_name(args))
+                      args.batch, args.lr, args.seed, args.resume, args.device, target_name(args), widths=args.widths)
     handle = _open(args)
     progress = Progress(args.json, args.tokens)
     try:

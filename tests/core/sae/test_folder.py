@@ -130,7 +130,7 @@ def test_saelens_folder_opens_with_identical_encodings(tmp_path: Path, cfg: dict
     assert torch.equal(load_sae(tmp_path / "again").encode(_x()), sae.encode(_x()))
 
 
-@pytest.mark.parametrize("architecture", ["gated", "batchtopk", "transcoder"])
+@pytest.mark.parametrize("architecture", ["gated", "transcoder"])
 def test_other_architectures_are_one_line(tmp_path: Path, architecture: str) -> None:
     folder = _saelens_folder(tmp_path / "other", {**SAELENS_6_TOPK, "architecture": architecture},
                              _weights(6, 10))

@@ -2,7 +2,8 @@
 
 SAELens 6 writes the SAE's own keys at the top level (``d_in``, ``d_sae``,
 ``architecture``, ``dtype``, ``apply_b_dec_to_input``, ``normalize_activations``,
-``k`` for TopK) and what it was trained on under ``metadata`` (``hook_name``,
+``k`` for TopK and BatchTopK, ``topk_threshold_lr`` for BatchTopK,
+``matryoshka_widths`` for Matryoshka BatchTopK) and what it was trained on under ``metadata`` (``hook_name``,
 ``model_name``, ``context_size``, ``prepend_bos``, ...). Older files put those
 at the top level too (``hook_point`` before ``hook_name``), had no
 ``architecture`` (meaning ``standard``), spelled TopK as ``activation_fn: topk``
@@ -16,7 +17,12 @@ from dataclasses import dataclass, field
 
 from tui_lab.core.sae.errors import SAEError
 
-ARCHITECTURES = ("standard", "topk", "jumprelu")
+ARCHITECTURES = ("standard", "topk", "jumprelu", "batchtopk", "matryoshka_batchtopk")
+# Trained with one top-k over the whole batch (Bussmann et al. 2024) and written for
+# inference as JumpReLU with the running threshold, as SAELens writes them.
+BATCH_TOPK = frozenset({"batchtopk", "matryoshka_batchtopk"})
+# Architectures that keep a k (and may rank decoder-norm-scaled pre-activations).
+WITH_K = frozenset({"topk"}) | BATCH_TOPK
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 # "expected_average_only_in" scales activations while training only: at inference
 # SAELens leaves inputs as they are (the factor is folded into the weights), as here.
@@ -55,10 +61,16 @@ class SAEConfig:
     dtype: str = "float32"
     apply_b_dec_to_input: bool = True
     normalize_activations: str = "none"
-    k: int | None = None  # TopK only: features kept per token
+    # TopK: features kept per token; BatchTopK: features kept per token on average
+    # over a batch (SAELens lets it be fractional: k·N of the batch's N·d_sae are kept).
+    k: int | float | None = None
     # TopK only: rank pre-activations scaled by decoder norms (SAELens 6's TopK files
     # say true, with the norms already folded to 1, so it changes nothing there).
     rescale_acts_by_decoder_norm: bool = False
+    # BatchTopK: the running threshold's moving-average rate (SAELens's default).
+    topk_threshold_lr: float = 0.01
+    # Matryoshka BatchTopK: the nested prefix sizes, strictly increasing, the last d_sae.
+    matryoshka_widths: list[int] | None = None
     metadata: SAEMetadata = field(default_factory=SAEMetadata)
 
     def __post_init__(self) -> None:
@@ -86,6 +98,23 @@ class SAEConfig:
             k = self.k
             if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.d_sae:
                 raise SAEError(f"{where}: topk needs k between 1 and d_sae={self.d_sae}, got {k!r}")
+        if self.architecture in BATCH_TOPK:
+            self._validate_batch_topk(where)
+
+    def _validate_batch_topk(self, where: str) -> None:
+        k, lr = self.k, self.topk_threshold_lr
+        if isinstance(k, bool) or not isinstance(k, int | float) or not 0 < k <= self.d_sae:
+            raise SAEError(f"{where}: {self.architecture} needs k above 0 and at most d_sae={self.d_sae}, got {k!r}")
+        if isinstance(lr, bool) or not isinstance(lr, int | float) or not 0 < lr <= 1:
+            raise SAEError(f"{where}: topk_threshold_lr must be in (0, 1], got {lr!r}")
+        if self.architecture != "matryoshka_batchtopk":
+            return
+        widths = self.matryoshka_widths
+        if not isinstance(widths, list) or not widths or not all(
+                isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths):
+            raise SAEError(f"{where}: matryoshka_widths must be a list of positive integers, got {widths!r}")
+        if any(a >= b for a, b in zip(widths, widths[1:], strict=False)) or widths[-1] != self.d_sae:
+            raise SAEError(f"{where}: matryoshka_widths must increase strictly up to d_sae={self.d_sae}, got {widths}")
 
     def to_dict(self) -> dict[str, object]:
         """``cfg.json``'s content, as SAELens's ``SAE.load_from_disk`` reads it."""
@@ -100,9 +129,14 @@ class SAEConfig:
             "reshape_activations": "none",
             "metadata": self.metadata.to_dict(),
         }
-        if self.architecture == "topk":
+        if self.architecture in WITH_K:
             out["k"] = self.k
             out["rescale_acts_by_decoder_norm"] = self.rescale_acts_by_decoder_norm
+        if self.architecture in BATCH_TOPK:
+            out["topk_threshold_lr"] = self.topk_threshold_lr
+        if self.architecture == "matryoshka_batchtopk":
+            out["matryoshka_widths"] = list(self.matryoshka_widths or [])
+            out["use_matryoshka_aux_loss"] = False
         return out
 
 
@@ -143,6 +177,8 @@ def config_from_dict(raw: object, where: str = "cfg.json") -> SAEConfig:
             apply_b_dec_to_input=bool(raw.get("apply_b_dec_to_input", True)),
             normalize_activations=normalize, k=k,
             rescale_acts_by_decoder_norm=bool(raw.get("rescale_acts_by_decoder_norm", False)),
+            topk_threshold_lr=raw.get("topk_threshold_lr", 0.01),
+            matryoshka_widths=raw.get("matryoshka_widths"),
             metadata=metadata,
         )
     except SAEError as exc:  # say which file, not "cfg.json" in general

@@ -2,7 +2,8 @@
 
     cfg.json                  the config (``config.py``)
     sae_weights.safetensors   W_enc (d_in, d_sae), b_enc (d_sae), W_dec (d_sae, d_in),
-                              b_dec (d_in), and threshold (d_sae) for JumpReLU
+                              b_dec (d_in), and threshold (d_sae) for JumpReLU (and
+                              BatchTopK, which is written as JumpReLU, as SAELens does)
     sparsity.safetensors      "sparsity": log10 of each feature's firing rate (optional)
 
 Reading checks everything before any weight is used (the keys, each tensor's
@@ -23,9 +24,10 @@ from safetensors.torch import save as safetensors_bytes
 
 from tui_lab.core.runs.atomic import commit, fsync_dir, stage, write_bytes_to
 from tui_lab.core.runs.run_files import reason
-from tui_lab.core.sae.config import SAEConfig, config_from_dict
+from tui_lab.core.sae.batchtopk import inference_sae
+from tui_lab.core.sae.config import BATCH_TOPK, SAEConfig, config_from_dict
 from tui_lab.core.sae.errors import SAEError
-from tui_lab.core.sae.sae import SparseAutoencoder, torch_dtype
+from tui_lab.core.sae.sae import SparseAutoencoder
 
 CFG_FILE = "cfg.json"
 WEIGHTS_FILE = "sae_weights.safetensors"
@@ -38,6 +40,8 @@ def expected_shapes(cfg: SAEConfig) -> dict[str, tuple[int, ...]]:
               "W_dec": (cfg.d_sae, cfg.d_in), "b_dec": (cfg.d_in,)}
     if cfg.architecture == "jumprelu":
         shapes["threshold"] = (cfg.d_sae,)
+    if cfg.architecture in BATCH_TOPK:  # SAELens's training checkpoint (the lab writes JumpReLU)
+        shapes["topk_threshold"] = ()
     return shapes
 
 
@@ -100,17 +104,22 @@ def load_sae(folder: str | os.PathLike[str], device: torch.device | str = "cpu")
         log_sparsity = read_tensors(sparsity_path).get("sparsity")
         _check_tensor(sparsity_path, "sparsity", log_sparsity, (cfg.d_sae,))
     sae = SparseAutoencoder(cfg, device=device, seed=None)
-    dtype = torch_dtype(cfg.dtype)
     with torch.no_grad():
-        for name in shapes:
-            getattr(sae, name).copy_(tensors[name].to(dtype))
+        for name in shapes:  # each in its own dtype (BatchTopK's topk_threshold is float64)
+            getattr(sae, name).copy_(tensors[name])
     sae.folder = where
     sae.log_sparsity = log_sparsity
     return sae.eval()
 
 
 def sae_files(sae: SparseAutoencoder, log_sparsity: torch.Tensor | None = None) -> dict[str, bytes]:
-    """The bytes of each file of ``sae``'s folder (cfg.json, weights, and sparsity if given)."""
+    """The bytes of each file of ``sae``'s folder (cfg.json, weights, and sparsity if given).
+
+    A BatchTopK SAE is written as SAELens writes one for inference: a JumpReLU SAE
+    whose thresholds are the running threshold (``batchtopk.inference_sae``).
+    """
+    if sae.cfg.architecture in BATCH_TOPK:
+        sae = inference_sae(sae)
     weights = {name: getattr(sae, name).detach().cpu().contiguous() for name in expected_shapes(sae.cfg)}
     files: dict[str, bytes] = {
         CFG_FILE: (json.dumps(sae.cfg.to_dict(), indent=2) + "\n").encode("utf-8"),

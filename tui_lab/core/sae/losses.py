@@ -11,6 +11,9 @@ averaged over tokens (SAELens's ``mse_loss``, so its coefficients carry over):
   features get a gradient toward what the live ones miss, and come back.
 - ``jumprelu``: + l0 · Σ_i [z_i > θ_i], the L0 itself, its gradient reaching the
   thresholds through the step's straight-through estimator (``jumprelu.py``).
+- ``batchtopk``: as ``topk`` (the k is over the whole batch), AuxK included.
+- ``matryoshka_batchtopk``: as ``batchtopk``, + each inner prefix's reconstruction
+  error (``matryoshka.py``), all with weight 1.
 """
 
 from __future__ import annotations
@@ -19,8 +22,13 @@ from dataclasses import dataclass
 
 import torch
 
+from tui_lab.core.sae.config import WITH_K
 from tui_lab.core.sae.jumprelu import step
+from tui_lab.core.sae.matryoshka import inner_losses
 from tui_lab.core.sae.sae import SparseAutoencoder
+
+# Architectures trained with Gao et al.'s AuxK term (their sparsity is a k).
+AUX_K = WITH_K
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,8 @@ class StepLoss:
     aux: torch.Tensor  # TopK's dead-feature term (0 otherwise)
     x_hat: torch.Tensor
     features: torch.Tensor
+    # Matryoshka: each inner prefix's reconstruction error (in ``total``), smallest prefix first
+    inner: tuple[torch.Tensor, ...] = ()
 
 
 def training_loss(
@@ -58,9 +68,11 @@ def training_loss(
     elif arch == "jumprelu":
         assert sae.threshold is not None
         sparsity = coefficients.l0 * step(z, sae.threshold, sae.bandwidth).sum(dim=-1).mean()
-    elif dead is not None and coefficients.aux_k > 0:
+    elif arch in AUX_K and dead is not None and coefficients.aux_k > 0:
         aux = coefficients.aux_k * topk_aux_loss(sae, x, x_hat, z, dead)
-    return StepLoss(recon + sparsity + aux, recon, sparsity, aux, x_hat, f)
+    inner = tuple(inner_losses(sae, x, f)) if arch == "matryoshka_batchtopk" else ()
+    total = recon + sparsity + aux + sum(inner, zero)
+    return StepLoss(total, recon, sparsity, aux, x_hat, f, inner)
 
 
 def topk_aux_loss(

@@ -4,7 +4,7 @@ One place for what ``tfx-lab sae train`` and the lab's Features pane both do, so
 the two train alike (``core/verbs/sae_train.py`` runs it): the text (a file's,
 split 90/10, or the model's own split) cut into windows of the model's context (at
 most 128 tokens), the hook (by default the last residual stream), a
-TopK/ReLU/JumpReLU SAE of the hook's width, training settings scaled to the token
+TopK/ReLU/JumpReLU/BatchTopK/Matryoshka BatchTopK SAE of the hook's width, training settings scaled to the token
 count (buffer, dead-feature window, evaluation and learning-rate decay), and CE
 loss recovered on a few held-out windows.
 """
@@ -18,7 +18,7 @@ import torch
 
 from tui_lab.core.errors import LabError
 from tui_lab.core.sae.activations import token_windows
-from tui_lab.core.sae.config import SAEConfig, SAEMetadata
+from tui_lab.core.sae.config import WITH_K, SAEConfig, SAEMetadata
 from tui_lab.core.sae.defaults import BATCH, LR, TOKENS
 from tui_lab.core.sae.sae import SparseAutoencoder
 from tui_lab.core.sae.settings import TrainSettings
@@ -87,11 +87,20 @@ def text_windows(handle: HookedLike, text: str) -> torch.Tensor:
 
 
 def new_sae(width: int, d_sae: int, arch: str, k: int | None, hook: str, model_name: str | None,
-            context: int, device: str = "cpu", seed: int = 0) -> SparseAutoencoder:
-    """A fresh SAE of ``width`` inputs at ``hook`` (``arch``: standard, topk or jumprelu)."""
+            context: int, device: str = "cpu", seed: int = 0, widths: list[int] | None = None) -> SparseAutoencoder:
+    """A fresh SAE of ``width`` inputs at ``hook`` (``arch``: one of config.ARCHITECTURES);
+    ``widths``: a Matryoshka SAE's prefix sizes (None: ``matryoshka_widths(d_sae)``)."""
     meta = SAEMetadata(hook_name=hook, model_name=model_name, context_size=context, prepend_bos=False)
-    cfg = SAEConfig(d_in=width, d_sae=d_sae, architecture=arch, k=k if arch == "topk" else None, metadata=meta)
+    nested = (widths or matryoshka_widths(d_sae)) if arch == "matryoshka_batchtopk" else None
+    cfg = SAEConfig(d_in=width, d_sae=d_sae, architecture=arch, k=k if arch in WITH_K else None,
+                    matryoshka_widths=nested, metadata=meta)
     return SparseAutoencoder(cfg, device=device, seed=seed)
+
+
+def matryoshka_widths(d_sae: int) -> list[int]:
+    """The default prefix sizes: a sixteenth, a quarter and all of ``d_sae`` (1024: 64/256/1024),
+    those below one feature dropped."""
+    return sorted({w for w in (d_sae // 16, d_sae // 4, d_sae) if w >= 1})
 
 
 def train_settings(tokens: int = TOKENS, batch: int = BATCH, lr: float = LR, seed: int = 0,

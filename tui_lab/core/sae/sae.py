@@ -6,6 +6,10 @@ With x (..., d_in) and, when ``apply_b_dec_to_input``, x̄ = x − b_dec (else x
     standard:  f = ReLU(z)
     topk:      f = ReLU(z) on the k largest z of each row, 0 elsewhere
     jumprelu:  f = ReLU(z) · [z > threshold]       one threshold per feature
+    batchtopk (and matryoshka_batchtopk), training: f = ReLU(z) on the k·N largest
+               z of the whole batch of N rows, 0 elsewhere (Bussmann et al. 2024);
+               outside training: ReLU(z) · [z > θ] with θ the running threshold
+               (``batchtopk.py``), which is how it is written for inference
     x̂ = f · W_dec + b_dec                          reconstruction (..., d_in)
 
 The parameter names and shapes are SAELens's and its files' (W_enc (d_in, d_sae),
@@ -19,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tui_lab.core.sae.config import SAEConfig
+from tui_lab.core.sae.config import BATCH_TOPK, WITH_K, SAEConfig
 from tui_lab.core.sae.jumprelu import jumprelu
 
 # Architectures whose training needs unit-norm decoder rows: TopK (Gao et al. 2024)
@@ -27,7 +31,7 @@ from tui_lab.core.sae.jumprelu import jumprelu
 # that grew would let its feature shrink for free. "standard" instead weights its L1
 # by the decoder norms (SAELens, Anthropic's April 2024 update), which the scale
 # cannot fool, so its rows are left free.
-UNIT_DECODER = frozenset({"topk", "jumprelu"})
+UNIT_DECODER = frozenset({"topk", "jumprelu"}) | BATCH_TOPK
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -43,10 +47,25 @@ def topk_relu(z: torch.Tensor, k: int) -> torch.Tensor:
     return torch.zeros_like(z).scatter(-1, indices, values.relu())
 
 
+def batch_topk_relu(z: torch.Tensor, k: float) -> torch.Tensor:
+    """ReLU(z) on the int(k·N) largest entries of the whole batch z (..., d_sae), N its rows.
+
+    One selection over every row at once, so a row may keep more or fewer than k;
+    exactly int(k·N) are kept when that many entries are positive (SAELens's and
+    dictionary_learning's BatchTopK: ReLU first, then the top-k of the flattened batch).
+    """
+    acts = z.relu()
+    flat = acts.flatten()
+    rows = acts.shape[:-1].numel()
+    values, indices = flat.topk(int(k * rows), sorted=False)
+    return torch.zeros_like(flat).scatter(0, indices, values).reshape(acts.shape)
+
+
 class SparseAutoencoder(nn.Module):
     """An SAE of one of SAELens's architectures; ``cfg`` is its ``cfg.json``."""
 
     threshold: nn.Parameter | None
+    topk_threshold: torch.Tensor | None  # BatchTopK: the running threshold (float64, a buffer)
     folder: Path | None  # where it was read from, if it was
     log_sparsity: torch.Tensor | None  # sparsity.safetensors's log10 firing rates, if any
 
@@ -62,6 +81,9 @@ class SparseAutoencoder(nn.Module):
         self.threshold = None
         if cfg.architecture == "jumprelu":
             self.threshold = nn.Parameter(torch.zeros(d_sae, dtype=dtype, device=device))
+        # float64 as SAELens keeps it: a moving average of small numbers drifts in float32
+        self.register_buffer("topk_threshold", torch.zeros((), dtype=torch.float64, device=device)
+                             if cfg.architecture in BATCH_TOPK else None)
         # The window of the threshold's straight-through estimator (training only).
         self.bandwidth = 0.05
         self.folder = None
@@ -84,6 +106,8 @@ class SparseAutoencoder(nn.Module):
         self.b_dec.zero_()
         if self.threshold is not None:
             self.threshold.fill_(threshold)
+        if self.topk_threshold is not None:
+            self.topk_threshold.zero_()
 
     def pre_acts(self, x: torch.Tensor) -> torch.Tensor:
         """The pre-activations z (..., d_sae) of activations x (..., d_in)."""
@@ -91,7 +115,7 @@ class SparseAutoencoder(nn.Module):
         if self.cfg.apply_b_dec_to_input:
             x = x - self.b_dec
         z = x @ self.W_enc + self.b_enc
-        if self.cfg.architecture == "topk" and self.cfg.rescale_acts_by_decoder_norm:
+        if self.cfg.architecture in WITH_K and self.cfg.rescale_acts_by_decoder_norm:
             z = z * self.W_dec.norm(dim=-1)
         return z
 
@@ -99,13 +123,19 @@ class SparseAutoencoder(nn.Module):
         """Feature activations f from pre-activations z, by the architecture's nonlinearity."""
         arch = self.cfg.architecture
         if arch == "topk":
-            assert self.cfg.k is not None  # validated by SAEConfig
+            assert isinstance(self.cfg.k, int)  # validated by SAEConfig
             return topk_relu(z, self.cfg.k)
         if arch == "jumprelu":
             assert self.threshold is not None
             # ReLU first: SAELens's ReLU(z)·[z > θ] for any θ, and jumprelu's estimator
             # still trains θ where it matters (θ > 0).
             return jumprelu(z.relu(), self.threshold, self.bandwidth)
+        if self.topk_threshold is not None:
+            assert self.cfg.k is not None  # validated by SAEConfig
+            if self.training:
+                return batch_topk_relu(z, self.cfg.k)
+            # compared in z's dtype, as the float32 threshold SAELens writes for inference
+            return z.relu() * (z > self.topk_threshold.to(z.dtype)).to(z.dtype)
         return z.relu()
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -115,7 +145,7 @@ class SparseAutoencoder(nn.Module):
     def decode(self, f: torch.Tensor) -> torch.Tensor:
         """The reconstruction (..., d_in) of feature activations f (..., d_sae)."""
         f = f.to(self.W_dec.dtype)
-        if self.cfg.architecture == "topk" and self.cfg.rescale_acts_by_decoder_norm:
+        if self.cfg.architecture in WITH_K and self.cfg.rescale_acts_by_decoder_norm:
             f = f / self.W_dec.norm(dim=-1)
         return f @ self.W_dec + self.b_dec
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from tui_lab.core.sae.activity import FeatureActivity
+from tui_lab.core.sae.batchtopk import resumable, update_topk_threshold
 from tui_lab.core.sae.buffer import ActivationBuffer
 from tui_lab.core.sae.checkpoint import (
     TrainerState,
@@ -29,7 +30,7 @@ from tui_lab.core.sae.checkpoint import (
 )
 from tui_lab.core.sae.events import SAECheckpointEvent, SAEEndEvent, SAEEvent, SAEStepEvent
 from tui_lab.core.sae.geometric_median import geometric_median
-from tui_lab.core.sae.losses import StepLoss, training_loss
+from tui_lab.core.sae.losses import AUX_K, StepLoss, training_loss
 from tui_lab.core.sae.metrics import explained_variance, l0
 from tui_lab.core.sae.sae import SparseAutoencoder
 from tui_lab.core.sae.settings import TrainSettings
@@ -62,6 +63,7 @@ class SAETrainer:
         """The trainer of the run in ``out`` at its last checkpoint; ``tokens`` raises the target."""
         folder = Path(out)
         sae, optimizer_state, activity_state, state = load_checkpoint(folder, device)
+        sae = resumable(sae)  # a BatchTopK run's files are its JumpReLU form
         settings = state.settings
         if tokens is not None:
             settings = TrainSettings.from_dict({**settings.to_dict(), "tokens": tokens})
@@ -86,7 +88,7 @@ class SAETrainer:
     def train_step(self, x: torch.Tensor) -> StepLoss:
         """One Adam step on the batch ``x`` (N, d_in)."""
         sae, s = self.sae, self.settings
-        dead = self.activity.dead_mask() if sae.cfg.architecture == "topk" else None
+        dead = self.activity.dead_mask() if sae.cfg.architecture in AUX_K else None
         loss = training_loss(sae, x, s.coefficients_at(self.step), dead)
         self.optimizer.zero_grad(set_to_none=True)
         loss.total.backward()
@@ -100,6 +102,7 @@ class SAETrainer:
         if sae.threshold is not None:
             with torch.no_grad():
                 sae.threshold.clamp_(min=0.0)  # a negative threshold would only mean ReLU
+        update_topk_threshold(sae, loss.features)  # BatchTopK's running threshold (else nothing)
         self.activity.update(loss.features.detach())
         self.step += 1
         self.tokens += x.shape[0]
@@ -147,8 +150,12 @@ class SAETrainer:
         """The evaluation callback's numbers (such as CE loss recovered), if there is one."""
         if self.evaluate is None:
             return {}
-        with torch.no_grad():
-            return dict(self.evaluate(self.sae))
+        self.sae.eval()  # as it will be used: BatchTopK by its running threshold, not the batch's top-k
+        try:
+            with torch.no_grad():
+                return dict(self.evaluate(self.sae))
+        finally:
+            self.sae.train()
 
     @torch.no_grad()
     def step_event(self, x: torch.Tensor, loss: StepLoss, extra: dict[str, float]) -> SAEStepEvent:

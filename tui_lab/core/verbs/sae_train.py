@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from tui_lab.core.sae.trainer import SAETrainer
 
 # the command's --arch names and the SAE's architecture each stands for
-ARCHS = {"topk": "topk", "relu": "standard", "standard": "standard", "jumprelu": "jumprelu"}
+ARCHS = {"topk": "topk", "relu": "standard", "standard": "standard", "jumprelu": "jumprelu",
+         "batchtopk": "batchtopk", "matryoshka": "matryoshka_batchtopk",
+         "matryoshka_batchtopk": "matryoshka_batchtopk"}
+# the architectures whose --k counts features per token (BatchTopK: on average over a batch)
+K_ARCHS = ("topk", "batchtopk", "matryoshka_batchtopk")
 LAST = ("l0", "explained_variance", "fvu", "mse", "dead_fraction")  # the summary's step numbers
 OnEvent: TypeAlias = "Callable[[SAEEvent], None]"
 
@@ -53,6 +57,7 @@ class Request:
     model_name: str | None = None  # recorded in the SAE's metadata, named in refusals
     score_ce: bool = True  # CE loss recovered on held-out windows at each evaluation
     keep_tokens: int | None = None  # activations kept for the feature table (None: the cache's default)
+    widths: tuple[int, ...] | None = None  # matryoshka: prefix sizes (None: d_sae/16, d_sae/4, d_sae)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -60,8 +65,10 @@ class Request:
         if self.d_sae is not None:
             at_least("--d-sae", self.d_sae, 1)
         at_least("--k", self.k, 1)
-        if self.d_sae is not None and ARCHS[self.arch] == "topk" and self.k > self.d_sae:
+        if self.d_sae is not None and ARCHS[self.arch] in K_ARCHS and self.k > self.d_sae:
             raise LabError(f"--k: must be <= --d-sae ({self.d_sae}), got {self.k}")
+        if self.widths is not None:
+            self._check_widths(self.widths)
         if self.l1 is not None:
             at_least("--l1", self.l1, 0)
         at_least("--tokens", self.tokens, 1)
@@ -70,6 +77,15 @@ class Request:
         at_least("--seed", self.seed, 0)
         if self.keep_tokens is not None:
             at_least("keep_tokens", self.keep_tokens, 1)
+
+    def _check_widths(self, widths: tuple[int, ...]) -> None:
+        """Prefix sizes: for matryoshka only, positive, strictly increasing, the last --d-sae."""
+        if ARCHS[self.arch] != "matryoshka_batchtopk":
+            raise LabError(f"--widths: only for --arch matryoshka, not {self.arch}")
+        if not widths or any(w < 1 for w in widths) or any(a >= b for a, b in zip(widths, widths[1:], strict=False)):
+            raise LabError(f"--widths: positive and strictly increasing, such as 64,256,1024; got {widths}")
+        if self.d_sae is not None and widths[-1] != self.d_sae:
+            raise LabError(f"--widths: the last must be --d-sae ({self.d_sae}), got {widths[-1]}")
 
 
 @dataclass
@@ -109,6 +125,7 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress, 
     """Train (or resume) until the token count, ``cancelled()`` or the text's end; ``on_event``
     sees every training event, ``progress`` the rows trained on."""
     from tui_lab.core.sae.activations import check_width, hook_activations, site_width
+    from tui_lab.core.sae.batchtopk import inference_sae
     from tui_lab.core.sae.events import SAEStepEvent
     from tui_lab.core.sae.feature_cache import recorder
     from tui_lab.core.sae.recipe import (
@@ -149,8 +166,9 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress, 
         model, windows, hook, request.keep_tokens)
     rows = hook_activations(model, windows, hook, rows_per_pass(windows), epochs=None, seed=request.seed)
     end = trainer.train(keep.wrap(rows), should_stop=cancelled)
-    return Result(str(request.out), hook, end.step, end.tokens, end.reason, end.elapsed, trainer.sae, windows,
-                  dict(last))
+    # a BatchTopK SAE as it was written: JumpReLU at its running threshold (what open_sae gives)
+    return Result(str(request.out), hook, end.step, end.tokens, end.reason, end.elapsed, inference_sae(trainer.sae),
+                  windows, dict(last))
 
 
 def _trainer(request: Request, hook: str, width: int, context: int) -> SAETrainer:
@@ -162,7 +180,7 @@ def _trainer(request: Request, hook: str, width: int, context: int) -> SAETraine
         return SAETrainer.resume(request.out, tokens=request.tokens, device=request.device)
     assert request.d_sae is not None
     sae = new_sae(width, request.d_sae, ARCHS[request.arch], request.k, hook, request.model_name, context,
-                  request.device, request.seed)
+                  request.device, request.seed, list(request.widths) if request.widths else None)
     coefficient = {} if request.l1 is None else {"l1_coefficient": request.l1, "l0_coefficient": request.l1}
     settings = train_settings(request.tokens, request.batch, request.lr, request.seed, **coefficient)
     return SAETrainer(sae, settings, request.out)
