@@ -66,7 +66,7 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
                 hint="head: RMSNorm of each head's q and k before the scores",
             ),
             FieldSpec(
-                "model.zero_init_proj", "zero-init outputs", "bool",
+                "model.zero_init_proj", "zero-init outs", "bool",
                 hint="attention and MLP output projections start at zero",
             ),
             FieldSpec(
