@@ -3,6 +3,7 @@ that write nothing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,8 @@ def test_train_json_and_files(trained: tuple[Path, dict]) -> None:
     assert summary["architecture"] == "jumprelu" and summary["skip"] is True
     assert [row["layer"] for row in summary["layers"]] == [0, 1]
     assert KEYS <= set(summary["layers"][0]) and KEYS <= set(summary["whole"])
-    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "layer_0.safetensors", "layer_1.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "layer_0.safetensors", "layer_1.safetensors",
+                                                      "transcoder_metrics.json"]
 
 
 def test_eval_json_and_text(trained: tuple[Path, dict]) -> None:
@@ -44,12 +46,22 @@ def test_eval_json_and_text(trained: tuple[Path, dict]) -> None:
     assert text.returncode == 0 and "layer 1" in text.stdout and "CE rec." in text.stdout
 
 
+def test_runs_lists_the_set(trained: tuple[Path, dict]) -> None:
+    out, summary = trained
+    proc = tfx("runs", str(out.parent), "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = [row for row in json.loads(proc.stdout) if row["name"] == out.name]
+    assert len(rows) == 1 and rows[0]["kind"] == "transcoders" and rows[0]["status"] == "finished"
+    assert rows[0]["explained_variance"] == pytest.approx(summary["explained_variance"])
+    assert rows[0]["diff"]["arch"] == "jumprelu"
+
+
 def test_saelens_format_at_a_step(tmp_path: Path) -> None:
     proc = tfx("transcoder", "train", "--run", RUN, "--at-step", "400", "--format", "saelens", *SMALL,
                "--out", str(tmp_path / "s"), "--json")
     assert proc.returncode == 0, proc.stderr
     assert last_json_line(proc.stdout)["at_step"] == 400
-    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["layer_0", "layer_1"]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["layer_0", "layer_1", "transcoder_metrics.json"]
 
 
 @pytest.mark.parametrize(("args", "fragment"), [

@@ -105,7 +105,8 @@ def test_training_learns_the_mlps(trained) -> None:  # type: ignore[no-untyped-d
     assert whole.explained_variance > 0.5
     assert whole.ce_loss_recovered > 0.6
     assert whole.l0 == pytest.approx(2 * 16, abs=1)  # k per layer, two layers
-    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "layer_0.safetensors", "layer_1.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "layer_0.safetensors", "layer_1.safetensors",
+                                                      "transcoder_metrics.json"]
 
 
 def test_renewing_one_layer_keeps_the_other(trained) -> None:  # type: ignore[no-untyped-def]

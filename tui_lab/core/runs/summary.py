@@ -55,10 +55,12 @@ from tui_lab.core.runs.sae_summary import (
 )
 from tui_lab.core.runs.safetensors_check import read_safetensors_header
 from tui_lab.core.runs.status import parse_stamp, read_log_ends, status_of
+from tui_lab.core.runs.transcoder_summary import METRICS_FILE as TRANSCODER_METRICS_FILE
+from tui_lab.core.runs.transcoder_summary import is_transcoder_folder, transcoder_fields
 
 # Files whose presence makes a folder a run folder (a damaged one if config.yaml is missing);
 # an SAE's training folder is one by its cfg.json.
-_MARKERS = (CONFIG_FILE, STATE_FILE, METRICS_FILE, WEIGHTS_FILE, SAE_CONFIG_FILE)
+_MARKERS = (CONFIG_FILE, STATE_FILE, METRICS_FILE, WEIGHTS_FILE, SAE_CONFIG_FILE, TRANSCODER_METRICS_FILE)
 
 
 @dataclass
@@ -201,6 +203,10 @@ def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, object]]
         raise RunError(f"{run}: not a run folder")
     if is_sae_folder(run):
         _fill_sae(row, run)
+        return
+    if is_transcoder_folder(run):  # a transcoder set (tfx-lab transcoder train)
+        for name, value in transcoder_fields(run).items():
+            setattr(row, name, value)
         return
     folder = RunFolder.read(run, need_state=False)  # one read of config.yaml and state.json
     config, state = folder.config, folder.state

@@ -195,7 +195,24 @@ def train_one(request: Request, model: ModelInHand, out: Path, step: int | None,
     stop_if(cancelled)
     metrics = evaluate_transcoders(model, tset, held)
     write_transcoder_set(tset, out, request.format)
-    return TrainedSet(str(out), step, end.elapsed, end.step, end.reason, tset, metrics)
+    trained_set = TrainedSet(str(out), step, end.elapsed, end.step, end.reason, tset, metrics)
+    _write_record(out, request, trained_set)
+    return trained_set
+
+
+def _write_record(out: Path, request: Request, trained: TrainedSet) -> None:
+    """``transcoder_metrics.json``: what the runs table shows of the set (written after it)."""
+    import json
+
+    from tui_lab.core.runs.transcoder_summary import METRICS_FILE
+    from tui_lab.core.sae.folder import write_files
+
+    tset = trained.tset
+    record = {"architecture": request.architecture, "skip": request.skip, "n_layers": tset.n_layers,
+              "d_tc": tset[0].d_tc, "feature_input_hook": tset.feature_input_hook,
+              "feature_output_hook": tset.feature_output_hook, "model_name": tset.model_name,
+              "format": request.format, "tokens": request.tokens, **trained.to_json()}
+    write_files(out, {METRICS_FILE: (json.dumps(record, indent=1) + "\n").encode("utf-8")})
 
 
 def _fresh_set(request: Request, model: ModelInHand, out: Path, step: int | None) -> tuple[TranscoderSet, list[int]]:

@@ -13,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from tui_lab.core.runs.sae_summary import is_sae_folder
 from tui_lab.core.runs.summary import list_run_folders
+from tui_lab.core.runs.transcoder_summary import is_transcoder_folder
 from tui_lab.ui import key_bindings
 
 
@@ -27,7 +28,7 @@ class OpenRunScreen(ModalScreen[Path | None]):
         self.root = root
         # an SAE's folder opens in Features, not here
         found = list_run_folders(root, depth=1) if root.is_dir() else []
-        self.runs = newest_first([p for p in found if not is_sae_folder(p)])
+        self.runs = newest_first([p for p in found if not is_sae_folder(p) and not is_transcoder_folder(p)])
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):

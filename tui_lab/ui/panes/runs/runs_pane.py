@@ -297,6 +297,9 @@ class RunsPane(Pane, Vertical, can_focus=False):
         if row.summary.kind == "sae":  # an SAE opens in Features, on the model in hand
             self.post_message(OpenSaeRequested(Path(row.key)))
             return
+        if row.summary.kind == "transcoders":  # a set traces graphs: it is not a model to open
+            self.notify(f"tfx-lab graph --transcoders {row.key}", title="A transcoder set")
+            return
         self.post_message(OpenRunRequested(Path(row.key)))  # the app opens it in the Train pane
 
     def _sort_by(self, key: str, reverse: bool) -> None:
