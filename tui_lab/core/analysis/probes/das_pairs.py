@@ -1,7 +1,8 @@
 """DAS on a model in hand: interchange pairs drawn from a task variable's slots, and the
 forward pass that intervenes at one hook.
 
-A pair is a base slot and a source slot of the same position class whose
+A pair is a base slot and a source slot (of the same position class, or of any
+two classes for ``all``: copy's source position is one value per class) whose
 counterfactual (``Variable.counterfactual``: the base's answer with the source's
 value) changes the base's answer; bases of the test pairs are examples no training
 pair's base comes from. The model's weights are never trained: their
@@ -57,22 +58,16 @@ def _answer_ids(task: Task, answer: str) -> list[int]:
 
 def plan_pairs(task: Task, variable: Variable, data: SlotData, position: str, n_pairs: int,
                seed: int) -> PairPlan:
-    """Up to ``n_pairs`` pairs of slots of ``position`` (``all``: any class, both of one)."""
-    assert data.answer_start is not None
+    """Up to ``n_pairs`` pairs of slots of ``position`` (``all``: any two slots)."""
     rng = random.Random(f"das:{seed}")
-    by_class: dict[str, list[int]] = {}
-    for i, cls in enumerate(data.cls):
-        if position in (ALL, cls):
-            by_class.setdefault(cls, []).append(i)
-    classes = [c for c, slots in by_class.items() if len(slots) > 1]
-    if not classes:
+    slots = [i for i, cls in enumerate(data.cls) if position in (ALL, cls)]
+    if len(slots) < 2:
         raise LabError(f"no two slots at position {position!r} to pair")
     answers = [_answer_ids(task, a) for a in data.answers]
     found: dict[tuple[int, int], tuple[int, int]] = {}
     for _ in range(20 * n_pairs):
         if len(found) >= n_pairs:
             break
-        slots = by_class[rng.choice(classes)]
         b, s = rng.choice(slots), rng.choice(slots)
         made = _counterfactual(task, variable, data, answers, b, s)
         if made is not None:

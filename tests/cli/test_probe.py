@@ -1,0 +1,84 @@
+"""`tfx-lab probe`: probes at every layer of a run for a task variable or a label file, the
+history's heatmap, and every user mistake as one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import LEARNED_RUN, assert_one_line_error, last_json_line, tfx
+
+TINY_ADDITION = """\
+model: {d_model: 16, n_heads: 2, n_encoder_layers: 1, n_decoder_layers: 1, d_ff: 32}
+task: {name: addition, max_digits: 2}
+train: {steps: 20, batch_size: 16, eval_every: 10, eval_examples: 16, warmup_steps: 2,
+        device: cpu, threads: 1, history_every: 10}
+"""
+
+
+@pytest.fixture(scope="session")
+def addition_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny addition run of 20 steps with history snapshots at steps 10 and 20 (a few seconds)."""
+    folder = tmp_path_factory.mktemp("probe")
+    preset = folder / "tiny-addition.yaml"
+    preset.write_text(TINY_ADDITION)
+    proc = tfx("train", "--preset", str(preset), "--out", str(folder / "run"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return folder / "run"
+
+
+def test_probe_json_has_every_layer_and_position(addition_run: Path) -> None:
+    proc = tfx("probe", "--run", str(addition_run), "--variable", "carry", "--examples", "200", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json_line(proc.stdout)
+    assert out["run"] == str(addition_run) and out["variable"] == "carry"
+    # one decoder block: read before it (the embeddings) and after it
+    assert out["hooks"] == ["decoder.0.hook_resid_pre", "decoder.0.hook_resid_post"]
+    assert out["layers"] == [0, 1] and out["positions"][-1] == "all"
+    assert "column 1" in out["positions"]
+    for key in ("accuracy", "control", "chance"):
+        assert len(out[key]) == 2 and all(len(row) == len(out["positions"]) for row in out[key])
+    assert out["best"]["accuracy"] == max(v for row in out["accuracy"] for v in row if v is not None)
+    assert out["sparse"] is None and out["history"] is None
+
+
+def test_probe_history_is_a_layer_by_step_heatmap(addition_run: Path) -> None:
+    proc = tfx("probe", "--run", str(addition_run), "--variable", "carry", "--examples", "100", "--history")
+    assert proc.returncode == 0, proc.stderr
+    assert "probe accuracy by layer x step (2 snapshots: 10..20)" in proc.stdout
+    assert "first step at >= 0.95:" in proc.stdout
+    proc = tfx("probe", "--run", str(addition_run), "--variable", "carry", "--examples", "100", "--history",
+               "--json")
+    history = last_json_line(proc.stdout)["history"]
+    assert history["steps"] == [10, 20] and history["position"] == "all"
+    assert len(history["probe"]["values"]) == 2 and history["das"] is None
+    assert "readable_from" in history
+
+
+def test_a_label_file(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.txt"
+    # one label per example (read at its last token), whether its first digit is odd
+    lines = [f"{t}\t{int(t[0]) % 2}" for t in ("12", "345", "6", "78", "901", "23", "4567", "89")]
+    labels.write_text("\n".join(lines) + "\n")
+    proc = tfx("probe", "--run", str(LEARNED_RUN), "--labels", str(labels), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json_line(proc.stdout)
+    assert out["variable"] == str(labels) and out["positions"] == ["last token"]
+
+
+def test_mistakes_are_one_line(tmp_path: Path, addition_run: Path) -> None:
+    labels = tmp_path / "labels.txt"
+    labels.write_text("123\t1 0\n45\t0\n6\t1\n78\t0\n")
+    assert_one_line_error(tfx("probe", "--run", str(LEARNED_RUN), "--labels", str(labels)),
+                          "labels.txt:1: 2 labels for 3 tokens of '123'")
+    assert_one_line_error(tfx("probe", "--run", str(addition_run), "--variable", "rank"),
+                          "the addition task has no variable 'rank'; its variables: carry")
+    assert_one_line_error(tfx("probe", "--run", str(LEARNED_RUN), "--labels", str(tmp_path / "none.txt")),
+                          "no such label file")
+    assert_one_line_error(tfx("probe", "--run", str(addition_run), "--variable", "carry", "--examples", "5"),
+                          "--examples: must be >= 20")
+    assert_one_line_error(tfx("probe", "--run", str(addition_run), "--variable", "carry", "--history",
+                              "--position", "column 7"), "no position 'column 7'")
+    proc = tfx("probe", "--run", str(addition_run))
+    assert_one_line_error(proc, "one of the arguments --variable --labels is required")
