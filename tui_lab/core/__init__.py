@@ -24,6 +24,9 @@ _FACE = {
     "load_for_inference": "tui_lab.core.opening.from_run",
     "LabError": "tui_lab.core.errors",
     "open_sae": "tui_lab.core.sae.source",
+    "probe": "tui_lab.core.verbs.probe",
+    "probe_history": "tui_lab.core.verbs.probe",
+    "das": "tui_lab.core.verbs.das",
     "fit_tuned_lens": "tui_lab.core.analysis.lenses.tuned_lens_training",
     "fit_jacobian_lens": "tui_lab.core.analysis.lenses.jacobian_lens",
     "lens_readout": "tui_lab.core.analysis.lenses.lens_readout",
@@ -35,6 +38,7 @@ __all__ = [
     "LabConfig", "LabError", "MultiHeadAttention", "capture_attention", "load_for_inference",
     "load_preset", "open_model", "parameter_report", "scaled_dot_product_attention", "using_hooks",
     "fit_jacobian_lens", "fit_tuned_lens", "lens_readout",
+    "das", "probe", "probe_history",
 ]
 
 if TYPE_CHECKING:
@@ -52,6 +56,8 @@ if TYPE_CHECKING:
     from tui_lab.core.model.params import parameter_report
     from tui_lab.core.opening.from_run import load_for_inference
     from tui_lab.core.opening.model_in_hand import open_model
+    from tui_lab.core.verbs.das import das
+    from tui_lab.core.verbs.probe import probe, probe_history
 
 
 def __getattr__(name: str) -> Any:
