@@ -119,3 +119,21 @@ def test_runs_lists_it_and_tensorboard_exports_it(trained: tuple[Path, dict], tm
     proc = tfx("export", "--tensorboard", str(root / "xc"), "--out", str(tmp_path / "tb"))
     assert proc.returncode == 0, proc.stderr
     assert "6 steps" in proc.stdout and list((tmp_path / "tb" / "xc").glob("events.out.tfevents.*"))
+
+
+def test_a_model_from_files_and_its_fine_tune(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from bench.hf_factory import TEXT, save_family
+
+    source, text, run, out = tmp_path / "source", tmp_path / "text.txt", tmp_path / "run", tmp_path / "xc"
+    save_family(source, "gpt2")
+    text.write_text(TEXT)
+    assert tfx("train", "--model", str(source), "--text", str(text), "--steps", "3", "--out", str(run)).returncode == 0
+    proc = tfx("crosscoder", "train", "--model", str(source), "--model", str(run), "--text", str(text),
+               *QUICK, "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["sources"] == ["source", "run"] and data["hook"].endswith("hook_resid_post")
+    card = json.loads(tfx("crosscoder", "features", str(out), "--feature", "0", "--text", str(text), "--tokens", "300",
+                          "--json").stdout)["card"]
+    assert [s["source"] for s in card["sources"]] == ["source", "run"]

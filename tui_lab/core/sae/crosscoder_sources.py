@@ -23,8 +23,9 @@ Progress = Callable[[int, int], None]  # (rows done, rows in all)
 MAX_CONTEXT = 128  # windows are at most this long, as the SAE recipe's
 
 
-def check_sources(models: Sequence[HookedLike], labels: Sequence[str], hook: str) -> int:
-    """The hook's width, the same at every source; SAEError (one line) when the sources differ."""
+def check_sources(models: Sequence[HookedLike], labels: Sequence[str], hook: str, sample: torch.Tensor) -> int:
+    """The hook's width, the same at every source (one forward of ``sample``, (1, T) ids, each);
+    SAEError (one line) when the sources differ."""
     if len(models) < 2:
         raise SAEError(f"a crosscoder reads two or more sources, got {len(models)}")
     first_vocab = len(models[0].task.vocab)
@@ -34,7 +35,6 @@ def check_sources(models: Sequence[HookedLike], labels: Sequence[str], hook: str
         if len(model.task.vocab) != first_vocab:
             raise SAEError(f"{label}: a vocabulary of {len(model.task.vocab)} tokens, {labels[0]} has "
                            f"{first_vocab}: the sources must read the same tokens")
-    sample = shared_windows(models[0], None, 1, seed=0)[:1]
     widths = [site_width(m, hook, sample) for m in models]
     for width, label in zip(widths[1:], labels[1:], strict=True):
         if width != widths[0]:

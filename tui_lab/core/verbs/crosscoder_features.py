@@ -123,10 +123,10 @@ def source_table(cc: Crosscoder, models: Sequence[ModelInHand], text: str | None
     from tui_lab.core.sae.crosscoder_sources import check_sources, collect, shared_windows
 
     labels = [s.label for s in cc.cfg.sources]
-    width = check_sources(models, labels, cc.cfg.hook)
+    windows = shared_windows(models[0], text, tokens)
+    width = check_sources(models, labels, cc.cfg.hook, windows[:1])
     if width != cc.cfg.d_in:
         raise LabError(f"the crosscoder reads d_in={cc.cfg.d_in} but {cc.cfg.hook} has width {width}")
-    windows = shared_windows(models[0], text, tokens)
     acts = collect(models, windows, cc.cfg.hook, progress=lambda d, t: progress(d, t, "reading contexts"),
                    should_stop=cancelled)
     if acts is None:

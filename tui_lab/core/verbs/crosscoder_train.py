@@ -149,9 +149,8 @@ def run(request: Request, models: Sequence[ModelInHand] | None = None, progress:
     handles = list(models) if models is not None else open_sources(specs, request.device)
     labels = [f"source {chr(65 + i)} ({s.label})" for i, s in enumerate(specs)]
     hook = request.hook or last_resid(handles[0])
-    width = check_sources(handles, labels, hook)
-    text = read_text(request.text)
-    windows = shared_windows(handles[0], text, request.tokens, request.seed)
+    windows = shared_windows(handles[0], read_text(request.text), request.tokens, request.seed)
+    width = check_sources(handles, labels, hook, windows[:1])
     acts = collect(handles, windows, hook, progress=lambda d, t: progress(d, t, "collecting activations"),
                    should_stop=cancelled)
     if acts is None:
