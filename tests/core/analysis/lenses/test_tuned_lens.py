@@ -127,3 +127,18 @@ def test_a_lens_file_for_another_model_is_refused_in_one_line(tmp_path):
     assert "\n" not in str(err.value) and "unreadable" in str(err.value)
     with pytest.raises(LabError, match="no lens.json"):
         open_lens(tmp_path / "nowhere", other)
+
+
+def test_the_lens_functions_from_the_face_take_a_source(tmp_path):
+    from pathlib import Path
+
+    from tui_lab.core import fit_jacobian_lens, fit_tuned_lens, lens_readout, open_model
+
+    learned = Path(__file__).resolve().parents[3] / "data" / "learned-copy"
+    tuned, report = fit_tuned_lens(str(learned), steps=3)
+    jacobian, _ = fit_jacobian_lens(learned, prompts=1)
+    assert report.done == 3 and jacobian.matrices.shape == (1, 32, 32)
+    model = open_model(learned)
+    for lens in (None, tuned, jacobian):
+        out = lens_readout(model, "3141", lens)
+        assert out.output == "3141" and out.scores[-1].agreement == 1.0

@@ -19,12 +19,13 @@ each planting a one-hot cotangent for one dimension at every valid target positi
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
-from tui_lab.core.analysis.lenses.lens_data import BatchSource, LensBatch, lab_module
+from tui_lab.core.analysis.lenses.lens_data import BatchSource, LensBatch, in_hand, lab_module
 from tui_lab.core.analysis.lenses.lens_fit import (
     FitCancelled,
     FitProgress,
@@ -109,7 +110,7 @@ def prompt_jacobians(module: nn.Module, prompt: LensBatch, skip_first: int, dim_
 
 
 def fit_jacobian_lens(
-    model: ModelInHand,
+    model: ModelInHand | str | Path,
     *,
     text: str | None = None,
     prompts: int = 32,
@@ -120,9 +121,11 @@ def fit_jacobian_lens(
     cancelled: FitCancelled = never,
 ) -> tuple[JacobianLens, FitReport]:
     """A Jacobian lens for the model in hand, averaged over ``prompts`` prompts of its run's
-    data (or windows of ``text``); the lens and how the fit went."""
+    data (or windows of ``text``); the lens and how the fit went. ``model``: a model in hand,
+    or a source ``open_model`` opens."""
     if prompts < 1:
         raise LabError(f"--prompts {prompts}: at least 1")
+    model = in_hand(model)
     module = lab_module(model)
     n_layers = len(resid_post_names(module))
     d = int(model.config.model.d_model)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -45,6 +46,15 @@ class LensBatch:
             src = None if self.src is None else self.src[i : i + 1]
             out.append(LensBatch(self.tokens[i : i + 1, :n], src, self.mask[i : i + 1, :n]))
         return out
+
+
+def in_hand(model: ModelInHand | str | Path) -> ModelInHand:
+    """``model`` itself, or the model a source names (a run folder, a model folder, a cached
+    hub name) opened with ``open_model``: the lens functions take either."""
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.opening.model_in_hand import open_model
+
+    return model if isinstance(model, ModelInHand) else open_model(model)
 
 
 def lab_module(model: ModelInHand) -> EncoderDecoder | DecoderOnly:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import Tensor, nn
 
-from tui_lab.core.analysis.lenses.lens_data import LensBatch, lab_module
+from tui_lab.core.analysis.lenses.lens_data import LensBatch, in_hand, lab_module
 from tui_lab.core.analysis.lenses.logit_lens import (
     LensCell,
     LensTable,
@@ -127,12 +128,14 @@ def readout_of_decode(model: nn.Module, task: Task, result: DecodeResult, lens: 
     return LensReadout(lens.kind, result.input, result.output, table, top, scores)
 
 
-def lens_readout(model: ModelInHand, text: str, lens: Lens | None = None, top_k: int = 5,
+def lens_readout(model: ModelInHand | str | Path, text: str, lens: Lens | None = None, top_k: int = 5,
                  max_new: int | None = None) -> LensReadout:
-    """``lens`` (None: the logit lens) over the greedy decode of ``text`` by the model in hand:
-    per layer, each step's top tokens, the KL to the output and the top-1 agreement."""
+    """``lens`` (None: the logit lens) over the greedy decode of ``text`` by the model in hand
+    (or the one a source names): per layer, each step's top tokens, the KL to the output and
+    the top-1 agreement."""
     from tui_lab.core.decoding.decode import generate
 
+    model = in_hand(model)
     module = lab_module(model)
     with evaluating(module):
         result = generate(module, model.task, text, max_new_tokens=max_new, capture=False, report_k=1)

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
-from tui_lab.core.analysis.lenses.lens_data import BatchSource, LensBatch, lab_module
+from tui_lab.core.analysis.lenses.lens_data import BatchSource, LensBatch, in_hand, lab_module
 from tui_lab.core.analysis.lenses.lens_fit import (
     FitCancelled,
     FitProgress,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 
 def fit_tuned_lens(
-    model: ModelInHand,
+    model: ModelInHand | str | Path,
     *,
     text: str | None = None,
     steps: int = 200,
@@ -53,9 +54,10 @@ def fit_tuned_lens(
 ) -> tuple[TunedLens, FitReport]:
     """A tuned lens for the model in hand, trained for ``steps`` steps on its run's data
     (or windows of ``text``, a file's contents), from ``lens`` when given (else the identity);
-    the lens and how the fit went."""
+    the lens and how the fit went. ``model``: a model in hand, or a source ``open_model`` opens."""
     if steps < 1:
         raise LabError(f"--steps {steps}: at least 1")
+    model = in_hand(model)
     module = lab_module(model)
     if lens is None:
         lens = TunedLens(int(model.config.model.d_model), len(resid_post_names(module)))
