@@ -186,8 +186,9 @@ FEATURES: list[BindingType] = [
 CROSSCODER_DIFF: list[BindingType] = [
     Binding("g", "cycle_group", "New / gone / shared", id="crosscoder.group",
             tooltip="The next list: features new at the later source, gone at it, shared"),
-    Binding("e", "ask", "Open or train a crosscoder", id="crosscoder.ask",
-            tooltip="A crosscoder folder, or two snapshot steps of the run in hand (A,B) to train one"),
+    Binding("e", "ask", "Open or train a crosscoder / stop", id="crosscoder.ask",
+            tooltip="A crosscoder folder, or two snapshot steps of the run in hand (A,B) to train one; "
+                    "e while one trains stops it"),
 ]
 
 FEATURE_LIST: list[BindingType] = [

@@ -1,7 +1,7 @@
 """The Features pane's crosscoder diff view by keyboard, in a host that is not the lab: c shows
 it, e asks, two steps of the run in hand train a crosscoder, g cycles new / gone / shared,
 the arrows move and the card follows with contexts at both snapshots; a crosscoder folder
-given to the pane's open opens in the view; a bad answer is one line."""
+given to the pane's open opens in the view; a bad answer is one line; e stops a training."""
 
 from __future__ import annotations
 
@@ -117,4 +117,15 @@ async def test_a_crosscoder_folder_opens_in_the_view_and_bad_answers_are_one_lin
         for key in ("3", "comma", "8", "enter"):
             await pilot.press(key)
         await wait_until(pilot, lambda: "no snapshot at step 3" in _text(host, "#xc-status"), 30, "the refusal")
+        assert not (tmp_path / "runs" / "crosscoders").exists()
+        # a long training, stopped by e: nothing written
+        diff.train_steps = 10_000_000
+        await pilot.press("e")
+        for key in ("1", "comma", "8", "enter"):
+            await pilot.press(key)
+        assert diff.busy
+        await pilot.pause(0.3)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: "stopped" in _text(host, "#xc-status"), 30, "the stop")
+        assert not diff.busy
         assert not (tmp_path / "runs" / "crosscoders").exists()

@@ -2,7 +2,7 @@
 
 ``e`` asks for a crosscoder folder to open, or two snapshot steps of the run in hand
 (``A,B``; empty: an early one and the last) to train one on; the sources' contexts are
-then read once in a worker. ``g`` cycles the list (new at B, gone at B, shared); the
+then read once in a worker (``e`` while it runs stops it, nothing written). ``g`` cycles the list (new at B, gone at B, shared); the
 arrows move in it and the card follows: the feature's class, decoder norms and its top
 contexts at each source, shaded by activation. Enter opens the card for scrolling.
 """
@@ -47,6 +47,7 @@ class CrosscoderDiff(Vertical):
         self.group = GROUPS[0]
         self.run_dir: Path | None = None
         self.runs_root = Path(".")
+        self.busy = False  # a worker trains or reads
 
     def compose(self) -> ComposeResult:
         yield Static(id="xc-head")
@@ -71,7 +72,12 @@ class CrosscoderDiff(Vertical):
 
     # ---- keys ----------------------------------------------------------------------
     def action_ask(self) -> None:
-        """e: a crosscoder folder, or two steps of the run in hand to train one."""
+        """e: a crosscoder folder, or two steps of the run in hand to train one; while one is
+        being trained or read, e stops it (nothing is written)."""
+        if self.busy:
+            self.workers.cancel_group(self, "crosscoder")
+            self._status(Text("stopping…", style="dim"))
+            return
         ask = self.query_one("#xc-ask", Input)
         where = f"two steps of {self.run_dir.name} as A,B (empty: an early one and the last)" if self.run_dir \
             else "(the model in hand has no history to train on)"
@@ -102,7 +108,8 @@ class CrosscoderDiff(Vertical):
             self._status(Text(f"{value!r}: a folder, or two steps such as 100,1500", style="red"))
             return
         out = self.runs_root / "crosscoders" / f"xc-{time.strftime('%Y%m%d-%H%M%S')}"
-        self._status(Text("collecting activations at both snapshots…", style="dim"))
+        self._status(Text("collecting activations at both snapshots… (e stops)", style="dim"))
+        self.busy = True
         self.run_worker(partial(jobs.train_diff, self.post_message, str(self.run_dir), steps, str(out), self.d_sae,
                                 self.train_steps, self.tokens, self.table_tokens),
                         name="crosscoder", group="crosscoder", thread=True, exclusive=True, exit_on_error=False)
@@ -117,7 +124,8 @@ class CrosscoderDiff(Vertical):
 
     def open(self, folder: str) -> None:
         """Open a crosscoder's folder (its sources named in its cfg.json) and read its contexts."""
-        self._status(Text(f"opening {folder}…", style="dim"))
+        self._status(Text(f"opening {folder}… (e stops)", style="dim"))
+        self.busy = True
         self.run_worker(partial(jobs.open_diff, self.post_message, folder, self.table_tokens),
                         name="crosscoder", group="crosscoder", thread=True, exclusive=True, exit_on_error=False)
 
@@ -171,6 +179,7 @@ class CrosscoderDiff(Vertical):
         from tui_lab.core.verbs.crosscoder_features import feature_rows, summary
 
         message.stop()
+        self.busy = False
         self.ready = message
         self.summary = summary(message.crosscoder, message.fired)
         self.rows = feature_rows(message.crosscoder, message.fired)
@@ -182,4 +191,5 @@ class CrosscoderDiff(Vertical):
 
     def on_crosscoder_diff_diff_failed(self, message: jobs.DiffFailed) -> None:
         message.stop()
+        self.busy = False
         self._status(Text(message.text, style="red"))
