@@ -148,7 +148,8 @@ def _block(block: TransformerBlock, layer: int, x: Tensor, g: ComponentGraph, wr
         return x + attn_out
     r = g.mlp_reader(layer)
     delta = writers.delta(slice(r, r + 1))
-    mlp_in = mid if delta is None else mid + delta[:, :, 0]
+    # A view of its own: with a parallel residual ``mid`` is ``x``, whose gradient is everyone's.
+    mlp_in = mid.view_as(mid) if delta is None else mid + delta[:, :, 0]
     readers.append(mlp_in)
     assert block.norm2 is not None
     mlp_out = maybe_dropout(block.dropout, block.ff(block.norm2(mlp_in)))
@@ -173,7 +174,7 @@ def edge_forward(net: DecoderOnly, g: ComponentGraph, inputs: Tensor, pair: Patc
         assert isinstance(block, TransformerBlock)
         x = _block(block, layer, x, g, writers, readers)
     delta = writers.delta(slice(g.logits_reader, g.logits_reader + 1))
-    final_in = x if delta is None else x + delta[:, :, 0]
+    final_in = x.view_as(x) if delta is None else x + delta[:, :, 0]
     readers.append(final_in)
     at = final_in[:, pair.position]  # (B, d): only the answer's position is unembedded
     normed = at if net.decoder.norm is None else net.decoder.norm(at)
