@@ -123,7 +123,7 @@ for mod in ("yaml", "safetensors", "numpy", "rich", "platformdirs", "pytest", "t
         print(f"{mod} {getattr(m, '__version__', '?')} ({m.__file__})")
     except Exception as exc:
         print(f"{mod}: MISSING ({exc})")
-import tui_lab.core.train, tui_lab.core.decode  # noqa: E401 - the core imports without the UI
+import tui_lab.core.training.train, tui_lab.core.decoding.decode  # noqa: E401 - the core imports without the UI
 print("core imports: ok")
 if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0)
