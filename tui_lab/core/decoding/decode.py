@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import torch
 from torch import Tensor, nn
 
+from tui_lab.core.config.shape import Shape
 from tui_lab.core.decoding.sampling import check_sampling, pick
 from tui_lab.core.errors import LabError
 from tui_lab.core.eval_mode import evaluating
@@ -115,7 +116,8 @@ def face(model: nn.Module) -> ModelFace:
 
 
 def is_decoder_only(model: nn.Module) -> bool:
-    return not isinstance(model, EncoderDecoder)
+    # By the config's shape, not the class: bench's torch references (ModelFace) decode too.
+    return not isinstance(model, EncoderDecoder) and face(model).config.shape is not Shape.ENCODER_DECODER
 
 
 def max_positions(model: nn.Module) -> int:
