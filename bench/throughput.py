@@ -30,6 +30,7 @@ from tui_lab.core.config.presets import load_preset
 from tui_lab.core.model.models import build_model
 from tui_lab.core.tasks import make_task
 from tui_lab.core.tasks.vocab import PAD
+from tui_lab.core.training.mfu import matmul_peak, mfu, train_flops_per_token
 from tui_lab.core.training.schedule import make_optimizer
 
 GOAL = 1.1
@@ -175,6 +176,21 @@ def decoder_speed_vs_torch(quick: bool) -> Section:
             f"sinusoidal on both; lab {res['lab']['median']:,.0f} vs {res['torch']['median']:,.0f} tok/s "
             f"(median of {res['rounds']} rounds, range {res['lab']['ratio_min']:.2f}-{res['lab']['ratio_max']:.2f}; "
             f"CPU-time ratio {res['lab']['ratio_cpu']:.2f}); {sizes}",
+        )
+    )
+    fpt, peak = train_flops_per_token(shipped, len(task.vocab)), matmul_peak(torch.device("cpu"))
+    lab_mfu = mfu(shipped, fpt, res["lab_rope"]["median"], peak)
+    sec.values["decoder_mfu"] = round(lab_mfu, 4)
+    sec.values["decoder_mfu_torch"] = round(mfu(config, fpt, res["torch"]["median"], peak), 4)
+    sec.rows.append(
+        Row(
+            "  char-lm training MFU (lab, RoPE)",
+            f"{lab_mfu:.1%}",
+            "",
+            None,
+            f"{fpt:,} train FLOPs/token x {res['lab_rope']['median']:,.0f} tok/s over a {peak / 1e9:.1f} GFLOP/s "
+            f"fp32 matmul peak ({torch.get_num_threads()} threads; nn.TransformerEncoder "
+            f"{sec.values['decoder_mfu_torch']:.1%})",
         )
     )
     sec.rows.append(
