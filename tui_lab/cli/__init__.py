@@ -27,6 +27,7 @@ from . import (
     evaluate,
     export,
     fourier,
+    graph,
     heads,
     hooks,
     lab,
@@ -47,7 +48,7 @@ from . import (
 from .shared import PROG, print_error
 
 # In the order ``tfx-lab --help`` lists them (``lab`` adds ``watch``, ``runs`` adds ``compare``).
-COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, lens, trace, steer, sae, transcoder, crosscoder, serve, export, probe, das)
+COMMANDS = (presets, params, train, evaluate, decode, heads, hooks, fourier, basics, lab, runs, sweep, ablate, patch, circuit, dla, lens, trace, steer, sae, transcoder, graph, crosscoder, serve, export, probe, das)
 
 
 class UsageError(Exception):

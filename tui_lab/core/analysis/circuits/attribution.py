@@ -188,6 +188,7 @@ def attribute(
         logit_tokens=targets.ids, logit_labels=[vocab.label(i) for i in targets.ids],
         logit_probabilities=targets.probabilities, adjacency=full, scan=transcoders.scan,
         model_name=model.config.name, step=model.step,
+        token_texts=[vocab.decode([i], stop_at_eos=False) for i in ids],
     )
 
 

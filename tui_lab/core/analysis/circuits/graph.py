@@ -80,6 +80,7 @@ class AttributionGraph:
     model_name: str = ""
     step: int | None = None
     feature_labels: dict[tuple[int, int], str] = field(default_factory=dict)
+    token_texts: list[str] = field(default_factory=list)  # each token decoded (the graph file's prompt_tokens)
 
     @property
     def n_pos(self) -> int:

@@ -70,7 +70,7 @@ def graph_json(
     connected = {link["source"] for link in links} | {link["target"] for link in links}
     used = [n for n in nodes.values() if n["node_id"] in connected or n["feature_type"] in ("embedding", "logit")]
     metadata: JSON = {
-        "slug": slug, "scan": graph.scan, "transcoder_list": [], "prompt_tokens": list(graph.token_labels),
+        "slug": slug, "scan": graph.scan, "transcoder_list": [], "prompt_tokens": list(graph.token_texts or graph.token_labels),
         "prompt": graph.text, "node_threshold": node_threshold, "schema_version": 1,
     }
     q_params: JSON = {"pinnedIds": [], "supernodes": [], "linkType": "both", "clickedId": "", "sg_pos": ""}
@@ -85,6 +85,9 @@ def write_graph_file(data: JSON, path: Path) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=2)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's file is private; the graph file is not
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -33,6 +33,8 @@ from torch import Tensor, nn
 
 from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
+from tui_lab.core.model.layers import TransformerBlock
+from tui_lab.core.model.models import DecoderOnly
 from tui_lab.core.opening.in_hand import ModelInHand
 from tui_lab.core.sae.transcoder import TranscoderSet
 
@@ -133,6 +135,10 @@ def check_replaceable(model: ModelInHand, transcoders: TranscoderSet) -> None:
     if not c.d_ff:
         raise ReplacementError("this model has no MLPs for transcoders to replace (attention-only)")
     n_layers = len(_blocks(model))
+    known = set(model.hook_names())
+    for hook in (transcoders.feature_input_hook, transcoders.feature_output_hook):
+        if f"blocks.0.{hook}" not in known:
+            raise ReplacementError(f"the transcoder set names hook {hook!r}, which this model lacks (tfx-lab hooks lists them)")
     if len(transcoders) != n_layers:
         raise ReplacementError(f"the transcoder set has {len(transcoders)} layers; the model has {n_layers}")
     if transcoders.d_model != c.d_model:
@@ -146,10 +152,25 @@ def check_replaceable(model: ModelInHand, transcoders: TranscoderSet) -> None:
                                f"(it reads {'ln2.hook_normalized' if c.parallel_residual else ' or '.join(INPUT_HOOKS)})")
 
 
-def _blocks(model: ModelInHand) -> nn.ModuleList:
-    layers = model.model.decoder.layers
-    assert isinstance(layers, nn.ModuleList)
-    return layers
+def decoder_only(model: ModelInHand) -> DecoderOnly:
+    """The model's ``DecoderOnly`` module (a decoder-only model in hand has one)."""
+    module = model.model
+    if not isinstance(module, DecoderOnly):
+        raise ReplacementError(f"attribution graphs need a decoder-only model; this one is {model.shape.value}")
+    return module
+
+
+def _blocks(model: ModelInHand) -> list[TransformerBlock]:
+    blocks = [b for b in decoder_only(model).decoder.layers if isinstance(b, TransformerBlock)]
+    assert len(blocks) == len(decoder_only(model).decoder.layers)
+    return blocks
+
+
+def final_norm(model: ModelInHand) -> nn.Module:
+    """The pre-norm stack's final norm (``ln_final``)."""
+    norm = decoder_only(model).decoder.norm
+    assert isinstance(norm, nn.Module)
+    return norm
 
 
 def freeze_norm(norm: nn.Module, x: Tensor) -> FrozenNorm:
@@ -161,7 +182,9 @@ def freeze_norm(norm: nn.Module, x: Tensor) -> FrozenNorm:
     eps = getattr(norm, "eps", None)
     eps = float(eps) if eps is not None else torch.finfo(x.dtype).eps
     scale = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps).to(x.dtype)
-    weight = norm.weight.detach().float() + float(getattr(norm, "offset", 0.0))
+    gain = norm.weight
+    assert isinstance(gain, Tensor)
+    weight = gain.detach().float() + float(getattr(norm, "offset", 0.0))
     return FrozenNorm(scale, weight.to(x.dtype), None, False)
 
 
@@ -253,10 +276,8 @@ def build_replacement(model: ModelInHand, ids: list[int], transcoders: Transcode
         logits, cache = model.run_with_cache(torch.tensor([ids], device=model.device), names)
     one = {name: value[0].float() for name, value in cache.items()}  # batch of one
     layers = [_frozen_layer(block, layer, one, transcoders) for layer, block in enumerate(blocks)]
-    final_norm = model.model.decoder.norm
-    assert final_norm is not None  # pre-norm stacks have one
-    final = freeze_norm(final_norm, one[f"blocks.{len(blocks) - 1}.hook_resid_post"])
-    head = model.model.lm_head.weight.detach().float()  # (V, d)
+    final = freeze_norm(final_norm(model), one[f"blocks.{len(blocks) - 1}.hook_resid_post"])
+    head = decoder_only(model).lm_head.weight.detach().float()  # (V, d)
     return LocalReplacement(
         ids=list(ids), layers=layers, final=final, unembed=head, token_vectors=one["hook_embed"],
         inputs=[one[transcoders.input_hook(i)] for i in range(len(blocks))],
@@ -265,12 +286,13 @@ def build_replacement(model: ModelInHand, ids: list[int], transcoders: Transcode
     )
 
 
-def _frozen_layer(block: nn.Module, layer: int, one: dict[str, Tensor], transcoders: TranscoderSet) -> FrozenLayer:
+def _frozen_layer(block: TransformerBlock, layer: int, one: dict[str, Tensor], transcoders: TranscoderSet) -> FrozenLayer:
     p = f"blocks.{layer}."
     attn = block.self_attn
     parallel = bool(block.parallel)
     resid_pre = one[p + "hook_resid_pre"]
     ln2 = None
+    assert block.norm1 is not None and block.norm2 is not None  # input norms: checked replaceable
     if transcoders.feature_input_hook == "ln2.hook_normalized":
         ln2 = freeze_norm(block.norm2, resid_pre if parallel else one[p + "hook_resid_mid"])
     tc = transcoders[layer]

@@ -1,0 +1,97 @@
+"""`tfx-lab graph`: an attribution graph over transcoders; the JSON is circuit-tracer's graph
+file, `--neuronpedia` writes the same file; hostile input is one line and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.hf_factory import save_family
+from tests.core.analysis.circuits.conftest import random_transcoders
+from tui_lab.cli import main
+from tui_lab.core.opening.model_in_hand import open_model
+from tui_lab.core.sae.transcoder import save_transcoders
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("graph-cli")
+    save_family(root / "model", "gpt2")
+    save_transcoders(random_transcoders(open_model(root / "model")), root / "tc")
+    return root / "model", root / "tc"
+
+
+def test_json_is_the_graph_file_and_neuronpedia_writes_it(folders: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    model, tc = folders
+    out = tmp_path / "g.json"
+    args = ["graph", "--model", str(model), "--transcoders", str(tc), "--input", "The cat sat"]
+    assert main([*args, "--neuronpedia", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed) == {"metadata", "qParams", "nodes", "links"}
+    assert json.loads(out.read_text()) == printed
+    kinds = {n["feature_type"] for n in printed["nodes"]}
+    assert {"embedding", "logit"} <= kinds
+    ids = {n["node_id"] for n in printed["nodes"]}
+    assert all(link["source"] in ids and link["target"] in ids for link in printed["links"])
+    assert printed["metadata"]["slug"] == "g" and 0.0 <= printed["metadata"]["replacement_score"] <= 1.0
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "replacement score" in text and "<- traced" in text
+
+
+def _refused(args: list[str], out: Path, capsys, fragment: str) -> None:
+    capsys.readouterr()  # what saving the fixtures printed
+    assert main([*args, "--neuronpedia", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and fragment in err, err
+    assert not out.exists() and not any(out.parent.glob(f".{out.name}*"))
+
+
+def test_transcoders_for_another_model(folders: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    model, _ = folders
+    save_family(tmp_path / "wide", "gpt2", n_embd=48)
+    save_transcoders(random_transcoders(open_model(tmp_path / "wide")), tmp_path / "wide_tc")
+    save_family(tmp_path / "deep", "gpt2", n_layer=3)
+    save_transcoders(random_transcoders(open_model(tmp_path / "deep")), tmp_path / "deep_tc")
+    for tc, fragment in ((tmp_path / "wide_tc", "d_model"), (tmp_path / "deep_tc", "layer")):
+        _refused(["graph", "--model", str(model), "--transcoders", str(tc), "--input", "The cat"],
+                 tmp_path / "g.json", capsys, fragment)
+
+
+def test_a_truncated_layer_file(folders: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    model, tc = folders
+    broken = tmp_path / "tc"
+    broken.mkdir()
+    for f in tc.iterdir():
+        data = f.read_bytes()
+        (broken / f.name).write_bytes(data[: len(data) // 2] if f.name == "layer_1.safetensors" else data)
+    _refused(["graph", "--model", str(model), "--transcoders", str(broken), "--input", "The cat"],
+             tmp_path / "g.json", capsys, "layer_1")
+
+
+def test_config_naming_hooks_the_model_lacks(folders: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    model, tc = folders
+    odd = tmp_path / "tc"
+    odd.mkdir()
+    for f in tc.iterdir():
+        (odd / f.name).write_bytes(f.read_bytes())
+    config = (odd / "config.yaml").read_text().replace("ln2.hook_normalized", "mlp.hook_in")
+    (odd / "config.yaml").write_text(config)
+    _refused(["graph", "--model", str(model), "--transcoders", str(odd), "--input", "The cat"],
+             tmp_path / "g.json", capsys, "mlp.hook_in")
+
+
+def test_a_prompt_past_the_context(folders: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    model, tc = folders
+    _refused(["graph", "--model", str(model), "--transcoders", str(tc), "--input", "The cat sat. " * 40],
+             tmp_path / "g.json", capsys, "64")
+
+
+def test_a_family_it_cannot_replace_says_so(tmp_path: Path, capsys) -> None:
+    save_family(tmp_path / "gemma2", "gemma2")
+    model = open_model(tmp_path / "gemma2")
+    save_transcoders(random_transcoders(model), tmp_path / "tc")
+    _refused(["graph", "--model", str(tmp_path / "gemma2"), "--transcoders", str(tmp_path / "tc"), "--input", "hi"],
+             tmp_path / "g.json", capsys, "norm")
