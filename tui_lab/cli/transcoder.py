@@ -77,6 +77,7 @@ def _history(text: str | None) -> tuple[int, ...]:
 
 def train(args: argparse.Namespace) -> int:
     """Train the set (or one per history step) and print its metrics."""
+    from tui_lab.core.model.device import set_threads
     from tui_lab.core.opening.model_in_hand import open_model
     from tui_lab.core.verbs.transcoder_train import Request, parse_layers, run
 
@@ -88,6 +89,7 @@ def train(args: argparse.Namespace) -> int:
         raise LabError("--history needs a run with history (--run R)")
     source = args.model if args.model is not None else args.run
     handle = open_model(source, at_step=args.at_step, device=args.device)
+    set_threads(0)  # passes over many tokens split well across cores (as sae train)
     said = [0.0]
 
     def progress(done: int, total: int, what: str) -> None:

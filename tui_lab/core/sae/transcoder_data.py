@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from tui_lab.core.errors import LabError
-from tui_lab.core.sae.transcoder import TranscoderSet
+from tui_lab.core.sae.transcoder_layers import TranscoderSet
 
 if TYPE_CHECKING:
     from tui_lab.core.model.hook_points import HookFn

@@ -36,7 +36,7 @@ from safetensors.torch import save as safetensors_bytes
 from tui_lab.core.runs.run_files import reason
 from tui_lab.core.sae.errors import SAEError
 from tui_lab.core.sae.folder import read_tensors, write_files
-from tui_lab.core.sae.transcoder import DEFAULT_OUTPUT_HOOK, Transcoder, TranscoderSet
+from tui_lab.core.sae.transcoder_layers import DEFAULT_OUTPUT_HOOK, Transcoder, TranscoderSet
 
 if TYPE_CHECKING:
     from tui_lab.core.sae.activations import HookedLike

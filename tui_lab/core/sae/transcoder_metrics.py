@@ -20,8 +20,8 @@ import torch.nn.functional as F
 
 from tui_lab.core.sae.evaluation import ReconstructionStats
 from tui_lab.core.sae.metrics import ce_loss_recovered
-from tui_lab.core.sae.transcoder import TranscoderSet
 from tui_lab.core.sae.transcoder_data import IGNORE, Windows, pair_hooks, replacing_hooks
+from tui_lab.core.sae.transcoder_layers import TranscoderSet
 
 if TYPE_CHECKING:
     from tui_lab.core.sae.activations import HookedLike

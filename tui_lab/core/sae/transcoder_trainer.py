@@ -28,7 +28,7 @@ from tui_lab.core.sae.jumprelu import step
 from tui_lab.core.sae.losses import Coefficients
 from tui_lab.core.sae.metrics import explained_variance, l0, mse
 from tui_lab.core.sae.settings import TrainSettings
-from tui_lab.core.sae.transcoder import Transcoder, TranscoderSet
+from tui_lab.core.sae.transcoder_layers import Transcoder, TranscoderSet
 
 # Numbers (such as CE loss recovered) the evaluation callback adds to a step event.
 Evaluate = Callable[[TranscoderSet], dict[str, float]]
