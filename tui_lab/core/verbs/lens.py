@@ -3,7 +3,9 @@
 ``tfx-lab lens`` runs ``run``: the lens (opened from ``lens_file``, else fitted on the
 run's data or a text file, and saved to ``out`` when asked) over the greedy decode of
 the input, per layer its top tokens, KL to the output and top-1 agreement. A lens that
-was fitted is also scored on held-out data beside the logit lens (``held_out``).
+was fitted is also scored beside the logit lens on fresh batches (``held_out``: drawn
+with a seed the fit never uses; for a text file, other windows of the same text, which
+may overlap the ones it was fitted on).
 The Decode pane's lens switch calls ``lens_for`` from its worker.
 """
 
@@ -75,8 +77,8 @@ class Request:
 
 @dataclass
 class Result:
-    """The readout; for a fitted lens how the fit went, where it was saved, and held-out
-    scores per layer (the lens's beside the logit lens's)."""
+    """The readout; for a fitted lens how the fit went, where it was saved, and its scores
+    per layer on fresh batches (the lens's beside the logit lens's)."""
 
     readout: LensReadout
     fit: FitReport | None = None
