@@ -59,6 +59,12 @@ def add_parser(sub: Subparsers) -> None:
     _add_sae_and_model(e)
     _add_text(e)
     e.add_argument("--tokens", type=int, default=50_000, help="held-out rows to measure on (default 50000)")
+    e.add_argument("--saebench", metavar="OUT.json", default=None,
+                   help="also write SAEBench's core evaluation (its JSON layout) to OUT.json")
+    e.add_argument("--saebench-prompts", type=int, default=16, metavar="N",
+                   help="SAEBench: held-out windows per batch (default 16)")
+    e.add_argument("--saebench-batches", type=int, default=10, metavar="N",
+                   help="SAEBench: batches scored for CE and KL (default 10; the first one for the rest)")
     add_json(e)
     e.set_defaults(handler=evaluate)
     f = actions.add_parser("features", help="features by density, or one feature's contexts, histogram, logit effects")
@@ -160,7 +166,8 @@ def evaluate(args: argparse.Namespace) -> int:
     """The SAE's metrics on held-out text at its hook."""
     from tui_lab.core.verbs.sae_eval import KEYS, Request, run
 
-    request = Request(args.dir, args.text, args.tokens, args.device, target_name(args))
+    request = Request(args.dir, args.text, args.tokens, args.device, target_name(args), args.saebench,
+                      args.saebench_prompts, args.saebench_batches)
     result = run(request, _open(args))
     if args.json:
         emit_json(result.to_json())
@@ -168,7 +175,19 @@ def evaluate(args: argparse.Namespace) -> int:
     print(f"{args.dir} at {result.hook}, {result.metrics['tokens']:,} held-out tokens")
     for key in KEYS:
         print(f"  {key:<20} {result.metrics[key]:.4f}")
+    if result.saebench is not None:
+        _show_saebench(result.saebench, str(result.saebench_file))
     return 0
+
+
+def _show_saebench(core: dict[str, object], where: str) -> None:
+    """SAEBench's core metrics, category by category, and where the file is."""
+    print(f"SAEBench core evaluation (sae-bench 0.6.0's layout) written to {where}:")
+    categories = core["eval_result_metrics"]
+    assert isinstance(categories, dict)
+    for category, numbers in categories.items():
+        shown = "  ".join(f"{key} {value:.4g}" for key, value in numbers.items())
+        print(f"  {category}: {shown}")
 
 
 def features(args: argparse.Namespace) -> int:
