@@ -5,6 +5,8 @@ the two keys are in the pane's help without clashing with its other keys."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -62,16 +64,38 @@ async def test_g_scores_the_edges_and_k_checks_the_known_circuit(tmp_path: Path)
         assert pane.view.view == "map" and not edges.display
 
 
-async def test_k_first_scores_then_checks_and_escape_cancels(tmp_path: Path) -> None:
+async def test_k_first_scores_then_checks(tmp_path: Path) -> None:
     host, pane = _host(INDUCTION_RUN, tmp_path)
     async with host.run_test(size=SIZE) as pilot:
         pane.focus_default()
         edges = host.query_one(EdgesPanel)
         await _settled(pilot, edges, "k")  # scores, then checks
         assert edges.view.result is not None and edges.view.check is not None
-        edges._begin("a long job")  # as if one were under way: escape ends it
+        assert pane.view.view == "edges"
+
+
+async def test_escape_cancels_the_job_under_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui_lab.ui.panes.patch import edges_workers
+
+    stopped = threading.Event()
+
+    def slow(*_args: object) -> None:  # a job that runs until its worker is cancelled
+        while not edges_workers._cancelled():
+            time.sleep(0.01)
+        stopped.set()
+
+    monkeypatch.setattr(edges_workers, "score", slow)
+    host, pane = _host(INDUCTION_RUN, tmp_path)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        edges = host.query_one(EdgesPanel)
+        await pilot.press("g")
+        await pilot.pause()
+        assert edges.running and "escape cancels" in str(host.query_one("#edges-status").render())
         await pilot.press("escape")
+        await wait_until(pilot, stopped.is_set, 10, "the job to see its cancellation")
         assert not edges.running and "cancelled" in str(host.query_one("#edges-status").render())
+        assert edges.view.result is None
 
 
 async def test_a_run_with_history_gets_the_final_circuit_over_its_snapshots(tmp_path: Path,
