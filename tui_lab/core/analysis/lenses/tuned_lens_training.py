@@ -34,6 +34,10 @@ from tui_lab.core.analysis.lenses.tuned_lens import TunedLens
 from tui_lab.core.errors import LabError
 from tui_lab.core.eval_mode import evaluating
 
+# Steps each batch serves: 4 took half the time of 1 on the char-lm preset for the same
+# KL on fresh batches (bench/lenses.py, RESULTS.md).
+REUSE = 4
+
 if TYPE_CHECKING:
     from torch import nn
 
@@ -49,12 +53,15 @@ def fit_tuned_lens(
     lr: float = 3e-3,
     seed: int = 0,
     lens: TunedLens | None = None,
+    reuse: int = REUSE,
     progress: FitProgress = quiet,
     cancelled: FitCancelled = never,
 ) -> tuple[TunedLens, FitReport]:
     """A tuned lens for the model in hand, trained for ``steps`` steps on its run's data
     (or windows of ``text``, a file's contents), from ``lens`` when given (else the identity);
-    the lens and how the fit went. ``model``: a model in hand, or a source ``open_model`` opens."""
+    the lens and how the fit went. ``model``: a model in hand, or a source ``open_model`` opens.
+    Each batch's streams serve ``reuse`` steps in a row (the model's forward pass is most of a
+    step's cost; the translators are small)."""
     if steps < 1:
         raise LabError(f"--steps {steps}: at least 1")
     model = in_hand(model)
@@ -72,10 +79,12 @@ def fit_tuned_lens(
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     source = BatchSource(model, text, batch_size, seed)
+    read: tuple[list[Tensor], Tensor] | None = None
     for step in range(steps):
         stop_if(cancelled)
-        batch = source.next()
-        loss = _step(module, lens, batch, params, opt)
+        if read is None or step % max(1, reuse) == 0:
+            read = _streams(module, source.next())
+        loss = _step(module, lens, *read, params, opt)
         sched.step()
         report.losses.append(loss)
         progress(step + 1, steps, f"tuned lens: step {step + 1}/{steps}, loss {loss:.4f}")
@@ -83,11 +92,17 @@ def fit_tuned_lens(
     return lens, report
 
 
-def _step(module: nn.Module, lens: TunedLens, batch: LensBatch, params: list[Tensor], opt: torch.optim.Optimizer) -> float:
-    """One optimiser step on ``batch``; the summed KL over the layers before it."""
+def _streams(module: nn.Module, batch: LensBatch) -> tuple[list[Tensor], Tensor]:
+    """Every layer's output at ``batch``'s real positions, (N, d) each, and the output's
+    log-probabilities (N, V): what the translators are fitted to."""
     with torch.no_grad(), evaluating(module):
-        streams = [s[batch.mask] for s in layer_streams(module, lambda: batch.forward(module))]  # (N, d) each
-        target = lens_logits(module, streams[-1]).log_softmax(dim=-1)  # (N, V)
+        streams = [s[batch.mask] for s in layer_streams(module, lambda: batch.forward(module))]
+        return streams, lens_logits(module, streams[-1]).log_softmax(dim=-1)
+
+
+def _step(module: nn.Module, lens: TunedLens, streams: list[Tensor], target: Tensor, params: list[Tensor],
+          opt: torch.optim.Optimizer) -> float:
+    """One optimiser step; the summed KL over the layers before it."""
     p = target.exp()
     loss = torch.zeros((), device=target.device)
     for layer, h in enumerate(streams[:-1]):
