@@ -36,6 +36,8 @@ CONTRACT = {
     "patch": ["--run", "--model", "--clean", "--corrupt", "--answer", "--wrong", "--pair", "--site", "--method",
               "--at-step", "--json"],
     "dla": ["--run", "--model", "--input", "--answer", "--wrong", "--json"],
+    "circuit": ["--run", "--model", "--pair", "--clean", "--corrupt", "--answer", "--wrong", "--method",
+                "--ig-steps", "--top", "--json"],
     "lens": ["--run", "--model", "--input", "--lens", "--lens-file", "--text", "--steps", "--prompts", "--out",
              "--at-step", "--json"],
     "trace": ["--run", "--model", "--input", "--subject", "--answer", "--json"],
