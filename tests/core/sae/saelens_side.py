@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 from sae_lens import SAE
 from sae_lens.saes import (
     BatchTopKTrainingSAE,
@@ -26,6 +25,7 @@ from sae_lens.saes import (
     MatryoshkaBatchTopKTrainingSAEConfig,
 )
 from sae_lens.saes.sae import TrainStepInput
+from safetensors.torch import load_file, save_file
 
 
 def main(work: Path) -> None:
