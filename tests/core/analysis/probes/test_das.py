@@ -10,7 +10,7 @@ from torch import Tensor
 
 from tui_lab.core.analysis.probes.das import Pairs, das_score, interchange, random_basis
 
-D = 8
+D = 32
 
 
 def _model(seed: int = 0) -> tuple[Tensor, Tensor, Tensor, Callable[[Tensor, Callable[[Tensor], Tensor]], Tensor]]:
@@ -40,7 +40,7 @@ def _pairs(x: Tensor, v: Tensor, seed: int) -> Pairs:
     keep = v[base] != v[source]
     base, source = base[keep], source[keep]
     zeros = torch.zeros_like(base)
-    return Pairs(base, zeros, zeros, x[source, 0], v[source])
+    return Pairs(base, zeros, zeros, x[source, 0], v[source], key=source)
 
 
 def test_das_finds_the_planted_direction_and_the_controls_fail() -> None:

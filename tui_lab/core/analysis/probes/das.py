@@ -14,16 +14,19 @@ intervention accuracy (IIA) is the share of held-out pairs whose intervened
 prediction is that token. Pairs are drawn so the counterfactual differs from the
 base's own answer, so an intervention that does nothing scores about 0.
 
-The controls (as interchange analyses report them): a random k-dim subspace (IIA of
-an orthonormal basis drawn at random, not trained) and random labels (a subspace
-trained and scored on counterfactual tokens shuffled across pairs: what the
-intervention can fit with no variable behind it). ``full_swap`` is the whole
-activation interchanged (k = d: activation patching); it carries every other
-variable of the source along, so a subspace can score above it.
+The controls, as TransformerLens 4.3's ``tools/analysis/interchange.py`` defines them:
+a random subspace (its ``NormMatchedPlacebo``: each base moved exactly as far as the
+learnt interchange moves it, but inside a random k-dim subspace) and random labels
+(its ``arbitrary_targets``: a fixed pseudo-random class per source, drawn from the
+targets' classes, on which a subspace is trained and scored the same way: what the
+intervention's expressivity alone fits). ``full_swap`` is the whole activation
+interchanged (k = d: activation patching); it carries every other variable of the
+source along, so a subspace can score above it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,6 +54,7 @@ class Pairs:
     read: Tensor  # (P,) long: the position whose prediction is scored
     source: Tensor  # (P, d): the source's activation at its slot
     target: Tensor  # (P,) long: the counterfactual token id
+    key: Tensor | None = None  # (P,) long: the source's identity (the random-label control's key)
 
     def __len__(self) -> int:
         return int(self.rows.numel())
@@ -58,10 +62,10 @@ class Pairs:
     def take(self, index: Tensor) -> Pairs:
         """The pairs at ``index``."""
         return Pairs(self.rows[index], self.position[index], self.read[index], self.source[index],
-                     self.target[index])
+                     self.target[index], None if self.key is None else self.key[index])
 
     def with_targets(self, target: Tensor) -> Pairs:
-        return Pairs(self.rows, self.position, self.read, self.source, target)
+        return Pairs(self.rows, self.position, self.read, self.source, target, self.key)
 
 
 def interchange(x: Tensor, position: Tensor, source: Tensor, basis: Tensor) -> Tensor:
@@ -74,26 +78,42 @@ def interchange(x: Tensor, position: Tensor, source: Tensor, basis: Tensor) -> T
     return x + at * delta[:, None, :]
 
 
-def _logits_at(forward: Forward, pairs: Pairs, basis: Tensor) -> Tensor:
-    device_basis = basis
+def placebo(x: Tensor, position: Tensor, source: Tensor, basis: Tensor, random: Tensor) -> Tensor:
+    """The norm-matched random-subspace placebo: each row moved as far as ``basis``'s
+    interchange moves it, along the source's difference projected on ``random``'s span."""
+    rows = torch.arange(x.size(0), device=x.device)
+    diff = source.to(x.dtype) - x[rows, position]  # (B, d)
+    distance = (diff @ basis @ basis.T).norm(dim=-1, keepdim=True)  # (B, 1)
+    move = diff @ random @ random.T  # (B, d)
+    delta = move * (distance / move.norm(dim=-1, keepdim=True).clamp_min(1e-8))
+    at = F.one_hot(position, x.size(1)).to(x.dtype)[..., None]  # (B, T, 1)
+    return x + at * delta[:, None, :]
 
-    def edit(x: Tensor) -> Tensor:
-        return interchange(x, pairs.position.to(x.device), pairs.source.to(x.device), device_basis.to(x.device))
 
-    logits = forward(pairs.rows, edit)  # (B, T, V)
+Edit = Callable[[Tensor, Tensor, Tensor], Tensor]  # (x, position, source) -> x intervened
+
+
+def _logits_at(forward: Forward, pairs: Pairs, basis: Tensor, edit: Edit | None = None) -> Tensor:
+    def swap(x: Tensor) -> Tensor:
+        position, source = pairs.position.to(x.device), pairs.source.to(x.device)
+        if edit is not None:
+            return edit(x, position, source)
+        return interchange(x, position, source, basis.to(x.device))
+
+    logits = forward(pairs.rows, swap)  # (B, T, V)
     rows = torch.arange(len(pairs), device=logits.device)
     return logits[rows, pairs.read.to(logits.device)].float().cpu()  # (B, V)
 
 
-def iia(forward: Forward, pairs: Pairs, basis: Tensor, batch: int = BATCH) -> float:
-    """Interchange intervention accuracy of ``basis`` on ``pairs``."""
+def iia(forward: Forward, pairs: Pairs, basis: Tensor, batch: int = BATCH, edit: Edit | None = None) -> float:
+    """Interchange intervention accuracy of ``basis`` on ``pairs`` (``edit``: another intervention)."""
     if len(pairs) == 0:
         return float("nan")
     hits = 0
     with torch.no_grad():
         for lo in range(0, len(pairs), batch):
             part = pairs.take(torch.arange(lo, min(len(pairs), lo + batch)))
-            hits += int((_logits_at(forward, part, basis).argmax(-1) == part.target).sum())
+            hits += int((_logits_at(forward, part, basis, edit).argmax(-1) == part.target).sum())
     return hits / len(pairs)
 
 
@@ -159,15 +179,28 @@ def das_score(forward: Forward, train: Pairs, test: Pairs, rank: int, *, steps: 
     if not controls:
         return DasScore(score, nan, nan, nan, len(train), len(test)), basis
     d = train.source.size(1)
-    gen = torch.Generator().manual_seed(seed + 7)
-    shuffled_train = train.with_targets(train.target[torch.randperm(len(train), generator=gen)])
-    shuffled_test = test.with_targets(test.target[torch.randperm(len(test), generator=gen)])
-    random_fit = fit_basis(forward, shuffled_train, rank, steps=steps, seed=seed + 1, cancelled=cancelled)
+    classes = torch.unique(torch.cat([train.target, test.target]))
+    arbitrary_train = train.with_targets(arbitrary_targets(train, classes, seed))
+    arbitrary_test = test.with_targets(arbitrary_targets(test, classes, seed))
+    arbitrary_fit = fit_basis(forward, arbitrary_train, rank, steps=steps, seed=seed, cancelled=cancelled)
+    random = random_basis(d, rank, seed + 2)
     return DasScore(
         iia=score,
-        random_subspace=iia(forward, test, random_basis(d, rank, seed + 2)),
-        random_labels=iia(forward, shuffled_test, random_fit),
+        random_subspace=iia(forward, test, basis, edit=lambda x, p, s: placebo(x, p, s, basis.to(x.device),
+                                                                               random.to(x.device))),
+        random_labels=iia(forward, arbitrary_test, arbitrary_fit),
         full_swap=iia(forward, test, torch.eye(d)),
         n_train=len(train),
         n_test=len(test),
     ), basis
+
+
+def arbitrary_targets(pairs: Pairs, classes: Tensor, seed: int) -> Tensor:
+    """A fixed pseudo-random class (one of ``classes``) per source key: equal keys, equal classes."""
+    keys = pairs.key if pairs.key is not None else torch.arange(len(pairs))
+
+    def draw(key: int) -> int:
+        digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % len(classes)
+
+    return classes[torch.tensor([draw(int(k)) for k in keys], dtype=torch.long)]

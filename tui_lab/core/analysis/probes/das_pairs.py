@@ -48,7 +48,7 @@ class PairPlan:
     def pairs(self, data: SlotData, hook: str) -> tuple[Pairs, Pairs]:
         """(train, test) pairs with the source activations of ``hook``."""
         pairs = Pairs(data.example[self.base], data.position[self.base], self.read,
-                      data.resid[hook][self.source], self.target)
+                      data.resid[hook][self.source], self.target, self.source)
         return pairs.take(torch.nonzero(~self.test).flatten()), pairs.take(torch.nonzero(self.test).flatten())
 
 
