@@ -37,6 +37,13 @@ def test_json_has_the_issues_keys_and_the_functions_numbers() -> None:
         (out["path"]["patched"] - out["corrupt"]) / (out["clean"] - out["corrupt"]), abs=1e-5)
 
 
+def test_a_mean_ablation_says_so_and_starts_from_its_empty_circuit() -> None:
+    out = _json("--method", "eap", "--mean", "4")
+    assert out["ablation"] == "mean of 4 held-out inputs"
+    assert out["faithfulness"][-1]["recovered"] == pytest.approx(1.0, abs=1e-5)
+    assert _json("--method", "eap")["ablation"] == "corrupt"
+
+
 def test_path_equals_the_exact_edge_score() -> None:
     out = _json("--method", "exact", "--top", "81", "--path", "a0.h0->a1.h2<k>")
     exact = {f"{e['from']}->{e['to']}": e["score"] for e in out["edges"]}
@@ -61,6 +68,9 @@ def test_eap_ig_by_default_and_a_typed_pair_in_text() -> None:
     (["--pair", "induction", "--ig-steps", "0"], "--ig-steps: must be >= 1"),
     (["--pair", "induction", "--method", "acdc"], "unknown method 'acdc'"),
     (["--pair", "induction", "--clean", "ab"], "either --pair or"),
+    (["--pair", "induction", "--mean", "-2"], "--mean: must be >= 0"),
+    (["--clean", "abcdefgabc", "--corrupt", "uvwxyzgabc", "--answer", "d", "--wrong", "x", "--mean", "4"],
+     "--mean takes its held-out inputs"),
 ])
 def test_bad_input_is_one_line(args: list[str], says: str) -> None:
     assert_one_line_error(tfx("circuit", "--run", INDUCTION_RUN, *args), says)

@@ -35,6 +35,9 @@ def add_parser(sub: Subparsers) -> None:
                         "patched forward per edge: slow)")
     s.add_argument("--ig-steps", type=int, default=5, metavar="N", help="eap-ig's points (default 5)")
     s.add_argument("--top", type=int, default=20, metavar="K", help="edges listed (default 20)")
+    s.add_argument("--mean", type=int, default=0, metavar="N",
+                   help="outside the circuit, each writer's mean over N held-out inputs (the induction pair's "
+                        "other seeds) instead of its corrupted value")
     s.add_argument("--path", metavar="EDGE",
                    help="also patch one head pair exactly, e.g. a0.h1->a1.h3<k> (the receiver's q, k or v)")
     add_at_step(s)
@@ -47,7 +50,8 @@ def request_from_args(args: argparse.Namespace) -> Request:
     from tui_lab.core.verbs.circuit import Request
 
     return Request(method=args.method, ig_steps=args.ig_steps, top=args.top, pair=args.pair, clean=args.clean,
-                   corrupt=args.corrupt, answer=args.answer, wrong=args.wrong, path=args.path)
+                   corrupt=args.corrupt, answer=args.answer, wrong=args.wrong, path=args.path,
+                   mean=args.mean)
 
 
 def circuit(args: argparse.Namespace) -> int:
@@ -74,7 +78,8 @@ def print_result(name: str, result: Result) -> None:
     biggest = max(abs(e.score) for e in edges) or 1.0
     for e in edges:
         print(f"{e.name:<{width}} {e.score:+9.4f} {'#' * round(20 * abs(e.score) / biggest)}")
-    print("faithfulness (top k% of edges kept, the rest corrupted): recovered fraction")
+    rest = "corrupted" if result.mean == 0 else f"their mean over {result.mean} held-out inputs"
+    print(f"faithfulness (top k% of edges kept, the rest {rest}): recovered fraction")
     for p, r, n in zip(f.percents, f.recovered, f.kept, strict=True):
         print(f"  {p:>5g}% ({n:>5} edges) {r:+.3f}")
     print(f"CPR {f.cpr:.3f} (area under the curve, higher is better); CMD {f.cmd:.3f} (distance from 1)")

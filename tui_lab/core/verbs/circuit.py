@@ -52,12 +52,14 @@ class Request:
     answer: str | None = None
     wrong: str | None = None
     path: str | None = None  # a head pair to path-patch: a0.h1->a1.h3<k>
+    mean: int = 0  # > 0: outside the circuit, the writers' mean over this many held-out inputs
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise EdgeError(f"unknown method {self.method!r}: eap, eap-ig or exact")
         at_least("--top", self.top, 1)
         at_least("--ig-steps", self.ig_steps, 1)
+        at_least("--mean", self.mean, 0)
         if self.path is not None:
             parse_path(self.path)
         self.patch_request()  # the pair's own refusals (both kinds given, one missing)
@@ -77,6 +79,7 @@ class Result:
     top: int
     faithful: Faithfulness
     path: PathPatch | None = None
+    mean: int = 0
 
     def to_json(self) -> JSON:
         out: JSON = {
@@ -84,6 +87,7 @@ class Result:
             "corrupt": self.scores.corrupt, "n_edges": self.scores.graph.n_edges,
             "edges": [e.to_dict() for e in self.scores.top(self.top)],
             "faithfulness": self.faithful.points(), "cpr": self.faithful.cpr, "cmd": self.faithful.cmd,
+            "ablation": "corrupt" if self.mean == 0 else f"mean of {self.mean} held-out inputs",
         }
         if self.path is not None:
             out["path"] = self.path.to_dict()
@@ -110,8 +114,20 @@ def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Prog
         graph.check_head(*where[0])
         graph.check_head(*where[1])
     scores = edge_attribution(model, pair, request.method, request.ig_steps, progress, cancelled)
+    held = held_out(model, pair, request.mean) if request.mean else None
     progress(0, 1, "faithfulness")
-    faithful = faithfulness(model, pair, scores)
+    faithful = faithfulness(model, pair, scores, mean_over=held)
     progress(1, 1, "faithfulness")
     found = None if where is None else path_patch(model, pair, *where)
-    return Result(pair, scores, request.top, faithful, found)
+    return Result(pair, scores, request.top, faithful, found, request.mean)
+
+
+def held_out(model: ModelInHand, pair: PatchPair, n: int) -> list[list[int]]:
+    """``n`` held-out inputs of the pair's length for a mean ablation: the clean inputs of the
+    induction pairs of seeds 1..n (other blocks, the same shape); EdgeError for other pairs."""
+    from tui_lab.core.analysis.patching.patch_pair import induction_pair
+
+    if pair.name != "induction":
+        raise EdgeError("--mean takes its held-out inputs from the induction pair's other seeds: "
+                        "use --pair induction (other pairs: the corrupted run, the default)")
+    return [induction_pair(model, seed=seed).clean for seed in range(1, n + 1)]

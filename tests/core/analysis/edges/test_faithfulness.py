@@ -60,3 +60,25 @@ def test_refusals_are_one_line(tiny: Any, pair: PatchPair) -> None:
         faithfulness(tiny, pair, scores, percents=(0.0,))
     with pytest.raises(EdgeError, match="length"):
         faithfulness(tiny, pair, scores, mean_over=[[1, 2]])
+
+
+def test_a_mean_ablation_is_measured_from_its_empty_circuit(tiny: Any, pair: PatchPair) -> None:
+    scores = edge_attribution(tiny, pair, "eap")
+    g = scores.graph
+    got = faithfulness(tiny, pair, scores, percents=(20.0,), mean_over=[pair.corrupt, pair.clean])
+    with torch.no_grad():
+        a = R.forward(tiny.model, pair.corrupt, pair.answer, pair.wrong)
+        b = R.forward(tiny.model, pair.clean, pair.answer, pair.wrong)
+        means = {n: (a.writers[n] + b.writers[n]) / 2 for n in a.writers}
+        edges = g.allowed.nonzero().tolist()
+        ranked = sorted(edges, key=lambda e: -abs(float(scores.scores[e[0], e[1]])))
+        kept = {tuple(e) for e in ranked[: kept_count(20.0, g.n_edges)]}
+
+        def run(keep: set[tuple[int, ...]]) -> float:
+            outside = {(g.writer_names[w], g.reader_names[r]): means[g.writer_names[w]]
+                       for w, r in edges if (w, r) not in keep}
+            return float(R.forward(tiny.model, pair.clean, pair.answer, pair.wrong, replace=outside).metric)
+
+        empty, circuit = run(set()), run(kept)
+    assert got.empty == pytest.approx(empty, abs=1e-5)
+    assert got.at(20.0) == pytest.approx((circuit - empty) / (float(b.metric) - empty), abs=1e-4)

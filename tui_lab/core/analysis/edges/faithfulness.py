@@ -5,14 +5,15 @@ the circuit. The model runs on the clean input; every edge outside the circuit
 reads its writer's corrupted value (the corrupted run's output of that writer) or,
 with ``mean_over``, the writer's mean output over a held-out set of inputs of the
 same length, instead of this run's (EAP-IG's ``evaluate_graph``). The recovered
-fraction is ``(m - m_corrupt) / (m_clean - m_corrupt)``: 1 when the circuit alone
-gives the clean behaviour, 0 when it gives the corrupted one.
+fraction is ``(m - m_empty) / (m_clean - m_empty)`` (MIB's), ``m_empty`` the empty
+circuit's metric (every edge replaced): with corrupted values that is the corrupted run,
+so the fraction is ``(m - m_corrupt) / (m_clean - m_corrupt)``, 1 when the circuit alone
+gives the clean behaviour and 0 when it gives the corrupted one.
 
 MIB's circuit track sums a curve into two numbers: CPR, the area under the
 recovered fraction against the fraction of edges kept, and CMD, the area between
 that curve and 1 (|1 - f|). Both are trapezoids over x = k / 100 in [0, 1], with
-the empty circuit (x = 0, every edge patched: the corrupted run, f = 0; with a
-mean, its own measured f) as the first point. Higher CPR is better, lower CMD.
+the empty circuit (x = 0, every edge replaced: f = 0) as the first point. Higher CPR is better, lower CMD.
 All k are run as one batch.
 """
 
@@ -53,6 +54,7 @@ class Faithfulness:
     cmd: float
     clean: float
     corrupt: float
+    empty: float  # the empty circuit's logit difference: the corrupted run's, or the mean's
 
     def points(self) -> list[dict[str, float]]:
         return [{"percent": p, "recovered": r} for p, r in zip(self.percents, self.recovered, strict=True)]
@@ -121,6 +123,7 @@ def faithfulness(model: ModelInHand, pair: PatchPair, edges: EdgeScores, percent
         inputs = embed(net, clean_ids).expand(len(counts), -1, -1)
         patch = EdgePatch(source, _circuit_patches(edges, counts, inputs.device))
         values = edge_forward(net, g, inputs, pair, patch).metric.cpu()
-    recovered = [float(v) for v in metric.normalise(values)]
+    empty = Metric(metric.clean, float(values[0]))  # counts[0] = 0: the empty circuit
+    recovered = [float(v) for v in empty.normalise(values)]
     cpr, cmd = areas([0.0, *(p / 100 for p in xs)], recovered)
-    return Faithfulness(xs, recovered[1:], counts[1:], cpr, cmd, metric.clean, metric.corrupt)
+    return Faithfulness(xs, recovered[1:], counts[1:], cpr, cmd, metric.clean, metric.corrupt, empty.corrupt)
