@@ -89,3 +89,17 @@ def test_refusals_in_one_line_and_nothing_written(tiny_run: Path, tmp_path: Path
     proc = tfx("lens", "--run", str(tiny_run), "--input", "3", *args)
     assert_one_line_error(proc, fragment)
     assert not out.exists()
+
+
+def test_a_model_from_files_is_fitted_on_pythons_help_text(tmp_path: Path) -> None:
+    from bench.hf_factory import save_family
+
+    folder = tmp_path / "neox"
+    folder.mkdir()
+    save_family(folder, "gpt_neox")
+    proc = tfx("lens", "--model", str(folder), "--input", "The cat sat", "--lens", "tuned", "--steps", "4",
+               "--max-new", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json_line(proc.stdout)
+    assert out["model"] == str(folder) and out["fit"]["data"].startswith("Python's help text")
+    assert out["layers"][-1]["kl"] == pytest.approx(0.0, abs=1e-6) and out["layers"][-1]["agreement"] == 1.0

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 a tuned or Jacobian lens is fitted on the run's own data (its task's batches, a char-lm
-run's text) or on --text FILE, unless --lens-file opens one saved by --out. Examples:
+run's text) or on --text FILE (a model opened from files, with no data of its own: on
+Python's help text unless --text is given), unless --lens-file opens one saved by --out.
+Examples:
   tfx-lab lens --run R --input 'The ' --lens tuned --steps 300 --out R/lenses/tuned
   tfx-lab lens --run R --input 'The ' --lens tuned --lens-file R/lenses/tuned --json
 """
@@ -94,7 +96,7 @@ def _print(result: Result) -> None:
     if result.fit is not None:
         f = result.fit
         loss = "" if not f.losses else f", loss {f.losses[0]:.4f} -> {f.losses[-1]:.4f}"
-        print(f"\nfitted in {f.seconds:.1f} s ({f.done} {'steps' if r.kind == 'tuned' else 'prompts'}{loss})"
+        print(f"\nfitted on {f.data} in {f.seconds:.1f} s ({f.done} {'steps' if r.kind == 'tuned' else 'prompts'}{loss})"
               + (f"; saved to {result.saved}" if result.saved else ""))
     if result.held_out is not None:
         print(f"on fresh batches: {'layer':<{width}}  KL {r.kind} vs logit, top-1 {r.kind} vs logit")

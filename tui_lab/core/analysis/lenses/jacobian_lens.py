@@ -145,4 +145,4 @@ def fit_jacobian_lens(
     if n_layers > 1 and used == 0:
         raise LabError(f"no prompt is longer than {skip_first + 1} tokens: nothing to fit the Jacobian lens on")
     lens = JacobianLens(total / max(used, 1), n_layers, used)
-    return lens, FitReport(used, time.perf_counter() - started)
+    return lens, FitReport(used, time.perf_counter() - started, data=source.data)

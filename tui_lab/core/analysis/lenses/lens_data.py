@@ -69,24 +69,31 @@ def lab_module(model: ModelInHand) -> EncoderDecoder | DecoderOnly:
 
 class BatchSource:
     """Batches of ``batch_size`` rows, one per ``next()``: windows of ``text`` (a file's
-    contents) when given, else the run's task's training batches; the same for a seed."""
+    contents) when given, else the run's task's training batches; a model opened from files
+    has no data of its own and reads windows of Python's help text (``pydoc_data.topics``,
+    char-lm's default: in every install). The same batches for a seed; ``data`` says which."""
 
     def __init__(self, model: ModelInHand, text: str | None, batch_size: int, seed: int) -> None:
+        from tui_lab.core.tasks.base import TaskBase
+        from tui_lab.core.tasks.token_lm import TokenLMTask
+
         self.module = lab_module(model)
         self.model = model
         self.batch_size = batch_size
         self.rng = random.Random(seed)
         self.ids: Tensor | None = None
         self.window = 0
+        self.data = "the text file"
+        if text is None and not isinstance(model.task, (TaskBase, TokenLMTask)):
+            from tui_lab.core.tasks.text import default_text
+
+            text, self.data = default_text(), "Python's help text (the model has no data of its own)"
         if text is not None:
             self._read(text)
             return
-        from tui_lab.core.tasks.base import TaskBase
-        from tui_lab.core.tasks.token_lm import TokenLMTask
-
-        if not isinstance(model.task, (TaskBase, TokenLMTask)):
-            raise LabError(f"{model.config.name} has no training data of its own: give a text file (--text FILE)")
+        assert isinstance(model.task, (TaskBase, TokenLMTask))
         self.task = model.task
+        self.data = "the run's data"
 
     def _read(self, text: str) -> None:
         if not self.model.decoder_only:

@@ -24,12 +24,14 @@ class FitReport:
     done: int
     seconds: float
     losses: list[float] = field(default_factory=list)
+    data: str = ""  # what it was fitted on: the run's data, the text file, Python's help text
 
     def to_json(self) -> dict[str, object]:
-        """``done``, ``seconds``, ``loss_first`` and ``loss_last`` (None for a Jacobian lens)."""
+        """``done``, ``seconds``, ``loss_first`` and ``loss_last`` (None for a Jacobian lens), ``data``."""
         first = round(self.losses[0], 6) if self.losses else None
         last = round(self.losses[-1], 6) if self.losses else None
-        return {"done": self.done, "seconds": round(self.seconds, 3), "loss_first": first, "loss_last": last}
+        return {"done": self.done, "seconds": round(self.seconds, 3), "loss_first": first, "loss_last": last,
+                "data": self.data}
 
 
 def quiet(done: int, total: int, what: str) -> None:

@@ -88,7 +88,7 @@ def fit_tuned_lens(
         sched.step()
         report.losses.append(loss)
         progress(step + 1, steps, f"tuned lens: step {step + 1}/{steps}, loss {loss:.4f}")
-    report.done, report.seconds = steps, time.perf_counter() - started
+    report.done, report.seconds, report.data = steps, time.perf_counter() - started, source.data
     return lens, report
 
 
