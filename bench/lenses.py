@@ -141,11 +141,11 @@ def jacobian_reference(layers: int = 3, heads: int = 4, d_model: int = 64, n_pro
         section.error = f"TransformerLens venv missing ({TL_PYTHON})"
         return section
     with tempfile.TemporaryDirectory() as tmp:
-        weights = os.path.join(tmp, "gpt2.safetensors")
+        weights, out = os.path.join(tmp, "gpt2.safetensors"), os.path.join(tmp, "j.safetensors")
         save_file(hf_state(net), weights)
         spec = {"layers": layers, "heads": heads, "d_model": d_model, "vocab": VOCAB, "positions": 1024,
                 "weights": weights, "folder": os.path.join(tmp, "hf"), "prompts": prompts, "dim_batch": 16,
-                "skip_first": skip_first, "out": os.path.join(tmp, "j.safetensors")}
+                "skip_first": skip_first, "out": out}
         started = time.perf_counter()
         proc = subprocess.run([str(TL_PYTHON), "-c", TL_JACOBIAN, json.dumps(spec)], capture_output=True,
                               text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False)
@@ -153,7 +153,7 @@ def jacobian_reference(layers: int = 3, heads: int = 4, d_model: int = 64, n_pro
         if proc.returncode != 0:
             section.error = "TransformerLens failed: " + " ".join(proc.stderr.strip().splitlines()[-1:])
             return section
-        theirs = load_file(spec["out"])
+        theirs = load_file(out)
     diffs = [float((mine[layer] - theirs[str(layer)].float()).abs().max()) for layer in range(layers - 1)]
     scale = float(mine.abs().max())
     section.values = {"max_abs_diff": diffs, "max_abs_entry": scale, "lab_s": mine_s, "tl_s_with_startup": tl_s}
