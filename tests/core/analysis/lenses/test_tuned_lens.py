@@ -142,3 +142,19 @@ def test_the_lens_functions_from_the_face_take_a_source(tmp_path):
     for lens in (None, tuned, jacobian):
         out = lens_readout(model, "3141", lens)
         assert out.output == "3141" and out.scores[-1].agreement == 1.0
+
+
+def test_an_encoder_only_model_is_refused_in_one_line():
+    from tests.conftest import tiny_config
+    from tui_lab.core.model.models import build_model
+    from tui_lab.core.opening.in_hand import ModelInHand
+    from tui_lab.core.tasks import make_task
+
+    cfg = tiny_config(model={"arch": "encoder-only", "n_encoder_layers": 2},
+                      task={"name": "masked-lm"})
+    task = make_task(cfg.task)
+    model = ModelInHand(cfg, task, build_model(cfg.model, vocab_size=len(task.vocab)), 0, torch.device("cpu"), [])
+    for fit in (fit_tuned_lens, lens_readout):
+        with pytest.raises(LabError) as err:
+            fit(model) if fit is fit_tuned_lens else fit(model, "ab_")
+        assert "\n" not in str(err.value) and "encoder-only" in str(err.value)
