@@ -18,6 +18,16 @@
    feature's contexts and logit effects) over 200 features, and the Features
    pane's (the list's cursor moved, the card worked out, both widgets' lines
    rendered again; headless at 120x40), p95 over 100 moves (goal 50 ms).
+
+The ``sae_batchtopk`` item (``batchtopk_bench``): on the same trained run and
+hook, ``tfx-lab sae train`` with ``--arch topk``, ``batchtopk`` and
+``matryoshka`` (1,024 features, k = 16, every other setting the default),
+side by side in one process, TopK and BatchTopK twice in alternating order so
+a load spike from the machine's other work hits both; each timed from the
+command's start to its end (activations collected, as above), then
+``tfx-lab sae eval`` on the held-out tenth. Goal: BatchTopK trains in at most
+20 s with held-out explained variance at least TopK's, at about the same held-out
+L0 (BatchTopK's comes from its running threshold, so it is reported beside).
 """
 
 from __future__ import annotations
@@ -121,6 +131,52 @@ def sae_bench(quick: bool) -> Section:
     return section
 
 
+BATCHTOPK_GOAL_S = 20.0
+
+
+def _arch_run(run: Path, out: Path, hook: str, arch: str) -> dict[str, Any]:
+    """``sae train --arch ARCH`` timed (activations included), then ``sae eval``'s numbers."""
+    t0 = time.perf_counter()
+    trained = _tfx("sae", "train", "--run", str(run), "--hook", hook, "--d-sae", str(D_SAE), "--arch", arch,
+                   "--k", str(K), "--out", str(out))
+    seconds = time.perf_counter() - t0
+    held = _tfx("sae", "eval", str(out), "--run", str(run))
+    return {"arch": arch, "seconds": round(seconds, 1), "tokens": trained["tokens"], **{
+        key: held[key] for key in ("explained_variance", "l0", "dead_fraction", "ce_loss_recovered")}}
+
+
+def batchtopk_bench(quick: bool) -> Section:
+    """TopK, BatchTopK and Matryoshka BatchTopK side by side on char-lm's last residual stream."""
+    section = Section("sae_batchtopk", "BatchTopK vs TopK SAE on char-lm's last residual stream (1,024, L0 16)")
+    with tempfile.TemporaryDirectory(prefix="tfx-bench-btk-") as tmp:
+        root = Path(tmp)
+        os.environ["TFX_LAB_CACHE"] = str(root / "cache")
+        train_s, summary = _train_char_lm(root / "char-lm")
+        from tui_lab.core.config.presets import load_preset
+
+        hook = f"blocks.{load_preset('char-lm').model.n_decoder_layers - 1}.hook_resid_post"
+        order = ["topk", "batchtopk"] if quick else ["topk", "batchtopk", "batchtopk", "topk", "matryoshka"]
+        runs = [_arch_run(root / "char-lm", root / f"{arch}-{i}", hook, arch) for i, arch in enumerate(order)]
+    best = {arch: max((r for r in runs if r["arch"] == arch), key=lambda r: -r["seconds"]) for arch in set(order)}
+    topk, btk = best["topk"], best["batchtopk"]
+    ev_ok = btk["explained_variance"] >= topk["explained_variance"]
+    section.values = {"char_lm_train_s": round(train_s, 1), "char_lm_val_loss": summary.get("val_loss"),
+                      "hook": hook, "runs": runs, "load_average": os.getloadavg()}
+    section.rows = [Row("char-lm preset trained (not counted below)", f"{train_s:.0f} s", "", None,
+                        f"val loss {summary.get('val_loss', float('nan')):.3f}")]
+    for r in runs:
+        section.rows.append(Row(f"{r['arch']}: train (activations included), then held out", f"{r['seconds']:.0f} s",
+                                f"<= {BATCHTOPK_GOAL_S:.0f} s" if r["arch"] == "batchtopk" else "",
+                                r["seconds"] <= BATCHTOPK_GOAL_S if r["arch"] == "batchtopk" else None,
+                                f"EV {r['explained_variance']:.3f}, L0 {r['l0']:.1f}, "
+                                f"dead {r['dead_fraction']:.1%}, CE rec {r['ce_loss_recovered']:.3f}"))
+    section.rows.append(Row("BatchTopK EV >= TopK EV (fastest run of each)",
+                            f"{btk['explained_variance']:.3f} vs {topk['explained_variance']:.3f}", ">=", ev_ok,
+                            f"L0 {btk['l0']:.1f} vs {topk['l0']:.1f}; time ratio "
+                            f"{btk['seconds'] / topk['seconds']:.2f}"))
+    return section
+
+
 def _browse(run: Path, sae_dir: Path, hook: str
             ) -> tuple[float, float, float, tuple[float, float, float, float], int]:
     """(seconds to build the table from nothing (the model run over the text), seconds to build it
@@ -221,3 +277,19 @@ def _pane_switch(table: Any, sae: Any, handle: Any, hook: str) -> tuple[float, f
 
     times = asyncio.run(measure())
     return statistics.median(times), times[int(0.95 * len(times)) - 1]
+
+
+def _print(section: Section) -> None:
+    """The section's rows as a plain table, and its values as JSON."""
+    print(f"## {section.title}")
+    for row in section.rows:
+        mark = "" if row.ok is None else ("pass" if row.ok else "MISS")
+        print(f"| {row.item} | {row.value} | {row.goal} | {mark} | {row.note} |")
+    print(json.dumps(section.values, default=str))
+
+
+if __name__ == "__main__":
+    import sys
+
+    # python -m bench.sae [--quick]: the BatchTopK side by side (the ``sae`` item runs from bench/__main__.py)
+    _print(batchtopk_bench("--quick" in sys.argv))

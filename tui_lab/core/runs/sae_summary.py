@@ -51,11 +51,19 @@ def read_json(path: Path) -> dict[str, object] | None:
     return data
 
 
+def sae_architecture(cfg: dict[str, object]) -> object:
+    """The architecture an SAE was trained as: a BatchTopK or Matryoshka SAE is written as
+    JumpReLU (as SAELens writes it) and says what it was trained as in its metadata."""
+    trained = _object(cfg.get("metadata")).get("training_architecture")
+    return trained if trained is not None else cfg.get("architecture")
+
+
 def sae_description(cfg: dict[str, object]) -> dict[str, object]:
     """What an SAE is, as the table's difference column shows it."""
     meta = _object(cfg.get("metadata"))
-    out = {"arch": cfg.get("architecture"), "d_sae": cfg.get("d_sae"), "k": cfg.get("k"),
-           "hook": meta.get("hook_name"), "model": meta.get("model_name")}
+    details = _object(meta.get("training_architecture_details"))
+    out = {"arch": sae_architecture(cfg), "d_sae": cfg.get("d_sae"), "k": cfg.get("k", details.get("k")),
+           "widths": details.get("matryoshka_widths"), "hook": meta.get("hook_name"), "model": meta.get("model_name")}
     return {key: value for key, value in out.items() if value is not None}
 
 

@@ -46,6 +46,7 @@ from tui_lab.core.runs.sae_summary import (
     figures_text,
     is_sae_folder,
     read_json,
+    sae_architecture,
     sae_description,
     sae_figures,
     sae_records,
@@ -242,7 +243,7 @@ def _fill_sae(row: RunSummary, run: Path, now: float | None = None) -> None:
     """An SAE's training folder: what it is, how far it went, its last figures."""
     cfg = read_json(run / SAE_CONFIG_FILE) or {}
     row.kind = row.task = SAE_TASK
-    row.preset = f"sae {cfg.get('architecture', '?')}"
+    row.preset = f"sae {sae_architecture(cfg) or '?'}"
     row.diff = sae_description(cfg)
     row.step, row.total_steps = sae_totals(read_json(run / SAE_STATE_FILE))
     last_step, end = sae_records(run)
