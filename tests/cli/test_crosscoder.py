@@ -137,3 +137,10 @@ def test_a_model_from_files_and_its_fine_tune(tmp_path: Path) -> None:
     card = json.loads(tfx("crosscoder", "features", str(out), "--feature", "0", "--text", str(text), "--tokens", "300",
                           "--json").stdout)["card"]
     assert [s["source"] for s in card["sources"]] == ["source", "run"]
+
+
+def test_an_out_that_is_a_file_is_refused_before_any_work(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "file"
+    out.write_text("x")
+    assert_one_line_error(tfx("crosscoder", "train", "--run", str(run_dir), "--out", str(out)), "is a file")
+    assert out.read_text() == "x"

@@ -129,6 +129,8 @@ def check_out(out: str) -> None:
     """Refuse an ``out`` that already holds a crosscoder or an SAE (before any model work)."""
     from tui_lab.core.sae.crosscoder_folder import CFG_FILE
 
+    if Path(out).exists() and not Path(out).is_dir():
+        raise LabError(f"--out {out} is a file, not a folder")
     if (Path(out) / CFG_FILE).exists():
         raise LabError(f"--out {out} already holds a crosscoder or an SAE: choose another folder")
 
