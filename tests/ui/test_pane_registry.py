@@ -58,7 +58,7 @@ def test_the_pane_keys_are_the_registry_s_in_order() -> None:
         (s.key, s.title, f"show_pane('{s.id}')", f"app.{s.id}") for s in pane_registry.PANES
     ]
     assert [s.key for s in pane_registry.PANES] == [str(i) for i in range(1, len(pane_registry.PANES) + 1)]
-    assert pane_registry.pane_keys_text() == "1-8"  # eight panes today
+    assert pane_registry.pane_keys_text() == "1-9"  # nine panes today
     assert set(pane_registry.SCOPES) >= {s.title for s in pane_registry.PANES}
 
 
@@ -84,9 +84,9 @@ async def test_tabs_header_help_and_palette_show_the_registry(monkeypatch: pytes
             assert f" {spec.key} {spec.title} " in tabs, spec.id
             assert f"{spec.key} {spec.title}" in sections, spec.id
         assert "5 Parameters" in sections and "5 Params" not in sections
-        assert "1-8 panes" in str(app.query_one("#status").render())
+        assert "1-9 panes" in str(app.query_one("#status").render())
         field_keys = dict(dict(app.help_sections())["In text fields"])
-        assert "then 1-8, q and ?" in field_keys["escape"]
+        assert "then 1-9, q and ?" in field_keys["escape"]
         commands = {c.title for c in app.get_system_commands(app.screen)}
         assert {f"Go to {t}" for t in ("Build", "Train", "Features", "Patch")} <= commands
 

@@ -225,6 +225,27 @@ PATCH: list[BindingType] = [
     Binding("escape", "cancel", "Cancel patching / close the pair", show=False, id="patch.cancel"),
 ]
 
+CIRCUIT: list[BindingType] = [
+    Binding("r", "trace", "Trace", id="circuit.trace", tooltip="Trace the prompt's graph again"),
+    Binding("slash", "focus_prompt", "Prompt", id="circuit.prompt"),
+    Binding("t", "focus_transcoders", "Transcoders", id="circuit.transcoders",
+            tooltip="The transcoder set's folder (a folder of step_<N> sets steps through the history)"),
+    Binding("enter", "open_feature", "Open in Features", id="circuit.open_feature"),
+    Binding("space", "mark", "Mark feature", id="circuit.mark",
+            tooltip="Mark (or unmark) the feature under the cursor for an intervention"),
+    Binding("x", "intervene(0.0)", "Switch off", id="circuit.off",
+            tooltip="Switch the marked features (else the one under the cursor) off in the real model: logit change beside the graph's"),
+    Binding("v", "intervene(0.5)", "Halve", show=False, id="circuit.halve",
+            tooltip="Scale the marked features (else the cursor's) by 0.5 in the real model"),
+    Binding("up", "move(-1, 0)", "Row above", show=False, id="circuit.up"),
+    Binding("down", "move(1, 0)", "Row below", show=False, id="circuit.down"),
+    Binding("left", "move(0, -1)", "Previous node", show=False, id="circuit.left"),
+    Binding("right", "move(0, 1)", "Next node", show=False, id="circuit.right"),
+    Binding("left_square_bracket", "snapshot(-1)", "Earlier snapshot", id="circuit.earlier"),
+    Binding("right_square_bracket", "snapshot(1)", "Later snapshot (then the model in hand)", id="circuit.later"),
+    Binding("escape", "cancel", "Cancel tracing", show=False, id="circuit.cancel"),
+]
+
 PICK_LIST: list[BindingType] = [
     Binding("up", "move(-1)", "Previous", show=False, id="pick_list.up"),
     Binding("down", "move(1)", "Next", show=False, id="pick_list.down"),

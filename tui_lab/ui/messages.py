@@ -230,6 +230,24 @@ class OpenRunFolder(ToPane):
 
 
 @dataclass
+class OpenFeatureRequested(Message):
+    """The Circuit pane asks for a transcoder feature to be shown in the Features pane."""
+
+    transcoders: Path | None
+    layer: int
+    feature: int
+
+
+@dataclass
+class ShowTranscoderFeature(ToPane):
+    """Features shows feature ``feature`` of layer ``layer``'s transcoder in ``transcoders``."""
+
+    transcoders: Path | None
+    layer: int
+    feature: int
+
+
+@dataclass
 class OpenSaeFolder(ToPane):
     """Features opens the SAE folder ``path``."""
 

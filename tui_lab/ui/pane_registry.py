@@ -106,6 +106,8 @@ PANES: tuple[PaneSpec, ...] = (
              (kb.HEATMAP, kb.PICK_LIST), "panes/patch/patch.tcss"),
     PaneSpec("features", "Features", "8", f"{_PANES}.features.features_pane:FeaturesPane",
              kb.FEATURES, (kb.FEATURE_LIST,), "panes/features/features.tcss"),
+    PaneSpec("circuit", "Circuit", "9", f"{_PANES}.circuit.circuit_pane:CircuitPane", kb.CIRCUIT,
+             (), "panes/circuit/circuit.tcss"),
 )
 PANES_GROUP = Binding.Group("Panes", compact=True)
 

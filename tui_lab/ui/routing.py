@@ -31,6 +31,7 @@ from tui_lab.ui.messages import (
     DecodeText,
     ModelChanged,
     ModelOpened,
+    OpenFeatureRequested,
     OpenRunFolder,
     OpenRunRequested,
     OpenSaeFolder,
@@ -42,6 +43,7 @@ from tui_lab.ui.messages import (
     ShowCounts,
     ShowDecode,
     ShowForm,
+    ShowTranscoderFeature,
     SnapshotDecoded,
     ToPane,
     TravelMoved,
@@ -313,6 +315,12 @@ class PaneRouting(App[None]):
         (once built: shown, a pane not yet built is built now)."""
         self.action_show_pane("features")
         self.tell("features", OpenSaeFolder(message.path), wait=True)
+
+    def on_open_feature_requested(self, message: OpenFeatureRequested) -> None:
+        """The Circuit pane's enter on a feature: the Features pane comes on show and is told it."""
+        self.action_show_pane("features")
+        self.tell("features", ShowTranscoderFeature(message.transcoders, message.layer, message.feature), wait=True)
+        self.notify(f"transcoder layer {message.layer}, feature {message.feature}", title="Features")
 
     def on_train_pane_phase_changed(self, message: Message) -> None:
         """Training started, paused, stopped...: the status bar says so."""

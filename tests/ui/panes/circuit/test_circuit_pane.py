@@ -1,0 +1,104 @@
+"""The Circuit pane by keyboard, mounted in a host that is not the lab, on a small random GPT-2
+opened from files with random transcoders: trace a prompt (progress, then the graph), move
+the cursor along the nodes (arrows: the side panel follows), open a feature in Features
+(enter posts the request), and switch a feature off (x): the side panel shows the real
+model's logit change beside the graph's, both checked against the core's own numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.message import Message
+
+from bench.hf_factory import save_family
+from tests.core.analysis.circuits.conftest import random_transcoders
+from tests.ui.fake_host import STYLES, FakeHost
+from tests.ui.helpers import SIZE, wait_until
+from tui_lab.core.opening.model_in_hand import open_model
+from tui_lab.core.sae.transcoder import save_transcoders
+from tui_lab.ui.messages import OpenFeatureRequested
+from tui_lab.ui.panes.circuit.circuit_pane import CircuitPane
+
+PANE_CSS = Path(__file__).resolve().parents[4] / "tui_lab" / "ui" / "panes" / "circuit" / "circuit.tcss"
+
+
+class CircuitHost(FakeHost):
+    """The fake host with the pane's stylesheet, a model in hand, and the messages it got."""
+
+    def __init__(self, pane: CircuitPane, runs_root: Path, run: object) -> None:
+        super().__init__(lambda: pane, "circuit", runs_root)
+        self.css_path = [STYLES / "app.tcss", PANE_CSS]
+        self.state.current_run = run
+        self.got: list[Message] = []
+
+    def on_open_feature_requested(self, message: OpenFeatureRequested) -> None:
+        self.got.append(message)
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("circuit-pane")
+    save_family(root / "model", "gpt2")
+    save_transcoders(random_transcoders(open_model(root / "model")), root / "tc")
+    return root / "model", root / "tc"
+
+
+async def _traced(pilot, host: CircuitHost, pane: CircuitPane, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    pane.focus_default()  # the prompt, before any graph
+    await pilot.press(*"The cat sat", "tab")  # tab: the transcoder folder
+    await pilot.press(*str(folder), "enter")
+    await wait_until(pilot, lambda: pane.view.graph is not None and not pane.running, 120, "the graph")
+    await pilot.pause()
+
+
+async def test_trace_navigate_open_and_intervene(folders: tuple[Path, Path], tmp_path: Path) -> None:
+    model_dir, tc = folders
+    pane = CircuitPane(id="circuit-pane")
+    host = CircuitHost(pane, tmp_path / "runs", open_model(model_dir))
+    async with host.run_test(size=SIZE) as pilot:
+        assert host.registered == {"circuit": pane}
+        await _traced(pilot, host, pane, tc)
+        view = pane.view
+        graph = view.graph
+        assert graph is not None and view.cursor == graph.logit_start  # on the top logit
+        assert "logit" in str(host.query_one("#circuit-side").render())
+        await pilot.press("down")  # the top layer's nodes, or the next row that has any
+        below = view.node()
+        assert below is not None and below.kind.value in ("feature", "error", "token")
+        # walk down to a feature (features sit in layer rows)
+        for _ in range(6):
+            node = view.node()
+            if node is not None and node.kind.value == "feature":
+                break
+            await pilot.press("right" if node is not None and node.kind.value == "error" else "down")
+        feature = view.node()
+        assert feature is not None and feature.kind.value == "feature"
+        side = str(host.query_one("#circuit-side").render())
+        assert f"feature {feature.id}" in side and "strongest in" in side and "strongest out" in side
+        await pilot.press("enter")
+        await pilot.pause()
+        assert [(m.layer, m.feature) for m in host.got] == [(feature.layer, feature.id)]  # type: ignore[attr-defined]
+        await pilot.press("x")
+        await wait_until(pilot, lambda: view.checks is not None, 60, "the intervention")
+        await pilot.pause()
+        from tui_lab.core.analysis.circuits.intervention import intervene
+
+        expected = intervene(pane.model, graph, pane.transcoders, [feature.index], 0.0)  # type: ignore[arg-type]
+        assert [(c.real, c.predicted) for c in view.checks or []] == pytest.approx(
+            [(c.real, c.predicted) for c in expected], abs=1e-5)
+        predicted = -float(graph.adjacency[graph.logit_start, feature.index])
+        assert view.checks[0].predicted == pytest.approx(predicted, abs=1e-5)  # type: ignore[index]
+        assert "real vs graph" in str(host.query_one("#circuit-side").render())
+
+
+async def test_a_bad_folder_is_one_line(folders: tuple[Path, Path], tmp_path: Path) -> None:
+    model_dir, _ = folders
+    pane = CircuitPane(id="circuit-pane")
+    host = CircuitHost(pane, tmp_path / "runs", open_model(model_dir))
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        await pilot.press(*"hi", "tab", *str(tmp_path / "nowhere"), "enter")
+        await wait_until(pilot, lambda: "no such folder" in str(host.query_one("#circuit-status").render()), 30,
+                         "the refusal")
+        assert pane.view.graph is None
