@@ -120,7 +120,7 @@ def sparse_features(sae: SparseAutoencoder, x: torch.Tensor) -> tuple[torch.Tens
     TopK takes its k from the pre-activations directly (no dense (N, d_sae) tensor);
     the others encode and keep the non-zeros.
     """
-    if sae.cfg.architecture == "topk" and sae.cfg.k is not None:
+    if sae.cfg.architecture == "topk" and isinstance(sae.cfg.k, int):
         values, cols = sae.pre_acts(x).topk(sae.cfg.k, dim=-1, sorted=False)  # (N, k)
         rows = torch.arange(x.shape[0])[:, None].expand_as(cols)
         on = values > 0
