@@ -102,7 +102,7 @@ def prompt_jacobians(module: nn.Module, prompt: LensBatch, skip_first: int, dim_
         captured = _streams_with_graph(module, batch, names)
         final = captured[names[-1]]  # (k, n, d)
         cotangent = torch.zeros_like(final)
-        cotangent[torch.arange(k)[:, None], valid[None, :], dims[:, None]] = 1.0  # row i: dim dims[i] at every valid t'
+        cotangent[torch.arange(k, device=dims.device)[:, None], valid[None, :], dims[:, None]] = 1.0  # row i: dim dims[i] at every valid t'
         grads = torch.autograd.grad(final, [captured[name] for name in names[:-1]], cotangent)
         for layer, g in enumerate(grads):  # g: (k, n, d), row i = d(sum_t' final[t', dims[i]]) / d h_l
             out[layer, dims.cpu()] = g[:, valid].float().mean(dim=1).cpu()

@@ -41,8 +41,9 @@ class TunedLens(nn.Module):
         """``stream + A stream + b`` for layer ``layer`` (the last layer: ``stream`` itself)."""
         if layer == self.n_layers - 1:
             return stream
-        h = stream.float()
-        return h + self.translator(layer)(h)
+        t = self.translator(layer)
+        h = stream.to(t.weight.device, torch.float32)  # a lens opened from disk sits on the CPU
+        return (h + t(h)).to(stream.device)
 
     @torch.no_grad()
     def affine(self, layer: int) -> tuple[Tensor, Tensor]:
