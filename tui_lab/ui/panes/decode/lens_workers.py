@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # torch-backed: the workers run once torch is loaded
     from tui_lab.core.verbs.verb import Cancelled, Progress
 
 KINDS = ("logit", "tuned", "jacobian")
-TUNED_STEPS = 150  # the tuned lens the lab fits: seconds on the shipped presets (bench/lenses.py)
+TUNED_STEPS = 150  # the tuned lens the lab fits: 200 steps took 34 s for char-lm on a loaded 2-core machine (bench/lenses.py)
 JACOBIAN_PROMPTS = 16
 
 
