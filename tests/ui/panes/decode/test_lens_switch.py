@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 from textual.widgets import Static
 
 from tests.ui.helpers import SIZE, decode, open_trained, tiny_app, wait_until
+from tui_lab.core.analysis.lenses.jacobian_lens import JacobianLens
 from tui_lab.ui.panes.decode.logit_lens import LogitLens
 
 
@@ -49,7 +51,7 @@ async def test_v_switches_lens_and_the_display_changes(learned_run: Path, monkey
         # The numbers on show are the core's readout with the lens the pane fitted and kept.
         from tui_lab.core.analysis.lenses.lens_readout import readout_of_decode
 
-        (fitted,) = lens._fitted.values()
+        ((_, fitted),) = lens._fitted.values()
         core = readout_of_decode(pane.run.model, pane.run.task, pane.result, fitted)
         assert tuned_kl == pytest.approx([round(s.kl, 3) for s in core.scores], abs=1.5e-3)
         rows = [line.split() for line in lens.text.splitlines() if line.split()[:1] in (["decoder.0"], ["decoder.1"])]
@@ -67,3 +69,26 @@ async def test_v_switches_lens_and_the_display_changes(learned_run: Path, monkey
 
         await pilot.press("v")
         assert not lens.display and not scores.display
+
+
+def test_a_lens_is_kept_per_weights_an_ablated_view_shares_the_runs() -> None:
+    import copy
+
+    from tests.core.analysis.lenses.lens_models import tiny_in_hand
+    from tui_lab.core.model.hook_points import bind_hooks
+    from tui_lab.ui.panes.decode import lens_workers
+
+    run = tiny_in_hand("decoder-only", layers=2)
+    view = bind_hooks(run.model, [("blocks.0.attn.hook_z", lambda x, _n: x * 0)])  # an ablated decode's model
+    snapshot = copy.deepcopy(run.model)  # a history snapshot's (or a training run's) copy
+    assert lens_workers.key(view, "tuned") == lens_workers.key(run.model, "tuned")
+    assert lens_workers.key(snapshot, "tuned") != lens_workers.key(run.model, "tuned")
+    assert lens_workers.key(run.model, "tuned") != lens_workers.key(run.model, "jacobian")
+    # The snapshot's lens is fitted on the snapshot: its weights changed, so is its lens.
+    with torch.no_grad():
+        for p in snapshot.parameters():
+            p.mul_(1.5)
+    mine = lens_workers.fitted(run, snapshot, "jacobian", "31", lambda *a: None, lambda: False)
+    theirs = lens_workers.fitted(run, run.model, "jacobian", "31", lambda *a: None, lambda: False)
+    assert isinstance(mine, JacobianLens) and isinstance(theirs, JacobianLens)
+    assert float((mine.matrices - theirs.matrices).abs().max()) > 1e-3

@@ -5,8 +5,9 @@ between the logit lens, a tuned lens and a Jacobian lens.
 keeps the model copy and task the last decode used (so an ablated decode gets
 an ablated lens), computes the lens of the decode on show in a thread, and
 draws what its own ``Ready`` message brings back; a stale answer is dropped.
-A tuned or Jacobian lens is fitted the first time it is asked for a model (on the
-run's own data, progress shown in the table) and kept for that model and step.
+A tuned or Jacobian lens is fitted the first time it is asked for the weights on show
+(on the run's own data, progress shown in the table) and kept for them: a history
+snapshot gets a lens of its own, an ablated decode reads the run's.
 Under the table, ``#decode-lens-scores`` gives each layer's KL to the output and
 top-1 agreement. The pane tells it what was decoded (``decoded``), when ``v`` is
 pressed (``toggle``) and when ``V`` is (``switch``).
@@ -78,7 +79,9 @@ class LogitLens(LensView):
         self._lens_task: Task | None = None
         self._handle: ModelHandle | None = None  # the model on show: what a tuned or Jacobian lens is fitted for
         self.kind = "logit"  # logit, tuned or jacobian (V)
-        self._fitted: dict[tuple[int, int, str], FittedLens] = {}
+        # (weights, kind) -> (the model read, its lens): the model is kept so its storage,
+        # the key, is never reused by another while the lens is kept
+        self._fitted: dict[tuple[int, str], tuple[nn.Module, FittedLens]] = {}
 
     @property
     def label(self) -> str:
@@ -136,7 +139,8 @@ class LogitLens(LensView):
         if _fills(self._lens_result) and self.kind != "logit":
             self._say(f"{name}: reads a decoder's layers; an encoder-only model has the logit lens (V)")
             return
-        fitted = None if self._handle is None else self._fitted.get(lens_workers.key(self._handle, self.kind))
+        kept = self._fitted.get(lens_workers.key(self._lens_model, self.kind))
+        fitted = None if kept is None else kept[1]
         fitting = self.kind != "logit" and fitted is None
         self._say(f"{name}: {'fitting on the run' + chr(39) + 's data…' if fitting else 'computing…'}")
         self._lens_worker(self._lens_model, self._lens_task, self._lens_result, self.kind, self._handle, fitted)
@@ -166,10 +170,16 @@ class LogitLens(LensView):
                 if done == total or done % max(1, total // 10) == 0:
                     self.post_message(self.Fitting(result, what))
 
-            fitted = lens_workers.fitted(handle, kind, result.input, progress, lambda: worker.is_cancelled)
-            self.app.call_from_thread(self._fitted.__setitem__, lens_workers.key(handle, kind), fitted)
+            fitted = lens_workers.fitted(handle, model, kind, result.input, progress, lambda: worker.is_cancelled)
+            self.app.call_from_thread(self._keep, model, kind, fitted)
         out = lens_workers.readout(model, task, result, fitted)
         return self.Ready(result, out.table, kind=kind, scores=out.scores)
+
+    def _keep(self, model: nn.Module, kind: str, lens: FittedLens) -> None:
+        """Keep ``lens`` for ``model``'s weights (the oldest kept goes past ``KEPT``)."""
+        self._fitted[lens_workers.key(model, kind)] = (model, lens)
+        while len(self._fitted) > lens_workers.KEPT:
+            del self._fitted[next(iter(self._fitted))]
 
     def on_logit_lens_fitting(self, message: LogitLens.Fitting) -> None:
         """How far the fit of a new lens is (a stale one is dropped)."""
