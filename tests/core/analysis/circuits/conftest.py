@@ -155,10 +155,20 @@ def make_reference(model: ModelInHand, ts: TranscoderSet, ids: list[int]) -> Ref
     return Reference(model, ts, ids, clean, acts, errors)
 
 
+def _family(name: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ModelInHand, TranscoderSet]:
+    folder: Path = tmp_path_factory.mktemp(f"circuits-{name}")
+    save_family(folder, name)
+    model = open_model(folder)
+    return name, model, random_transcoders(model)
+
+
 @pytest.fixture(scope="session", params=["gpt2", "llama", "gpt_neox"])
 def family(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ModelInHand, TranscoderSet]:
     """(family, a random small model of it opened from files, random transcoders for it)."""
-    folder: Path = tmp_path_factory.mktemp(f"circuits-{request.param}")
-    save_family(folder, request.param)
-    model = open_model(folder)
-    return request.param, model, random_transcoders(model)
+    return _family(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ModelInHand, TranscoderSet]:
+    """The gpt2 case alone."""
+    return _family("gpt2", tmp_path_factory)
