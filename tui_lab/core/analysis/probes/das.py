@@ -169,11 +169,12 @@ class DasScore:
                 "full_swap": self.full_swap, "pairs": {"train": self.n_train, "test": self.n_test}}
 
 
-def das_score(forward: Forward, train: Pairs, test: Pairs, rank: int, *, steps: int = STEPS, seed: int = 0,
-              controls: bool = True, cancelled: Callable[[], bool] | None = None) -> tuple[DasScore, Tensor]:
+def das_score(forward: Forward, train: Pairs, test: Pairs, rank: int, *, steps: int = STEPS, lr: float = LR,
+              seed: int = 0, controls: bool = True,
+              cancelled: Callable[[], bool] | None = None) -> tuple[DasScore, Tensor]:
     """(the score, the learnt basis): DAS fitted on ``train``, scored on ``test`` with its controls
     (``controls`` False: only the learnt subspace, the controls NaN: the history's cells)."""
-    basis = fit_basis(forward, train, rank, steps=steps, seed=seed, cancelled=cancelled)
+    basis = fit_basis(forward, train, rank, steps=steps, lr=lr, seed=seed, cancelled=cancelled)
     nan = float("nan")
     score = iia(forward, test, basis)
     if not controls:
@@ -182,7 +183,7 @@ def das_score(forward: Forward, train: Pairs, test: Pairs, rank: int, *, steps: 
     classes = torch.unique(torch.cat([train.target, test.target]))
     arbitrary_train = train.with_targets(arbitrary_targets(train, classes, seed))
     arbitrary_test = test.with_targets(arbitrary_targets(test, classes, seed))
-    arbitrary_fit = fit_basis(forward, arbitrary_train, rank, steps=steps, seed=seed, cancelled=cancelled)
+    arbitrary_fit = fit_basis(forward, arbitrary_train, rank, steps=steps, lr=lr, seed=seed, cancelled=cancelled)
     random = random_basis(d, rank, seed + 2)
     return DasScore(
         iia=score,

@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 
 READABLE = 0.95
 CAUSAL = 0.8
-HISTORY_DAS_STEPS = 60  # per cell: the history fits layers x snapshots subspaces
+# Per cell (the history fits layers x snapshots subspaces): fewer steps at a higher rate
+# (a planted direction is found as well: 40 steps at 0.03 reach what 60 at 0.01 do).
+HISTORY_DAS_STEPS = 40
+HISTORY_DAS_LR = 0.03
 
 
 @dataclass
@@ -127,7 +130,8 @@ def _das_column(model: ModelInHand, data: SlotData, plan: PairPlan, rank: int, s
         for hook in data.hooks:
             train, test = plan.pairs(data, hook)
             score, _ = das_score(model_forward(model, data, hook), train, test, rank,
-                                 steps=HISTORY_DAS_STEPS, seed=seed, controls=False, cancelled=cancelled)
+                                 steps=HISTORY_DAS_STEPS, lr=HISTORY_DAS_LR, seed=seed, controls=False,
+                                 cancelled=cancelled)
             column.append(score.iia)
     return column
 
