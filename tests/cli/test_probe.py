@@ -82,3 +82,28 @@ def test_mistakes_are_one_line(tmp_path: Path, addition_run: Path) -> None:
                               "--position", "column 7"), "no position 'column 7'")
     proc = tfx("probe", "--run", str(addition_run))
     assert_one_line_error(proc, "one of the arguments --variable --labels is required")
+
+
+def _sae(folder: Path, hook: str, d_in: int) -> Path:
+    """A random ReLU SAE in SAELens's format reading ``hook``."""
+    from tui_lab.core.sae.config import SAEConfig, SAEMetadata
+    from tui_lab.core.sae.folder import save_sae
+    from tui_lab.core.sae.sae import SparseAutoencoder
+
+    cfg = SAEConfig(d_in=d_in, d_sae=32, architecture="standard", metadata=SAEMetadata(hook_name=hook))
+    return save_sae(SparseAutoencoder(cfg), folder)
+
+
+def test_a_sparse_probe_over_an_sae_at_the_variables_stream(tmp_path: Path, addition_run: Path) -> None:
+    sae = _sae(tmp_path / "sae", "decoder.0.hook_resid_post", 16)
+    proc = tfx("probe", "--run", str(addition_run), "--variable", "carry", "--examples", "200", "--sae", str(sae),
+               "--k", "3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    sparse = last_json_line(proc.stdout)["sparse"]
+    assert sparse["hook"] == "decoder.0.hook_resid_post" and sparse["k"] == 3
+    assert len(set(sparse["features"])) == 3 and all(0 <= f < 32 for f in sparse["features"])
+    assert 0.0 <= sparse["accuracy"] <= 1.0 and 0.0 <= sparse["control"] <= 1.0
+    other = _sae(tmp_path / "enc", "encoder.0.hook_resid_post", 16)
+    assert_one_line_error(tfx("probe", "--run", str(addition_run), "--variable", "carry", "--examples", "100",
+                              "--sae", str(other)),
+                          "the SAE reads encoder.0.hook_resid_post, but the variable carry is read in the decoder stream")

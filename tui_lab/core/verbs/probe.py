@@ -92,16 +92,18 @@ def slot_reader(request: Request, model: ModelInHand) -> tuple[Callable[[ModelIn
 def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Probes at every layer and position class (and the sparse probe, and the history)."""
     from tui_lab.core.analysis.probes.linear_probe import probe_layers
-    from tui_lab.core.analysis.probes.slot_activations import resolve_position
+    from tui_lab.core.analysis.probes.slot_activations import resolve_position, stream_of
+    from tui_lab.core.tasks.variables import INPUT
 
     read, variable = slot_reader(request, model)
     sae = _open_sae(request.sae, model)
     extra = [] if sae is None else [_sae_hook(sae)]
+    stream = stream_of(model, INPUT if variable is None else variable.site)
+    if extra and not extra[0].startswith(f"{stream}."):  # before any model work
+        what = f"the variable {request.variable}" if request.variable else "the labels"
+        raise LabError(f"the SAE reads {extra[0]}, but {what} is read in the {stream} stream")
     data = read(model, extra)
     position = resolve_position(data, request.position)
-    if sae is not None and not extra[0].startswith(f"{data.stream}."):
-        raise LabError(f"the SAE reads {extra[0]}, but {request.variable or 'the labels'} are read in the "
-                       f"{data.stream} stream")
     stop_if(cancelled)
     n_classes = len(data.classes()) + (1 if len(data.classes()) > 1 else 0)
     done = [0]

@@ -149,7 +149,7 @@ def forward_rows(model: ModelInHand, data: SlotData, rows: Tensor,
 
 def capture(model: ModelInHand, data: SlotData, extra: list[str] | None = None) -> SlotData:
     """Fill ``data.resid`` at every layer hook (and ``extra`` hooks) at every slot, in chunks."""
-    names = [*data.hooks, *(extra or [])]
+    names = list(dict.fromkeys([*data.hooks, *(extra or [])]))  # an SAE may read a layer hook
     if data.rows is None:
         raise LabError("a label file's slots are captured line by line (label_slots)")
     src, tgt = data.rows
@@ -173,7 +173,7 @@ def label_slots(model: ModelInHand, lines: list[LabelLine], extra: list[str] | N
     read in the input's stream line by line, with the residual stream captured."""
     stream = stream_of(model, INPUT)
     hooks = layer_hooks(model, stream)
-    names = [*hooks, *(extra or [])]
+    names = list(dict.fromkeys([*hooks, *(extra or [])]))
     value_names = sorted({label for line in lines for label in line.labels})
     index = {label: i for i, label in enumerate(value_names)}
     cls: list[str] = []
