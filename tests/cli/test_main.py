@@ -42,6 +42,8 @@ CONTRACT = {
              "--at-step", "--json"],
     "trace": ["--run", "--model", "--input", "--subject", "--answer", "--json"],
     "steer": ["--run", "--model", "--input", "--hook", "--positive", "--negative", "--coef", "--json"],
+    "probe": ["--run", "--model", "--variable", "--labels", "--position", "--sae", "--history", "--at-step", "--json"],
+    "das": ["--run", "--variable", "--layer", "--position", "--rank", "--history", "--at-step", "--json"],
 }
 
 
