@@ -40,5 +40,8 @@ async def test_open_from_attention_move_and_see_the_history(learned_run: Path) -
         assert len(history.cols) == min(10, len(steps)) and history.cols[-1] == str(steps[-1])
         assert len(history.rows) == 3
         assert "readable" in str(screen.query_one("#probes-status", Static).render())
+        await pilot.press("t", "escape")  # escape first cancels the work under way, the screen stays
+        assert isinstance(app.screen, ProbesScreen) and not screen.busy
+        assert "cancelled" in str(screen.query_one("#probes-status", Static).render())
         await pilot.press("escape")
         assert not isinstance(app.screen, ProbesScreen)

@@ -53,6 +53,7 @@ class ProbesScreen(Screen[None]):
     class Progressed(Message):
         """The worker's progress (``done`` of ``total``, ``what``)."""
 
+        job: int
         done: int
         total: int
         what: str
@@ -61,6 +62,7 @@ class ProbesScreen(Screen[None]):
     class Probed(Message):
         """The model in hand's probe table (None: ``error`` says why)."""
 
+        job: int
         table: ProbeTable | None
         error: str | None = None
 
@@ -68,6 +70,7 @@ class ProbesScreen(Screen[None]):
     class HistoryDone(Message):
         """The history's grids (None: ``error`` says why, or it was cancelled)."""
 
+        job: int
         history: ProbeHistory | None
         error: str | None = None
 
@@ -80,6 +83,7 @@ class ProbesScreen(Screen[None]):
         self.position_index = 0
         self.das = True
         self.busy = False
+        self.job = 0  # the work under way; a cancelled job's late messages are dropped
         self.table: ProbeTable | None = None
         self.history: ProbeHistory | None = None
 
@@ -112,7 +116,8 @@ class ProbesScreen(Screen[None]):
         self._header()
         self.busy = True
         self._status("working: probing every layer (escape cancels)")
-        self._probe_worker()
+        self.job += 1
+        self._probe_worker(self.job)
 
     def _header(self) -> None:
         self.query_one("#probes-header", Static).update(
@@ -121,13 +126,13 @@ class ProbesScreen(Screen[None]):
     def _status(self, text: str) -> None:
         self.query_one("#probes-status", Static).update(text)
 
-    def _reporter(self) -> tuple[Callable[[int, int, str], None], Callable[[], bool]]:
+    def _reporter(self, job: int) -> tuple[Callable[[int, int, str], None], Callable[[], bool]]:
         last = [0.0]
 
         def progress(done: int, total: int, what: str) -> None:
             if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
                 last[0] = time.monotonic()
-                self.post_message(self.Progressed(done, total, what))
+                self.post_message(self.Progressed(job, done, total, what))
 
         def cancelled() -> bool:
             return get_current_worker().is_cancelled
@@ -135,28 +140,28 @@ class ProbesScreen(Screen[None]):
         return progress, cancelled
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="probes")
-    def _probe_worker(self) -> None:
+    def _probe_worker(self, job: int) -> None:
         """Probe every layer and position of a private copy of the model in hand (thread)."""
         from tui_lab.core.verbs.probe import Request, run
         from tui_lab.ui.state.model_copies import private_in_hand
 
-        progress, cancelled = self._reporter()
+        progress, cancelled = self._reporter(job)
         try:
             result = run(Request(self.variable, examples=EXAMPLES), private_in_hand(self.lab_run), progress, cancelled)
         except Exception as exc:  # noqa: BLE001 - said on the screen, the lab goes on
-            self.post_message(self.Probed(None, one_line(exc)))
+            self.post_message(self.Probed(job, None, one_line(exc)))
             return
-        self.post_message(self.Probed(result.table))
+        self.post_message(self.Probed(job, result.table))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="probes")
-    def _history_worker(self, position: str, das: bool) -> None:
+    def _history_worker(self, job: int, position: str, das: bool) -> None:
         """Probes (and DAS) at every layer of every history snapshot (thread)."""
         from tui_lab.core.analysis.probes import slot_activations as slots
         from tui_lab.core.analysis.probes.probe_history import probe_history
         from tui_lab.core.tasks.variables import find_variable
         from tui_lab.ui.state.model_copies import private_in_hand
 
-        progress, cancelled = self._reporter()
+        progress, cancelled = self._reporter(job)
         try:
             assert self.run_dir is not None
             handle = private_in_hand(self.lab_run)
@@ -166,17 +171,19 @@ class ProbesScreen(Screen[None]):
                                   position, variable=variable if das else None,
                                   progress=progress, cancelled=cancelled)
         except Exception as exc:  # noqa: BLE001 - said on the screen, the lab goes on
-            self.post_message(self.HistoryDone(None, one_line(exc)))
+            self.post_message(self.HistoryDone(job, None, one_line(exc)))
             return
-        self.post_message(self.HistoryDone(found))
+        self.post_message(self.HistoryDone(job, found))
 
     def on_probes_screen_progressed(self, message: ProbesScreen.Progressed) -> None:
         """Show the worker's progress."""
-        if self.busy:
+        if self.busy and message.job == self.job:
             self._status(view.progress_line(message.done, message.total, message.what))
 
     def on_probes_screen_probed(self, message: ProbesScreen.Probed) -> None:
         """Draw the probe table (layers x positions) and the best probe."""
+        if message.job != self.job:
+            return  # cancelled
         self.busy = False
         if message.table is None:
             self._status(f"no probes: {message.error}")
@@ -191,6 +198,8 @@ class ProbesScreen(Screen[None]):
 
     def on_probes_screen_history_done(self, message: ProbesScreen.HistoryDone) -> None:
         """Draw probe accuracy and DAS IIA by layer x step, and when each first crosses its threshold."""
+        if message.job != self.job:
+            return  # cancelled
         self.busy = False
         if message.history is None:
             self._status(f"no history: {message.error}")
@@ -224,7 +233,8 @@ class ProbesScreen(Screen[None]):
             return
         self.busy = True
         self._status("working: loading the history (escape cancels)")
-        self._history_worker(self.positions[self.position_index], self.das)
+        self.job += 1
+        self._history_worker(self.job, self.positions[self.position_index], self.das)
 
     def action_toggle_das(self) -> None:
         """Switch DAS over the history on or off (probes alone are quicker)."""
@@ -240,6 +250,7 @@ class ProbesScreen(Screen[None]):
         """Cancel the work under way, or (with none) go back to Attention."""
         if self.busy:
             self.workers.cancel_group(self, "probes")
+            self.job += 1
             self.busy = False
             self._status("cancelled")
             return
