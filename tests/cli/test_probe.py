@@ -107,3 +107,25 @@ def test_a_sparse_probe_over_an_sae_at_the_variables_stream(tmp_path: Path, addi
     assert_one_line_error(tfx("probe", "--run", str(addition_run), "--variable", "carry", "--examples", "100",
                               "--sae", str(other)),
                           "the SAE reads encoder.0.hook_resid_post, but the variable carry is read in the decoder stream")
+
+
+def test_a_label_file_on_a_model_from_files(tmp_path: Path) -> None:
+    """--model: a real model's tokens, one label per token of each line (a random-weight GPT-2 folder)."""
+    from bench.hf_factory import save_family
+    from tui_lab.core.opening.model_in_hand import open_model
+
+    folder = tmp_path / "tiny-gpt2"
+    save_family(folder, "gpt2")
+    model = open_model(str(folder))
+    texts = ["hello world", "the cat sat", "a b c", "one two", "dogs run fast", "it is"]
+    lines = []
+    for text in texts:
+        n = len(model.task.vocab.encode(text))
+        lines.append(f"{text}\t{' '.join(str(i % 2) for i in range(n))}")  # token parity
+    labels = tmp_path / "parity.tsv"
+    labels.write_text("\n".join(lines) + "\n")
+    proc = tfx("probe", "--model", str(folder), "--labels", str(labels), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json_line(proc.stdout)
+    assert out["model"] == str(folder) and out["hooks"][0] == "blocks.0.hook_resid_pre"
+    assert out["positions"][-1] == "all" and out["positions"][0] == "token 0"
