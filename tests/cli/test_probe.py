@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import LEARNED_RUN, assert_one_line_error, last_json_line, tfx
+from tests.cli.helpers import LEARNED_RUN, TINY_RUN, assert_one_line_error, last_json_line, tfx
 
 TINY_ADDITION = """\
 model: {d_model: 16, n_heads: 2, n_encoder_layers: 1, n_decoder_layers: 1, d_ff: 32}
@@ -82,6 +82,10 @@ def test_mistakes_are_one_line(tmp_path: Path, addition_run: Path) -> None:
                               "--position", "column 7"), "no position 'column 7'")
     proc = tfx("probe", "--run", str(addition_run))
     assert_one_line_error(proc, "one of the arguments --variable --labels is required")
+    assert_one_line_error(tfx("probe", "--run", str(TINY_RUN), "--variable", "source", "--examples", "40",
+                              "--history"), "no history snapshots (train with train.history on)")
+    assert_one_line_error(tfx("probe", "--model", str(LEARNED_RUN), "--variable", "source", "--history"),
+                          "--history reads a run's snapshots: give --run DIR")
 
 
 def _sae(folder: Path, hook: str, d_in: int) -> Path:
