@@ -98,13 +98,33 @@ def main() -> None:
         return
     ref = load_file(str(root / "ct.safetensors"))
     ct_s = float(ref["seconds"][0])
-    same_nodes = (torch.equal(ref["selected_features"], graph.selected_features)
-                  and ref["logit_ids"].tolist() == graph.logit_tokens)
-    scale = float(ref["adjacency"].abs().max())
-    worst = float((ref["adjacency"] - graph.adjacency).abs().max()) / scale if same_nodes else float("nan")
+    same_logits = ref["logit_ids"].tolist() == graph.logit_tokens
+    same_nodes = same_logits and torch.equal(ref["selected_features"], graph.selected_features)
+    common = sorted(set(ref["selected_features"].tolist()) & set(graph.selected_features.tolist()))
     print(f"{'circuit-tracer 0.5 attribute':<28} {ct_s:8.2f} s")
     print(f"{'speed-up (ct / lab)':<28} {ct_s / lab_s:8.2f} x")
-    print(f"same nodes: {same_nodes}; largest adjacency difference / largest edge: {worst:.2e}")
+    print(f"same logits: {same_logits}; same selected features: {same_nodes} "
+          f"({len(common)} of {graph.n_features} in both)")
+    if same_logits:
+        print(f"largest difference / largest edge over the common nodes: {_common_difference(ref, graph, common):.2e}")
+
+
+def _common_difference(ref: dict, graph: object, common: list[int]) -> float:
+    """The adjacencies compared on the rows and columns of the features both selected,
+    the errors, tokens and logits (a capped run may pick different near-tied features)."""
+    import torch
+
+    def index(selected: list[int], n_nodes: int) -> torch.Tensor:
+        where = {f: i for i, f in enumerate(selected)}
+        rest = torch.arange(len(selected), n_nodes)
+        return torch.cat([torch.tensor([where[f] for f in common], dtype=torch.long), rest])
+
+    a = ref["adjacency"]
+    b = graph.adjacency  # type: ignore[attr-defined]
+    ia = index(ref["selected_features"].tolist(), a.size(0))
+    ib = index(graph.selected_features.tolist(), b.size(0))  # type: ignore[attr-defined]
+    a, b = a[ia][:, ia], b[ib][:, ib]
+    return float((a - b).abs().max()) / float(a.abs().max())
 
 
 if __name__ == "__main__":

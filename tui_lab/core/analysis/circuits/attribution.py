@@ -47,6 +47,30 @@ class Sources:
     decoders: Tensor
     errors: Tensor
     bounds: list[int]
+    padded: list[PaddedLayer]
+
+
+@dataclass(frozen=True)
+class PaddedLayer:
+    """One layer's active decoder rows laid out (T, m, d) by position, m = the most any
+    position has (zeros pad), and each slot's column in the edge rows (T, m), -1 for
+    padding: a layer's features are scored with one batched matmul, not one per
+    position (many small matmuls are slow on a busy machine's threads)."""
+
+    decoders: Tensor
+    columns: Tensor
+
+
+def pad_layer(decoders: Tensor, bounds: list[int], layer: int, n_pos: int) -> PaddedLayer:
+    """Layer ``layer``'s slice of ``decoders`` laid out by position."""
+    cells = [(bounds[layer * n_pos + p], bounds[layer * n_pos + p + 1]) for p in range(n_pos)]
+    m = max(1, max(b - a for a, b in cells))
+    padded = decoders.new_zeros(n_pos, m, decoders.size(1))
+    columns = torch.full((n_pos, m), -1, dtype=torch.long)
+    for pos, (a, b) in enumerate(cells):
+        padded[pos, : b - a] = decoders[a:b]
+        columns[pos, : b - a] = torch.arange(a, b)
+    return PaddedLayer(padded, columns)
 
 
 def find_sources(replacement: LocalReplacement, transcoders: TranscoderSet) -> Sources:
@@ -70,7 +94,9 @@ def find_sources(replacement: LocalReplacement, transcoders: TranscoderSet) -> S
     features = torch.cat(feats)
     keys = features[:, 0] * replacement.n_pos + features[:, 1]
     bounds = torch.searchsorted(keys, torch.arange(replacement.n_layers * replacement.n_pos + 1)).tolist()
-    return Sources(features, torch.cat(values), torch.cat(encoders), torch.cat(decoders), torch.stack(errors), bounds)
+    decoders_all = torch.cat(decoders)
+    padded = [pad_layer(decoders_all, bounds, layer, replacement.n_pos) for layer in range(replacement.n_layers)]
+    return Sources(features, torch.cat(values), torch.cat(encoders), decoders_all, torch.stack(errors), bounds, padded)
 
 
 @dataclass(frozen=True)
@@ -98,23 +124,26 @@ def edge_rows(
     """(B, n_active + (L + 1) * T) direct effects on B targets, each reading ``vectors[b]``
     at ``positions[b]`` of layer ``layers[b]``'s input (n_layers: the logits)."""
     n_layers, n_pos, n_feat = replacement.n_layers, replacement.n_pos, len(sources.values)
+    order = torch.sort(layers, descending=True, stable=True).indices  # pull_back's order
     out = vectors.new_zeros(len(vectors), n_feat + (n_layers + 1) * n_pos)
-    bounds, decoders = sources.bounds, sources.decoders
 
     def score(layer: int, g: Tensor) -> None:
-        t = g.size(1)
-        for pos in range(1, t):  # position 0 has no features
-            a, b = bounds[layer * n_pos + pos], bounds[layer * n_pos + pos + 1]
-            if b > a:
-                out[:, a:b] = g[:, pos] @ decoders[a:b].T
+        n, t = g.size(0), g.size(1)
+        pad = sources.padded[layer]
+        scores = torch.bmm(g.transpose(0, 1), pad.decoders[:t].transpose(1, 2))  # (t, n, m)
+        columns = pad.columns[:t]
+        real = columns >= 0
+        out[:n, columns[real]] = scores.permute(1, 0, 2)[:, real]
         start = n_feat + layer * n_pos
-        out[:, start: start + t] = torch.einsum("btd,td->bt", g, sources.errors[layer, :t])
+        out[:n, start: start + t] = torch.einsum("btd,td->bt", g, sources.errors[layer, :t])
 
     with torch.no_grad():
-        g0 = replacement.pull_back(layers, positions, vectors, score)
+        g0 = replacement.pull_back(layers[order], positions[order], vectors[order], score)
     start = n_feat + n_layers * n_pos
     out[:, start: start + g0.size(1)] = torch.einsum("btd,td->bt", g0, replacement.token_vectors[: g0.size(1)])
-    return out
+    rows = torch.empty_like(out)
+    rows[order] = out
+    return rows
 
 
 def partial_influences(edges: Tensor, logit_p: Tensor, row_to_node: Tensor, max_iter: int = 128) -> Tensor:
@@ -198,8 +227,8 @@ def _feature_rows(
     progress: Progress, cancelled: Cancelled,
 ) -> Tensor:
     """Fill ``edges``' feature rows in order of influence (circuit-tracer's queue); the
-    visited mask. Within a queue, rows are batched by layer and position, so a batch
-    reaches only the layers and positions below its targets."""
+    visited mask. Within a queue, rows are batched by position, so a batch reaches only
+    the positions up to its targets', and each layer is visited by its rows only."""
     n_feat = len(sources.values)
     visited = torch.zeros(n_feat, dtype=torch.bool)
     row, n_logits = len(targets.ids), len(targets.ids)
@@ -211,7 +240,9 @@ def _feature_rows(
             influences = partial_influences(edges[:row], targets.probabilities, row_to_node[:row])
             rank = torch.argsort(influences[:n_feat], descending=True)
             pending = rank[~visited[rank]][: min(update_interval * batch_size, cap - (row - n_logits))]
-        order = sources.features[pending, 0] * replacement.n_pos + sources.features[pending, 1]
+        # batches by position (a batch reads no later than its last position); within a
+        # batch pull_back visits each layer with only the rows reading there or above
+        order = sources.features[pending, 1] * replacement.n_layers + sources.features[pending, 0]
         pending = pending[torch.sort(order, stable=True).indices]
         for batch in pending.split(batch_size):
             if cancelled():

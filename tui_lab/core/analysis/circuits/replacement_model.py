@@ -219,34 +219,40 @@ class LocalReplacement:
 
         Row b reads ``vectors[b]`` (d,) at position ``positions[b]`` of layer
         ``layers[b]``'s transcoder input (``layers[b] == n_layers``: the final norm's
-        output, where logits read). ``on_output(l, g)`` is called with what each row
-        reads at layer l's output (B, T', d) before layer l's own reads join (a
-        source there writes into that); returns what each row reads at the token
-        embeddings (B, T', d). T' = the batch's last position + 1: causal attention
-        never carries a read to a later position.
+        output, where logits read); rows come sorted by layer, highest first.
+        ``on_output(l, g)`` is called with what the rows read at layer l's output
+        (n_l, T', d) before layer l's own reads join (a source there writes into
+        that): the first n_l rows, those reading at layer l or above (the others read
+        nothing there yet). Returns what each row reads at the token embeddings
+        (B, T', d). T' = the batch's last position + 1: causal attention never
+        carries a read to a later position.
         """
+        if bool((layers[1:] > layers[:-1]).any()):
+            raise ValueError("pull_back's rows must be sorted by layer, highest first")
         b, t = vectors.size(0), int(positions.max()) + 1
-        top = int(layers.max())
-        rows = torch.arange(b)
+        top = int(layers[0])
         g = vectors.new_zeros(b, t, vectors.size(1))
         if top == self.n_layers:
-            at = layers == top
-            read = torch.zeros_like(g)
-            read[rows[at], positions[at]] = vectors[at]
-            g = self.final.transpose(read)
+            n = int((layers == top).sum())
+            read = g[:n].clone()
+            read[torch.arange(n), positions[:n]] = vectors[:n]
+            g[:n] = self.final.transpose(read)
         for layer in range(min(top, self.n_layers - 1), -1, -1):
-            on_output(layer, g)
+            n = int((layers >= layer).sum())  # a prefix: the rows reading here or above
+            h = g[:n]
+            on_output(layer, h)
             frozen = self.layers[layer]
-            read = g @ frozen.skip if frozen.skip is not None else torch.zeros_like(g)
-            at = layers == layer
-            if bool(at.any()):
-                read[rows[at], positions[at]] += vectors[at]
+            read = h @ frozen.skip if frozen.skip is not None else torch.zeros_like(h)
+            at = torch.nonzero(layers[:n] == layer).flatten()
+            if len(at):
+                read[at, positions[at]] += vectors[at]
             into_mlp = frozen.read_transpose(read)
             if frozen.parallel:
-                g = g + frozen.ln1.transpose(frozen.attn.transpose(g)) + into_mlp
+                h = h + frozen.ln1.transpose(frozen.attn.transpose(h)) + into_mlp
             else:
-                g = g + into_mlp
-                g = g + frozen.ln1.transpose(frozen.attn.transpose(g))
+                h = h + into_mlp
+                h = h + frozen.ln1.transpose(frozen.attn.transpose(h))
+            g[:n] = h
         return g
 
 
