@@ -30,6 +30,7 @@ from tui_lab.core.sae.metrics import explained_variance, l0, mse
 from tui_lab.core.sae.settings import TrainSettings
 from tui_lab.core.sae.transcoder_layers import Transcoder, TranscoderSet
 
+START_DENSITY = 0.05  # the share of tokens each ReLU/JumpReLU feature fires on at the start
 # Numbers (such as CE loss recovered) the evaluation callback adds to a step event.
 Evaluate = Callable[[TranscoderSet], dict[str, float]]
 
@@ -44,7 +45,7 @@ def layer_loss(tc: Transcoder, x: torch.Tensor, y: torch.Tensor, c: Coefficients
     """(loss, prediction ŷ, features f) of one layer's transcoder on inputs x, targets y (N, d)."""
     z = tc.pre_acts(x)
     f = tc.activate(z)
-    y_hat = tc.decode(f) + tc.skip(x)
+    y_hat = tc.decode(f) + tc.skip(x) if tc.has_skip else tc.decode(f)
     loss = (y_hat - y).pow(2).sum(dim=-1).mean()
     if tc.architecture == "relu":
         loss = loss + c.l1 * (f * tc.W_dec.norm(dim=-1)).sum(dim=-1).mean()
@@ -91,9 +92,19 @@ class TranscoderTrainer:
 
     @torch.no_grad()
     def initialize_from(self, pairs: torch.Tensor) -> None:
-        """Before the first step: each b_dec at its targets' mean, each θ at its start."""
-        for tc, (_x, y) in zip(self.layers, pairs, strict=True):
+        """Before the first step: each b_dec at its targets' mean; ReLU's b_enc and JumpReLU's θ
+        set so each feature starts firing on START_DENSITY of the batch's tokens.
+
+        From a tied start about half the features fire on every token and their sum dwarfs
+        an MLP's output; a sparsity penalty then needs thousands of steps to silence them
+        (the explained variance stays below 0 for the first hundred). Starting sparse, at
+        each feature's own quantile, the penalty only has to keep it so.
+        """
+        for tc, (x, y) in zip(self.layers, pairs, strict=True):
             tc.b_dec.copy_(y.mean(dim=0))
+            if tc.architecture == "topk":
+                continue
+            tc.b_enc.sub_(tc.pre_acts(x).quantile(1.0 - START_DENSITY, dim=0))  # b_enc was 0
             if tc.threshold is not None:
                 tc.threshold.fill_(self.settings.jumprelu_init_threshold)
 
@@ -111,7 +122,7 @@ class TranscoderTrainer:
         total.backward()
         for group in self.optimizer.param_groups:
             group["lr"] = self.settings.lr_at(self.step)
-        unit = [tc for tc in self.layers if tc.architecture != "relu"]
+        unit = [tc for tc in self.layers if tc.architecture == "topk"]
         with torch.no_grad():
             for tc in unit:  # TopK and JumpReLU rank or gate f itself: rows stay unit (SAE trainer)
                 _drop_parallel_gradient(tc.W_dec)

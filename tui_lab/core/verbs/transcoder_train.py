@@ -29,14 +29,17 @@ if TYPE_CHECKING:
 ARCHITECTURES = ("relu", "topk", "jumprelu")
 FORMATS = ("circuit-tracer", "saelens")
 SUMMARY = ("explained_variance", "l0", "dead_fraction", "ce_loss_recovered")
-# Trained defaults (bench/transcoders.py, the induction-mlp run): 8 features per model dimension.
+# Defaults tried on the induction-mlp run (60,000 tokens, both layers): relu reaches a
+# held-out explained variance of ~0.88 with L0 ~28 a layer and CE loss recovered ~0.97,
+# jumprelu ~0.88 with L0 ~24, topk (k = 16, with a skip) ~0.8. Batches of 256 give four
+# times the steps of the SAE's 1,024 for the same tokens, which the L1/L0 runs need.
 FEATURES_PER_DIM = 8
 TOKENS = 200_000
-BATCH = 1024
+BATCH = 256
 LR = 3e-3
 K = 16
-L1 = 3e-3  # relu: with MLP outputs of norm ~1, 1.0 (the SAE's) kills every feature
-L0 = 3e-3  # jumprelu
+L1 = 0.1  # relu: 1.0 (the SAE's) silences most features here; 1e-2 leaves them denser
+L0 = 3e-2  # jumprelu
 EVAL_TOKENS = 8_192
 OpenAt = Callable[[int], "ModelInHand"]
 
