@@ -87,6 +87,7 @@ def main() -> None:
     p.add_argument("--max-feature-nodes", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--graph-file", type=Path, help="also write circuit-tracer's graph file (create_graph_files) here")
     args = p.parse_args()
     import torch
     from circuit_tracer.attribution.attribute import attribute
@@ -99,6 +100,10 @@ def main() -> None:
     start = time.perf_counter()
     graph = attribute(ids, model, max_feature_nodes=args.max_feature_nodes, batch_size=args.batch_size)
     seconds = time.perf_counter() - start
+    if args.graph_file is not None:
+        from circuit_tracer.utils.create_graph_files import create_graph_files
+
+        create_graph_files(graph, "ct", str(args.graph_file), scan="tfx-lab")
     save_file({
         "adjacency": graph.adjacency_matrix.float().contiguous(),
         "active_features": graph.active_features.long().contiguous(),

@@ -14,6 +14,7 @@ imports circuit-tracer in a subprocess (about 20 s on a loaded 2-core machine): 
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from safetensors.torch import load_file
 
 from tests.core.analysis.circuits.conftest import PROMPT, random_transcoders
 from tui_lab.core.analysis.circuits.attribution import attribute
+from tui_lab.core.analysis.circuits.graph_file import graph_json
 from tui_lab.core.opening.model_in_hand import open_model
 from tui_lab.core.sae.transcoder import save_transcoders
 
@@ -47,6 +49,8 @@ def test_same_graph_as_circuit_tracer(tmp_path: Path, cap: int | None) -> None:
                str(tmp_path / "ct.safetensors"), "--ids", ",".join(map(str, PROMPT)), "--batch-size", "16"]
     if cap is not None:
         command += ["--max-feature-nodes", str(cap)]
+    else:
+        command += ["--graph-file", str(tmp_path / "ct-files")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     ref = load_file(str(tmp_path / "ct.safetensors"))
@@ -58,3 +62,11 @@ def test_same_graph_as_circuit_tracer(tmp_path: Path, cap: int | None) -> None:
     assert ref["adjacency"].shape == graph.adjacency.shape
     scale = float(ref["adjacency"].abs().max())
     assert float((ref["adjacency"] - graph.adjacency).abs().max()) <= 1e-4 * scale
+    if cap is None:  # the graph file: the same nodes (ids, kinds) and links as circuit-tracer's own
+        theirs = json.loads((tmp_path / "ct-files" / "ct.json").read_text())
+        ours = graph_json(graph, "ct")
+        assert [n["node_id"] for n in ours["nodes"]] == [n["node_id"] for n in theirs["nodes"]]  # type: ignore[index, union-attr]
+        assert [n["feature_type"] for n in ours["nodes"]] == [n["feature_type"] for n in theirs["nodes"]]  # type: ignore[index, union-attr]
+        assert [(k["source"], k["target"]) for k in ours["links"]] == [(k["source"], k["target"]) for k in theirs["links"]]  # type: ignore[index, union-attr]
+        weights = [k["weight"] for k in ours["links"]]  # type: ignore[index, union-attr]
+        assert weights == pytest.approx([k["weight"] for k in theirs["links"]], abs=1e-4 * scale)
