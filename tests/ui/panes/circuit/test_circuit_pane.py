@@ -102,3 +102,52 @@ async def test_a_bad_folder_is_one_line(folders: tuple[Path, Path], tmp_path: Pa
         await wait_until(pilot, lambda: "no such folder" in str(host.query_one("#circuit-status").render()), 30,
                          "the refusal")
         assert pane.view.graph is None
+
+
+HISTORY_PRESET = """\
+model: {arch: decoder-only, n_encoder_layers: 0, n_decoder_layers: 2, d_model: 32, n_heads: 2,
+        d_ff: 64, positional: learned, max_len: 64}
+task: {name: induction}
+train: {steps: 8, batch_size: 8, eval_every: 4, eval_examples: 16, device: cpu, threads: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def history_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny induction run with MLPs and history snapshots, random transcoders at steps 2 and 8."""
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.training.train import TrainingRun
+
+    root = tmp_path_factory.mktemp("circuit-history")
+    (root / "tiny.yaml").write_text(HISTORY_PRESET)
+    TrainingRun(load_preset(str(root / "tiny.yaml")), root / "run").run()
+    for step in (2, 8):
+        model = open_model(root / "run", at_step=step)
+        save_transcoders(random_transcoders(model, seed=step), root / "run" / "transcoders" / f"step_{step}")
+    return root / "run"
+
+
+async def test_history_keys_step_through_the_snapshots(history_run: Path, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from tui_lab.core.opening.from_run import load_for_inference
+
+    run = load_for_inference(history_run, "cpu")
+    handle = SimpleNamespace(model=run.model, task=run.task, config=run.config, card=None, step=run.step,
+                             out_dir=history_run)
+    pane = CircuitPane(id="circuit-pane")
+    host = CircuitHost(pane, tmp_path / "runs", handle)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        await pilot.press(*"abcdabc", "enter")  # the run's own transcoders/ folder, its last step's set
+        await wait_until(pilot, lambda: pane.view.graph is not None and not pane.running, 60, "the graph")
+        assert pane.view.graph is not None and pane.view.graph.step == 8 and pane.view.step_index is None
+        seen = []
+        for key in ("left_square_bracket", "left_square_bracket", "right_square_bracket", "right_square_bracket"):
+            await pilot.press(key)
+            await pilot.pause()
+            await wait_until(pilot, lambda: not pane.running, 60, f"the graph after {key}")
+            await pilot.pause()
+            seen.append((pane.view.step_index, pane.view.graph.step if pane.view.graph else None))
+        assert seen == [(1, 8), (0, 2), (1, 8), (None, 8)]
+        assert "history" in str(host.query_one("#circuit-title").render())
