@@ -85,16 +85,14 @@ def test_gradient_reaches_only_the_kept_entries() -> None:
 
 def test_running_threshold_is_the_moving_average_of_the_smallest_kept_activation() -> None:
     sae = _sae()
-    update_topk_threshold(sae, torch.zeros(2, 3))  # nothing fired: left unset
+    update_topk_threshold(sae, torch.zeros(2, 3))  # nothing fired: left as it was (SAELens's start, 0)
     assert float(sae.topk_threshold) == 0.0
     update_topk_threshold(sae, torch.tensor([[0.0, 0.5, 2.0], [0.9, 0.0, 0.0]]))
-    assert float(sae.topk_threshold) == 0.5  # started at the first batch's smallest (dictionary_learning)
+    assert float(sae.topk_threshold) == pytest.approx(0.01 * 0.5, abs=1e-15)
     update_topk_threshold(sae, torch.tensor([[0.25, 0.0, 3.0]]))
-    assert float(sae.topk_threshold) == pytest.approx(0.99 * 0.5 + 0.01 * 0.25, abs=1e-15)
-    update_topk_threshold(sae, torch.tensor([[0.0, 1.0]]))
-    assert float(sae.topk_threshold) == pytest.approx(0.99 * (0.99 * 0.5 + 0.01 * 0.25) + 0.01, abs=1e-15)
-    update_topk_threshold(sae, torch.zeros(2, 3))  # nothing fired: left as it was
-    assert float(sae.topk_threshold) == pytest.approx(0.99 * (0.99 * 0.5 + 0.01 * 0.25) + 0.01, abs=1e-15)
+    assert float(sae.topk_threshold) == pytest.approx(0.99 * 0.005 + 0.01 * 0.25, abs=1e-15)
+    update_topk_threshold(sae, torch.zeros(2, 3))
+    assert float(sae.topk_threshold) == pytest.approx(0.99 * 0.005 + 0.01 * 0.25, abs=1e-15)
     assert sae.topk_threshold is not None and sae.topk_threshold.dtype == torch.float64
 
 
