@@ -99,30 +99,39 @@ def main() -> None:
     ref = load_file(str(root / "ct.safetensors"))
     ct_s = float(ref["seconds"][0])
     same_logits = ref["logit_ids"].tolist() == graph.logit_tokens
-    same_nodes = same_logits and torch.equal(ref["selected_features"], graph.selected_features)
-    common = sorted(set(ref["selected_features"].tolist()) & set(graph.selected_features.tolist()))
+    theirs, ours = _triples(ref["active_features"], ref["selected_features"]), _triples(
+        graph.active_features, graph.selected_features)
+    active_a = {tuple(f) for f in ref["active_features"].tolist()}
+    active_b = {tuple(f) for f in graph.active_features.tolist()}
+    common = sorted(set(theirs) & set(ours))
     print(f"{'circuit-tracer 0.5 attribute':<28} {ct_s:8.2f} s")
     print(f"{'speed-up (ct / lab)':<28} {ct_s / lab_s:8.2f} x")
-    print(f"same logits: {same_logits}; same selected features: {same_nodes} "
-          f"({len(common)} of {graph.n_features} in both)")
+    print(f"same logits: {same_logits}; active features: {len(active_a)} and {len(active_b)}, "
+          f"{len(active_a ^ active_b)} in one only (pre-activations within rounding of the threshold)")
+    print(f"selected features: {len(common)} of {graph.n_features} in both (the others near-tied in influence)")
     if same_logits:
-        print(f"largest difference / largest edge over the common nodes: {_common_difference(ref, graph, common):.2e}")
+        print(f"largest difference / largest edge over the common nodes: {_common_difference(ref, graph, theirs, ours, common):.2e}")
 
 
-def _common_difference(ref: dict, graph: object, common: list[int]) -> float:
-    """The adjacencies compared on the rows and columns of the features both selected,
-    the errors, tokens and logits (a capped run may pick different near-tied features)."""
+def _triples(active: object, selected: object) -> list[tuple[int, ...]]:
+    """The selected features as (layer, position, feature), in node order."""
+    rows = active.tolist()  # type: ignore[attr-defined]
+    return [tuple(rows[i]) for i in selected.tolist()]  # type: ignore[attr-defined]
+
+
+def _common_difference(ref: dict, graph: object, theirs: list, ours: list, common: list) -> float:
+    """The adjacencies compared on the features both selected (matched by layer, position
+    and feature), the errors, tokens and logits."""
     import torch
 
-    def index(selected: list[int], n_nodes: int) -> torch.Tensor:
+    def index(selected: list, n_nodes: int) -> torch.Tensor:
         where = {f: i for i, f in enumerate(selected)}
         rest = torch.arange(len(selected), n_nodes)
         return torch.cat([torch.tensor([where[f] for f in common], dtype=torch.long), rest])
 
     a = ref["adjacency"]
     b = graph.adjacency  # type: ignore[attr-defined]
-    ia = index(ref["selected_features"].tolist(), a.size(0))
-    ib = index(graph.selected_features.tolist(), b.size(0))  # type: ignore[attr-defined]
+    ia, ib = index(theirs, a.size(0)), index(ours, b.size(0))
     a, b = a[ia][:, ia], b[ib][:, ib]
     return float((a - b).abs().max()) / float(a.abs().max())
 
