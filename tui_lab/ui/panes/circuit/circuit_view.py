@@ -180,7 +180,8 @@ def describe(view: CircuitView) -> list[Line]:
         for other, weight in edges:
             n = g.node(other)
             style = "green" if weight > 0 else "red"
-            lines.append([(f"  {weight:+8.3f} ", style), (f"{n.kind.value[:4]} L{n.layer} p{n.pos} {n.label}"[:34], "")])
+            where = f"L{n.layer} " if n.kind.value in ("feature", "error") else ""
+            lines.append([(f"  {weight:+8.3f} ", style), (f"{n.kind.value[:4]} {where}p{n.pos} {n.label}"[:34], "")])
     lines.extend(check_lines(view))
     return lines
 
