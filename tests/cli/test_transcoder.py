@@ -56,6 +56,19 @@ def test_runs_lists_the_set(trained: tuple[Path, dict]) -> None:
     assert rows[0]["diff"]["arch"] == "jumprelu"
 
 
+def test_runs_lists_a_set_made_elsewhere(tmp_path: Path) -> None:
+    """A circuit-tracer folder with no lab metrics file is still a set, not a damaged run."""
+    from tests.core.sae.transcoder_fixtures import random_set
+    from tui_lab.core.sae.transcoder import save_transcoders
+
+    save_transcoders(random_set(6, 8, 2, "jumprelu"), tmp_path / "ct")
+    proc = tfx("runs", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    assert (row["kind"], row["status"], row["diff"]["arch"], row["explained_variance"]) == (
+        "transcoders", "finished", "jumprelu", None)
+
+
 def test_saelens_format_at_a_step(tmp_path: Path) -> None:
     proc = tfx("transcoder", "train", "--run", RUN, "--at-step", "400", "--format", "saelens", *SMALL,
                "--out", str(tmp_path / "s"), "--json")
