@@ -7,6 +7,7 @@ gpt_neox (parallel residual), each with skip transcoders."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tests.core.analysis.circuits.conftest import PROMPT, Off, make_reference
@@ -88,3 +89,16 @@ def test_a_capped_graph_keeps_the_same_edges(family) -> None:  # type: ignore[no
     expected = full.adjacency[rows][:, keep]
     got = torch.cat([capped.adjacency[: capped.n_features], capped.adjacency[capped.logit_start:]])
     assert torch.allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_progress_counts_feature_rows_and_cancel_stops(gpt2) -> None:  # type: ignore[no-untyped-def]
+    from tui_lab.core.analysis.circuits.attribution import AttributionStopped
+
+    _, model, ts = gpt2
+    seen: list[tuple[int, int]] = []
+    graph = attribute(model, PROMPT, ts, max_feature_nodes=9, batch_size=4,
+                      progress=lambda done, total, what: seen.append((done, total)))
+    assert seen[0] == (0, 9) and seen[-1] == (9, 9) and graph.n_features == 9
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    with pytest.raises(AttributionStopped):
+        attribute(model, PROMPT, ts, cancelled=lambda: True)
