@@ -95,3 +95,29 @@ def test_a_family_it_cannot_replace_says_so(tmp_path: Path, capsys) -> None:
     save_transcoders(random_transcoders(model), tmp_path / "tc")
     _refused(["graph", "--model", str(tmp_path / "gemma2"), "--transcoders", str(tmp_path / "tc"), "--input", "hi"],
              tmp_path / "g.json", capsys, "norm")
+
+
+HISTORY_PRESET = """\
+model: {arch: decoder-only, n_encoder_layers: 0, n_decoder_layers: 2, d_model: 32, n_heads: 2,
+        d_ff: 64, positional: learned, max_len: 64}
+task: {name: induction}
+train: {steps: 4, batch_size: 8, eval_every: 2, eval_examples: 16, device: cpu, threads: 1}
+"""
+
+
+def test_at_step_picks_that_snapshots_set(tmp_path: Path, capsys) -> None:
+    from tui_lab.core.config.presets import load_preset
+    from tui_lab.core.training.train import TrainingRun
+
+    (tmp_path / "tiny.yaml").write_text(HISTORY_PRESET)
+    TrainingRun(load_preset(str(tmp_path / "tiny.yaml")), tmp_path / "run").run()
+    for step in (2, 4):
+        model = open_model(tmp_path / "run", at_step=step)
+        save_transcoders(random_transcoders(model, seed=step), tmp_path / "tc" / f"step_{step}")
+    args = ["graph", "--run", str(tmp_path / "run"), "--transcoders", str(tmp_path / "tc"), "--input", "abcab", "--json"]
+    capsys.readouterr()
+    assert main([*args, "--at-step", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["metadata"]["step"] == 2
+    assert main(args) == 0  # the run's own last step has a set
+    assert json.loads(capsys.readouterr().out)["metadata"]["step"] == 4
+    _refused([*args[:-1], "--at-step", "1"], tmp_path / "g.json", capsys, "no transcoders for step 1")
