@@ -43,6 +43,8 @@ OPTIONS: dict[str, object] = {"model.activation": "relu2", "model.qk_norm": "hea
 VARIANTS: dict[str, dict[str, object]] = {
     "adamw": {"train.optimizer": "adamw"},
     "adamw+options": {"train.optimizer": "adamw", **OPTIONS},
+    "adamw+qk_norm": {"train.optimizer": "adamw", "model.qk_norm": "head"},
+    "adamw-qk_norm": {"train.optimizer": "adamw", "model.qk_norm": "none"},
     "muon": {"train.optimizer": "muon"},
     "muon+options": {"train.optimizer": "muon", **OPTIONS},
 }
