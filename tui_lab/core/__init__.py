@@ -32,16 +32,21 @@ _FACE = {
     "lens_readout": "tui_lab.core.analysis.lenses.lens_readout",
     "edge_attribution": "tui_lab.core.analysis.edges.edge_attribution",
     "faithfulness": "tui_lab.core.analysis.edges.faithfulness",
+    "attribute": "tui_lab.core.analysis.circuits.attribution",
+    "open_transcoders": "tui_lab.core.sae.transcoder",
+    "save_transcoders": "tui_lab.core.sae.transcoder",
 }
 
 __all__ = [
     "LabConfig", "LabError", "MultiHeadAttention", "capture_attention", "load_for_inference",
     "load_preset", "open_model", "parameter_report", "scaled_dot_product_attention", "using_hooks",
     "fit_jacobian_lens", "fit_tuned_lens", "lens_readout",
-    "das", "probe", "probe_history",
+    "das", "probe", "probe_history", "edge_attribution", "faithfulness",
+    "attribute", "open_sae", "open_transcoders", "save_transcoders",
 ]
 
 if TYPE_CHECKING:
+    from tui_lab.core.analysis.circuits.attribution import attribute
     from tui_lab.core.analysis.edges.edge_attribution import edge_attribution
     from tui_lab.core.analysis.edges.faithfulness import faithfulness
     from tui_lab.core.analysis.lenses.jacobian_lens import fit_jacobian_lens
@@ -56,6 +61,8 @@ if TYPE_CHECKING:
     from tui_lab.core.model.params import parameter_report
     from tui_lab.core.opening.from_run import load_for_inference
     from tui_lab.core.opening.model_in_hand import open_model
+    from tui_lab.core.sae.source import open_sae
+    from tui_lab.core.sae.transcoder import open_transcoders, save_transcoders
     from tui_lab.core.verbs.das import das
     from tui_lab.core.verbs.probe import probe, probe_history
 
