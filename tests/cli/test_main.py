@@ -44,6 +44,10 @@ CONTRACT = {
     "steer": ["--run", "--model", "--input", "--hook", "--positive", "--negative", "--coef", "--json"],
     "probe": ["--run", "--model", "--variable", "--labels", "--position", "--sae", "--history", "--at-step", "--json"],
     "das": ["--run", "--variable", "--layer", "--position", "--rank", "--history", "--at-step", "--json"],
+    "transcoder": ["train", "eval"],
+    "graph": ["--run", "--model", "--transcoders", "--input", "--max-feature-nodes", "--neuronpedia", "--at-step",
+              "--json"],
+    "crosscoder": ["train", "features"],
 }
 
 
