@@ -180,7 +180,8 @@ def _trainer(request: Request, hook: str, width: int, context: int) -> SAETraine
         return SAETrainer.resume(request.out, tokens=request.tokens, device=request.device)
     assert request.d_sae is not None
     sae = new_sae(width, request.d_sae, ARCHS[request.arch], request.k, hook, request.model_name, context,
-                  request.device, request.seed, list(request.widths) if request.widths else None)
+                  request.device, request.seed, list(request.widths) if request.widths else None,
+                  steps=max(1, request.tokens // request.batch))
     coefficient = {} if request.l1 is None else {"l1_coefficient": request.l1, "l0_coefficient": request.l1}
     settings = train_settings(request.tokens, request.batch, request.lr, request.seed, **coefficient)
     return SAETrainer(sae, settings, request.out)
