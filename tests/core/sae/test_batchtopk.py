@@ -198,3 +198,10 @@ def test_bad_k_is_one_line(k: object, why: str) -> None:
 
     with pytest.raises(LabError, match=why):
         SAEConfig(d_in=6, d_sae=10, architecture="batchtopk", k=k)  # type: ignore[arg-type]
+
+
+def test_threshold_rate_spans_the_end_of_a_short_run_and_is_saelens_for_long_ones() -> None:
+    from tui_lab.core.sae.recipe import threshold_rate
+
+    assert threshold_rate(None) == 0.01 and threshold_rate(10**6) == 0.01  # SAELens's default
+    assert threshold_rate(293) == pytest.approx(15 / 293) and threshold_rate(10) == 0.1
