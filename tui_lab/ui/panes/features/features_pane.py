@@ -33,13 +33,14 @@ from typing_extensions import Unpack
 
 from tui_lab.core.sae import defaults as DEFAULT
 from tui_lab.ui import key_bindings
-from tui_lab.ui.messages import OpenSaeFolder
+from tui_lab.ui.messages import OpenSaeFolder, ShowTranscoderFeature
 from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.features import features_workers as jobs
 from tui_lab.ui.panes.features.browser import SORT_TITLES, FeatureBrowser
 from tui_lab.ui.panes.features.card_view import card_text, curves_text, hint_text, shown
 from tui_lab.ui.panes.features.crosscoder_diff import CrosscoderDiff
 from tui_lab.ui.panes.features.cursor_list import CursorList
+from tui_lab.ui.panes.features.transcoder_feature_panel import TranscoderFeaturePanel
 from tui_lab.ui.state.host import Pane
 from tui_lab.ui.widgets.widget_options import WidgetOptions
 
@@ -198,6 +199,29 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
     def on_open_sae_folder(self, message: OpenSaeFolder) -> None:
         """The Runs pane's enter on an SAE."""
         self.open_folder(str(message.path))
+
+    async def on_show_transcoder_feature(self, message: ShowTranscoderFeature) -> None:
+        """The Circuit pane's enter on a feature: its card in place of the list (escape: back)."""
+        run = self._run()
+        if run is None:
+            return
+        found = self.query(TranscoderFeaturePanel)
+        panel = found.first() if found else TranscoderFeaturePanel(id="features-transcoder")
+        if not found:  # mounted on first use, so the pane is drawn as before until then
+            await self.mount(panel, before="#features-status")
+        self.query_one("#features-main").display = False
+        self.query_one("#features-diff", CrosscoderDiff).display = False
+        panel.display = True
+        panel.open(run, message.transcoders, message.layer, message.feature, self.table_tokens,
+                   self.host.training_active)
+        panel.focus()
+
+    def on_transcoder_feature_panel_closed(self, message: TranscoderFeaturePanel.Closed) -> None:
+        """Escape on the transcoder card: the SAE's list and card again."""
+        message.stop()
+        self.query_one(TranscoderFeaturePanel).display = False
+        self.query_one("#features-main").display = True
+        self.focus_default()
 
     def open_folder(self, folder: str) -> None:
         """Open an SAE's folder on the model in hand and browse its features (a crosscoder's
