@@ -55,7 +55,9 @@ def test_lab_files_hold_circuit_tracers_layout(tmp_path: Path) -> None:
     save_transcoders(tset, tmp_path)
     config = yaml.safe_load((tmp_path / "config.yaml").read_text())
     assert config["model_kind"] == "transcoder_set"
-    assert (config["feature_input_hook"], config["feature_output_hook"]) == ("ln2.hook_normalized", "hook_mlp_out")
+    # circuit-tracer's name for the lab's ln2.hook_normalized (the MLP's input, after the norm's affine)
+    assert (config["feature_input_hook"], config["feature_output_hook"]) == ("mlp.hook_in", "hook_mlp_out")
+    assert config["tfx_lab"]["hook_names"] == "circuit-tracer"
     for layer, tc in enumerate(tset):
         with safe_open(str(tmp_path / f"layer_{layer}.safetensors"), "pt") as f:
             raw = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118
@@ -96,7 +98,7 @@ def test_a_saelens_folder_written_by_hand_opens(tmp_path: Path) -> None:
     """SAELens's layout: W_enc (d_in, d_sae), W_skip (d_out, d_in), a JumpReLU threshold, a
     negative one included: SAELens's ReLU(z)·[z > θ] never passes a negative z."""
     g = torch.Generator().manual_seed(4)
-    folder = tmp_path / "blocks.0.ln2.hook_normalized"
+    folder = tmp_path / "blocks.0.mlp.hook_in"
     folder.mkdir()
     w = {"W_enc": torch.randn(6, 8, generator=g), "W_dec": torch.randn(8, 6, generator=g),
          "b_enc": torch.randn(8, generator=g), "b_dec": torch.randn(6, generator=g),
@@ -105,8 +107,10 @@ def test_a_saelens_folder_written_by_hand_opens(tmp_path: Path) -> None:
     (folder / "cfg.json").write_text(json.dumps({
         "architecture": "jumprelu_skip_transcoder", "d_in": 6, "d_sae": 8, "d_out": 6, "dtype": "float32",
         "apply_b_dec_to_input": False, "normalize_activations": "none",
-        "metadata": {"hook_name": "blocks.0.ln2.hook_normalized", "hook_name_out": "blocks.0.hook_mlp_out"}}))
-    tc = open_transcoders(tmp_path)[0]
+        "metadata": {"hook_name": "blocks.0.mlp.hook_in", "hook_name_out": "blocks.0.hook_mlp_out"}}))
+    tset = open_transcoders(tmp_path)
+    assert (tset.feature_input_hook, tset.feature_output_hook) == ("ln2.hook_normalized", "hook_mlp_out")
+    tc = tset[0]
     z = X @ w["W_enc"] + w["b_enc"]
     f = z.relu() * (z > w["threshold"])
     y = f @ w["W_dec"] + w["b_dec"] + X @ w["W_skip"].T
@@ -141,12 +145,14 @@ def test_another_models_sets_are_refused(tmp_path: Path, handle) -> None:  # typ
     _refused(tmp_path / "depth", handle, "3 transcoder layers, the model has 2 layers")
 
 
-def test_hooks_the_model_lacks_are_refused(tmp_path: Path, handle) -> None:  # type: ignore[no-untyped-def]
+def test_hooks_the_model_lacks_are_refused(tmp_path: Path) -> None:
+    """TransformerLens's hook_mlp_in (the norm's input) is the lab's hook_resid_mid, which an
+    attention-only model has not."""
     save_transcoders(random_set(16, 8, 2), tmp_path)
     config = yaml.safe_load((tmp_path / "config.yaml").read_text())
-    config["feature_input_hook"] = "mlp.hook_in"
+    config["feature_input_hook"] = "hook_mlp_in"
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    _refused(tmp_path, handle, "'blocks.0.mlp.hook_in', which the model lacks")
+    _refused(tmp_path, tiny_handle(d_model=16, layers=2, d_ff=0), "'blocks.0.hook_resid_mid', which the model lacks")
 
 
 def test_a_truncated_layer_file_is_refused(tmp_path: Path) -> None:

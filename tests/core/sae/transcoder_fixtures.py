@@ -12,11 +12,14 @@ from tui_lab.core.sae.transcoder import Transcoder, TranscoderSet
 from tui_lab.core.tasks import make_task
 
 
-def tiny_handle(d_model: int = 16, layers: int = 2, d_ff: int = 32, seed: int = 0) -> ModelInHand:
-    """A random-weight induction model (decoder-only, learned positions, an MLP per layer)."""
+def tiny_handle(d_model: int = 16, layers: int = 2, d_ff: int = 32, seed: int = 0,
+                **model_keys: object) -> ModelInHand:
+    """A random-weight induction model (decoder-only, learned positions, an MLP per layer
+    unless d_ff=0); ``model_keys`` adds to its model section (``output_norms=True``)."""
     config = from_dict({
         "model": {"arch": "decoder-only", "d_model": d_model, "n_heads": 2, "n_encoder_layers": 0,
-                  "n_decoder_layers": layers, "d_ff": d_ff, "positional": "learned", "tie_embeddings": False},
+                  "n_decoder_layers": layers, "d_ff": d_ff, "positional": "learned", "tie_embeddings": False,
+                  **model_keys},
         "task": {"name": "induction", "min_len": 3, "max_len": 6, "block_size": 16},
         "train": {"device": "cpu", "threads": 1},
     }, source="<tiny-mlp>", name="tiny-mlp")

@@ -51,10 +51,10 @@ def ct_write(folder: Path, x: torch.Tensor) -> dict[str, torch.Tensor]:
                 param = getattr(tc, name)
                 param.copy_(torch.randn(param.shape, generator=g) * 0.5)
         layers[i] = tc
-    tset = TranscoderSet(layers, feature_input_hook="ln2.hook_normalized", feature_output_hook="hook_mlp_out",
+    tset = TranscoderSet(layers, feature_input_hook="mlp.hook_in", feature_output_hook="hook_mlp_out",
                          scan="reference")
     tset.to_safetensors(str(folder))
-    config = {"model_kind": "transcoder_set", "feature_input_hook": "ln2.hook_normalized",
+    config = {"model_kind": "transcoder_set", "feature_input_hook": "mlp.hook_in",
               "feature_output_hook": "hook_mlp_out", "scan": "reference", "revision": None}
     (folder / "config.yaml").write_text(yaml.dump(config))  # as its cache writes it
     return {f"{kind}_{i}": (tc.encode(x) if kind == "acts" else tc(x))
@@ -81,7 +81,7 @@ def saelens_write(folder: Path, x: torch.Tensor) -> dict[str, torch.Tensor]:
     out = {}
     for i in range(LAYERS):
         cfg = JumpReLUSkipTranscoderConfig(d_in=d_model, d_sae=D_TC, d_out=d_model, apply_b_dec_to_input=False)
-        cfg.metadata.hook_name = f"blocks.{i}.ln2.hook_normalized"
+        cfg.metadata.hook_name = f"blocks.{i}.mlp.hook_in"
         cfg.metadata.hook_name_out = f"blocks.{i}.hook_mlp_out"  # type: ignore[attr-defined]
         sae = JumpReLUSkipTranscoder(cfg)
         with torch.no_grad():

@@ -20,6 +20,12 @@ circuit-tracer has no TopK loader (its files are ReLU unless they hold a thresho
 so a TopK set keeps its k in config.yaml's ``tfx_lab`` block, which only the lab
 reads; SAELens has no TopK transcoder, so writing one there is refused. Reading
 checks everything before a weight is used and writes nothing.
+
+Hook names in both formats are the ones circuit-tracer and SAELens resolve to the
+activation the lab's hook carries (``transcoder_hooks.py``: the lab's
+``ln2.hook_normalized`` is written ``mlp.hook_in``, and read back from it). A
+config.yaml whose ``tfx_lab`` block lacks ``hook_names`` was written by the lab before
+names were mapped, so its names are the lab's own.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from safetensors.torch import save as safetensors_bytes
 from tui_lab.core.runs.run_files import reason
 from tui_lab.core.sae.errors import SAEError
 from tui_lab.core.sae.folder import read_tensors, write_files
+from tui_lab.core.sae.transcoder_hooks import check_plain_mlp, file_hook, lab_hook
 from tui_lab.core.sae.transcoder_layers import DEFAULT_OUTPUT_HOOK, Transcoder, TranscoderSet
 
 if TYPE_CHECKING:
@@ -46,6 +53,7 @@ CFG_FILE = "cfg.json"
 WEIGHTS_FILE = "sae_weights.safetensors"
 THRESHOLD_KEY = "activation_function.threshold"
 FORMATS = ("circuit-tracer", "saelens")
+HOOK_NAMES = "circuit-tracer"  # config.yaml's tfx_lab.hook_names: whose names the file uses
 SAELENS_ARCHS = {("relu", False): "transcoder", ("relu", True): "skip_transcoder",
                  ("jumprelu", False): "jumprelu_transcoder", ("jumprelu", True): "jumprelu_skip_transcoder"}
 _LAYER_FILE = re.compile(r"layer_(\d+)\.safetensors")
@@ -95,6 +103,8 @@ def check_fits(tset: TranscoderSet, model: HookedLike, where: Path | str) -> Non
     for hook in (tset.input_hook(0), tset.output_hook(0)):
         if hook not in names:
             raise SAEError(f"{where}: names hook {hook!r}, which the model lacks (see tfx-lab hooks)")
+    if tset.file_hooks is not None:
+        check_plain_mlp(tset.file_hooks, names, str(where))
 
 
 def _subfolders(folder: Path) -> list[Path]:
@@ -117,7 +127,7 @@ def _yaml_config(path: Path) -> dict[str, Any]:
         raise SAEError(f"{path}: model_kind is {raw.get('model_kind')!r}, the lab reads transcoder_set")
     for key in ("feature_input_hook", "feature_output_hook"):
         if not isinstance(raw.get(key), str) or not raw[key]:
-            raise SAEError(f"{path}: no {key} (a hook name such as ln2.hook_normalized)")
+            raise SAEError(f"{path}: no {key} (a hook name such as mlp.hook_in)")
     return raw
 
 
@@ -181,14 +191,19 @@ def _read_circuit_tracer(folder: Path) -> TranscoderSet:
     raw = _yaml_config(folder / CONFIG_FILE)
     lab = raw.get("tfx_lab") if isinstance(raw.get("tfx_lab"), dict) else {}
     assert isinstance(lab, dict)
+    names: tuple[str, str] = (raw["feature_input_hook"], raw["feature_output_hook"])
+    hooks, file_hooks = names, None
+    if not lab or "hook_names" in lab:  # else the lab wrote its own names (before it mapped them)
+        where = str(folder / CONFIG_FILE)
+        hooks, file_hooks = (lab_hook(names[0], where), lab_hook(names[1], where)), names
     layers = [_circuit_tracer_layer(p, i, lab) for i, p in enumerate(_layer_paths(folder, raw))]
     known = ("model_kind", "feature_input_hook", "feature_output_hook", "scan", "tfx_lab", "transcoders", "model_name")
     scan = raw.get("scan")
     step = lab.get("step")
-    return TranscoderSet(layers, raw["feature_input_hook"], raw["feature_output_hook"],
+    return TranscoderSet(layers, hooks[0], hooks[1],
                          scan=str(scan) if scan else "tfx-lab", model_name=raw.get("model_name"),
                          step=step if isinstance(step, int) else None,
-                         extra={key: value for key, value in raw.items() if key not in known})
+                         extra={key: value for key, value in raw.items() if key not in known}, file_hooks=file_hooks)
 
 
 def _saelens_arch(path: Path) -> str | None:
@@ -222,8 +237,8 @@ def _saelens_cfg(path: Path) -> dict[str, Any]:
     return raw
 
 
-def _saelens_layer(folder: Path) -> tuple[Transcoder, str, str, dict[str, Any]]:
-    """(transcoder, input hook, output hook, metadata) of one SAELens transcoder folder."""
+def _saelens_layer(folder: Path) -> tuple[Transcoder, tuple[str, str], tuple[str, str], dict[str, Any]]:
+    """(transcoder, the lab's (input, output) hooks, the file's, metadata) of one SAELens folder."""
     raw = _saelens_cfg(folder / CFG_FILE)
     nested = raw.get("metadata")
     meta: dict[str, Any] = nested if isinstance(nested, dict) else raw
@@ -233,6 +248,8 @@ def _saelens_layer(folder: Path) -> tuple[Transcoder, str, str, dict[str, Any]]:
     out = _BLOCK_HOOK.fullmatch(str(meta.get("hook_name_out", f"blocks.{hook.group(1)}.{DEFAULT_OUTPUT_HOOK}")))
     if out is None or out.group(1) != hook.group(1):
         raise SAEError(f"{folder / CFG_FILE}: hook_name_out {meta.get('hook_name_out')!r} is not in layer {hook.group(1)}")
+    where = str(folder / CFG_FILE)
+    hooks = (lab_hook(hook.group(2), where), lab_hook(out.group(2), where))
     arch, d_in, d_sae = raw["architecture"], raw["d_in"], raw["d_sae"]
     path = folder / WEIGHTS_FILE
     tensors = read_tensors(path)
@@ -248,7 +265,7 @@ def _saelens_layer(folder: Path) -> tuple[Transcoder, str, str, dict[str, Any]]:
         weights["threshold"] = _check(path, "threshold", tensors.get("threshold"), (d_sae,)).clamp_min(0.0)
         architecture = "jumprelu"
     tc = _build(int(hook.group(1)), weights, architecture, None)
-    return tc, hook.group(2), out.group(2), meta
+    return tc, hooks, (hook.group(2), out.group(2)), meta
 
 
 def _read_saelens(folder: Path) -> TranscoderSet:
@@ -258,26 +275,26 @@ def _read_saelens(folder: Path) -> TranscoderSet:
     got = [tc.layer for tc in layers]
     if got != list(range(len(got))):
         raise SAEError(f"{folder}: SAELens transcoders for layers {got}; a set needs one for each layer from 0")
-    hooks = {(item[1], item[2]) for item in read}
+    hooks = {item[1] for item in read}
     if len(hooks) > 1:
-        raise SAEError(f"{folder}: the layers read or write different hooks ({sorted(hooks)})")
+        raise SAEError(f"{folder}: the layers read or write different hooks ({sorted({item[2] for item in read})})")
     (input_hook, output_hook), meta = hooks.pop(), read[0][3]
     step = meta.get("tfx_lab_step")
     return TranscoderSet(layers, input_hook, output_hook, model_name=meta.get("model_name"),
-                         step=step if isinstance(step, int) else None)
+                         step=step if isinstance(step, int) else None, file_hooks=read[0][2])
 
 
 def circuit_tracer_files(tset: TranscoderSet) -> dict[str, bytes]:
     """config.yaml and every layer_<i>.safetensors of ``tset`` in circuit-tracer's layout."""
     lab: dict[str, object] = {"architecture": tset.layers[0].architecture, "d_model": tset.d_model,
-                              "n_layers": tset.n_layers}
+                              "n_layers": tset.n_layers, "hook_names": HOOK_NAMES}
     if tset.layers[0].k is not None:
         lab["k"] = tset.layers[0].k
     if tset.step is not None:
         lab["step"] = tset.step
     config: dict[str, object] = {**tset.extra, "model_kind": "transcoder_set",
-                                 "feature_input_hook": tset.feature_input_hook,
-                                 "feature_output_hook": tset.feature_output_hook, "scan": tset.scan,
+                                 "feature_input_hook": file_hook(tset.feature_input_hook),
+                                 "feature_output_hook": file_hook(tset.feature_output_hook), "scan": tset.scan,
                                  "model_name": tset.model_name, "tfx_lab": lab}
     files = {CONFIG_FILE: yaml.safe_dump(config, sort_keys=False).encode("utf-8")}
     for tc in tset.layers:
@@ -296,9 +313,12 @@ def saelens_files(tset: TranscoderSet, tc: Transcoder) -> dict[str, bytes]:
     arch = SAELENS_ARCHS.get((tc.architecture, tc.has_skip))
     if arch is None:
         raise SAEError(f"SAELens has no {tc.architecture} transcoder; save this set with format circuit-tracer")
-    metadata: dict[str, object] = {"sae_lens_version": "6.0.0", "hook_name": tset.input_hook(tc.layer),
-                                   "hook_name_out": tset.output_hook(tc.layer), "model_name": tset.model_name,
-                                   "prepend_bos": False}
+    metadata: dict[str, object] = {"sae_lens_version": "6.0.0",
+                                   "hook_name": f"blocks.{tc.layer}.{file_hook(tset.feature_input_hook)}",
+                                   "hook_name_out": f"blocks.{tc.layer}.{file_hook(tset.feature_output_hook)}",
+                                   "model_name": tset.model_name, "prepend_bos": False,
+                                   # mlp.hook_in is the MLP's input only with the norm's affine unfolded
+                                   "model_from_pretrained_kwargs": {"fold_ln": False}}
     if tset.step is not None:
         metadata["tfx_lab_step"] = tset.step
     cfg = {"architecture": arch, "d_in": tc.d_model, "d_sae": tc.d_tc, "d_out": tc.d_model, "dtype": "float32",

@@ -17,9 +17,10 @@ SAELens's ``SkipTranscoder`` both apply it). JumpReLU is circuit-tracer's
 which is how its files are read (``transcoder_files.py``).
 
 A ``TranscoderSet`` holds one transcoder per layer and the hooks they bracket, named
-relative to a block as circuit-tracer's ``config.yaml`` names them
-(``ln2.hook_normalized``, ``hook_mlp_out``): the full hook of layer l is
-``blocks.{l}.{hook}``.
+relative to a block by the lab's hook names (``ln2.hook_normalized``, ``hook_mlp_out``):
+the full hook of layer l is ``blocks.{l}.{hook}``. Files name them as circuit-tracer
+and SAELens resolve them (``transcoder_hooks.py``: the lab's ``ln2.hook_normalized`` is
+their ``mlp.hook_in``).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class Transcoder(nn.Module):
 
 @dataclass
 class TranscoderSet:
-    """One transcoder per model layer and the hooks (relative to a block) they bracket."""
+    """One transcoder per model layer and the lab's hooks (relative to a block) they bracket."""
 
     layers: list[Transcoder]
     feature_input_hook: str = DEFAULT_INPUT_HOOK
@@ -128,6 +129,7 @@ class TranscoderSet:
     step: int | None = None  # the history snapshot it was trained at, if one
     folder: Path | None = None  # where it was read from, if it was
     extra: dict[str, object] = field(default_factory=dict)  # other config.yaml keys, carried along
+    file_hooks: tuple[str, str] | None = None  # the hooks as the file it was read from named them
 
     def __post_init__(self) -> None:
         if not self.layers:
