@@ -77,10 +77,10 @@ def test_config_naming_hooks_the_model_lacks(folders: tuple[Path, Path], tmp_pat
     odd.mkdir()
     for f in tc.iterdir():
         (odd / f.name).write_bytes(f.read_bytes())
-    config = (odd / "config.yaml").read_text().replace("ln2.hook_normalized", "mlp.hook_in")
+    config = (odd / "config.yaml").read_text().replace("mlp.hook_in", "mlp.hook_nowhere")
     (odd / "config.yaml").write_text(config)
     _refused(["graph", "--model", str(model), "--transcoders", str(odd), "--input", "The cat"],
-             tmp_path / "g.json", capsys, "mlp.hook_in")
+             tmp_path / "g.json", capsys, "'mlp.hook_nowhere' has no exact match")
 
 
 def test_a_prompt_past_the_context(folders: tuple[Path, Path], tmp_path: Path, capsys) -> None:
