@@ -59,7 +59,7 @@ async def test_enter_on_a_feature_shows_its_card_in_features(tmp_path: Path, mon
         pane.table_tokens = TOKENS
         app.post_message(OpenFeatureRequested(tmp_path / "tc", LAYER, feature))  # the Circuit pane's enter
         await wait_until(pilot, lambda: bool(pane.query(TranscoderFeaturePanel))
-                         and pane.query_one(TranscoderFeaturePanel).shown is not None, 60, "the card")
+                         and pane.query_one(TranscoderFeaturePanel).shown is not None, 120, "the card")
         await pilot.pause()
         panel = pane.query_one(TranscoderFeaturePanel)
         shown = panel.shown

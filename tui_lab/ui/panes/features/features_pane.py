@@ -14,6 +14,8 @@
   to that feature. ``x`` decodes that text plainly and with the feature on show
   ablated (its reconstruction error kept: ``core/sae/interventions.py``), ``v``
   with its decoder row added at its largest activation (steering).
+- The Circuit pane's enter on a feature shows that transcoder feature's card in place
+  of the list (``transcoder_feature_panel.py``); escape goes back.
 """
 
 from __future__ import annotations
