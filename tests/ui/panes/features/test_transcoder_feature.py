@@ -100,3 +100,46 @@ async def test_enter_on_a_feature_shows_its_card_in_features(tmp_path: Path, mon
         await pilot.press("escape")
         await pilot.pause()
         assert pane.query_one("#features-main").display
+
+
+async def test_enter_in_the_circuit_pane_opens_the_feature(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole way: trace in the Circuit pane, move to a feature, enter; Features shows it."""
+    from tui_lab.ui import pane_registry
+    from tui_lab.ui.panes.circuit.circuit_pane import CircuitPane
+
+    monkeypatch.setenv("TFX_LAB_CACHE", str(tmp_path / "cache"))
+    model = open_model(RUN)
+    tset = random_transcoders(model)
+    save_transcoders(tset, tmp_path / "tc")
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.state.opened = model
+        app.query_one(FeaturesPane).table_tokens = TOKENS
+        await pilot.press(pane_registry.spec("circuit").key)
+        await pilot.pause()
+        circuit = app.query_one(CircuitPane)
+        circuit.focus_default()
+        await pilot.press(*"rujAnignar", "tab", *str(tmp_path / "tc"), "enter")
+        await wait_until(pilot, lambda: circuit.view.graph is not None and not circuit.running, 120, "the graph")
+        await pilot.pause()
+        for _ in range(8):  # down the rows (right past error nodes) to a feature
+            node = circuit.view.node()
+            if node is not None and node.kind.value == "feature":
+                break
+            await pilot.press("right" if node is not None and node.kind.value == "error" else "down")
+        node = circuit.view.node()
+        assert node is not None and node.kind.value == "feature"
+        await pilot.press("enter")
+        pane = app.query_one(FeaturesPane)
+        await wait_until(pilot, lambda: bool(pane.query(TranscoderFeaturePanel))
+                         and pane.query_one(TranscoderFeaturePanel).shown is not None, 120, "the card")
+        shown = pane.query_one(TranscoderFeaturePanel).shown
+        assert shown is not None and app.active_pane == "features"
+        assert (shown.layer, shown.feature) == (node.layer, node.id) and shown.contexts
+        assert f"transcoder layer {node.layer} · feature {node.id}" in _text(app)
+        for ctx in shown.contexts[:2]:
+            hook = f"blocks.{node.layer}.ln2.hook_normalized"
+            _, cache = model.run_with_cache(torch.tensor([ctx.ids]), names=[hook])
+            mine = tset[node.layer].encode(cache[hook].float())[0, :, node.id]
+            assert ctx.activations == pytest.approx(mine.tolist(), abs=1e-5)
