@@ -30,3 +30,39 @@ def print_with_png(svg: Path) -> None:
         png = svg.with_suffix(".png")
         subprocess.run(["rsvg-convert", "-o", str(png), str(svg)], check=True)
         print(png)
+
+
+async def save_svg(app: object, pilot: Pilot, svg: Path, title: str) -> Path:
+    """Wait for the app's workers, stop the cursors blinking, clear notifications, write ``svg``."""
+    from textual.widgets import Input
+
+    await app.workers.wait_for_complete()  # type: ignore[attr-defined]
+    for field in app.query(Input):  # type: ignore[attr-defined]
+        field.cursor_blink = False
+    app.clear_notifications()  # type: ignore[attr-defined]
+    await pilot.pause(0.5)
+    svg.parent.mkdir(parents=True, exist_ok=True)
+    svg.write_text(app.export_screenshot(title=title), encoding="utf-8")  # type: ignore[attr-defined]
+    return svg
+
+
+def tfx(*args: str) -> None:
+    """Run ``tfx-lab ARGS`` as a user would (the venv's script, else ``python -m tui_lab.cli``)."""
+    import sys
+
+    exe = Path(sys.executable).with_name("tfx-lab")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "tui_lab.cli"]
+    subprocess.run([*cmd, *args], check=True)
+
+
+def hold_run(app: object, run_dir: Path) -> None:
+    """Put ``run_dir``'s model in the lab's hands, as an opened run (its model, task, config,
+    step and folder), without the Train pane's restore: a run shipped without an optimizer
+    state (tests/data/*) is not restored there."""
+    from types import SimpleNamespace
+
+    from tui_lab.core.opening.from_run import load_for_inference
+
+    run = load_for_inference(run_dir, "cpu")
+    app.state.current_run = SimpleNamespace(  # type: ignore[attr-defined]
+        model=run.model, task=run.task, config=run.config, card=None, step=run.step, out_dir=run_dir)

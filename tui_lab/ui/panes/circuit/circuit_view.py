@@ -128,7 +128,9 @@ def draw_graph(view: CircuitView, width: int) -> list[Line]:
     g = view.graph
     if g is None:
         return [[("no graph yet: type a prompt and press enter (the run's transcoders/ folder, or t to name one)", "dim")]]
-    col = max(6, min(14, (width - LABEL_WIDTH) // max(1, g.n_pos) - 1))
+    # every position gets a column (a 13-token prompt fits beside the side panel): narrow
+    # columns cut labels, missing ones hide the logits at the last position
+    col = max(3, min(14, (width - LABEL_WIDTH) // max(1, g.n_pos) - 1))
     lines: list[Line] = [[(" " * LABEL_WIDTH, "")] + [(lab[:col].ljust(col) + " ", "bold") for lab in g.token_labels]]
     for label, cells in view.rows():
         height = max(1, min(CELL_NODES, max(len(c) for c in cells)))
@@ -181,7 +183,7 @@ def describe(view: CircuitView) -> list[Line]:
             n = g.node(other)
             style = "green" if weight > 0 else "red"
             where = f"L{n.layer} " if n.kind.value in ("feature", "error") else ""
-            lines.append([(f"  {weight:+8.3f} ", style), (f"{n.kind.value[:4]} {where}p{n.pos} {n.label}"[:34], "")])
+            lines.append([(f"  {weight:+8.3f} ", style), (f"{n.kind.value} {where}p{n.pos} {n.label}"[:30], "")])
     lines.extend(check_lines(view))
     return lines
 

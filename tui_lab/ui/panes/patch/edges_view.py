@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tui_lab.core.verbs.circuit import Result
 
 TOP = 20  # edges listed
-BAR = 20
+BAR = 12  # each side of the axis: name, bars and score fit half of a 120-column screen
 
 
 @dataclass
@@ -44,8 +44,8 @@ def edges_text(result: Result | None, top: int = TOP) -> Text:
     limit = max((abs(e.score) for e in edges), default=0.0) or 1.0
     out = Text(no_wrap=True, overflow="crop")
     out.append(f"Top {len(edges)} of {s.graph.n_edges} edges", style="bold")
-    out.append(f" · {s.method} · pair {result.pair.name} · logit difference clean {s.clean:.3f}, "
-               f"corrupted {s.corrupt:.3f}\n", style="dim")
+    out.append(f" · {s.method} · pair {result.pair.name}\n", style="dim")
+    out.append(f"logit difference: clean {s.clean:.3f}, corrupted {s.corrupt:.3f}\n", style="dim")
     for e in edges:
         out.append(f"{e.name:>{width}} ")
         out.append_text(signed_bar(e.score, limit, BAR))
@@ -55,7 +55,7 @@ def edges_text(result: Result | None, top: int = TOP) -> Text:
 
 def summary_text(view: EdgesView) -> Text:
     """CPR and CMD, the top 5%'s recovered fraction, and the known-circuit check's line."""
-    out = Text(no_wrap=True, overflow="ellipsis")
+    out = Text()  # the check's line wraps: it names the heads it found
     if view.result is None:
         return out
     f = view.result.faithful
