@@ -28,8 +28,15 @@ def print_with_png(svg: Path) -> None:
     print(svg)
     if shutil.which("rsvg-convert"):
         png = svg.with_suffix(".png")
-        subprocess.run(["rsvg-convert", "-o", str(png), str(svg)], check=True)
+        subprocess.run(["rsvg-convert", "-o", str(png)], input=_for_rsvg(svg.read_text(encoding="utf-8")),
+                       check=True, text=True)
         print(png)
+
+
+def _for_rsvg(svg: str) -> str:
+    """Rich's SVG with plain spaces kept as written: rsvg drops the no-break space that opens
+    a text run (" 100%" after a token "3" drew as "3100%"), and collapses plain ones unless told."""
+    return svg.replace("&#160;", " ").replace('<svg class="rich-terminal"', '<svg xml:space="preserve" class="rich-terminal"', 1)
 
 
 async def save_svg(app: object, pilot: Pilot, svg: Path, title: str) -> Path:
