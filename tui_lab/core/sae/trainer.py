@@ -6,20 +6,27 @@ or anything else); the trainer pulls them through the shuffled buffer
 says so, or when the source ends. Every ``log_every`` steps it reports an
 ``SAEStepEvent`` (MSE, L0, explained variance, FVU, dead features) to
 ``on_event`` and, with an output folder, to ``metrics.jsonl``; checkpoints are
-SAELens folders that resume where they stopped.
+SAELens folders that resume where they stopped. A BatchTopK SAE's inference
+threshold is calibrated at the end on the last rows trained on (``batchtopk.py``).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import torch
 
 from tui_lab.core.sae.activity import FeatureActivity
-from tui_lab.core.sae.batchtopk import resumable, update_topk_threshold
+from tui_lab.core.sae.batchtopk import (
+    CALIBRATION_ROWS,
+    calibrate_threshold,
+    resumable,
+    update_topk_threshold,
+)
 from tui_lab.core.sae.buffer import ActivationBuffer
 from tui_lab.core.sae.checkpoint import (
     TrainerState,
@@ -118,6 +125,9 @@ class SAETrainer:
         capacity = max(2 * s.batch_size, min(s.buffer_rows, s.tokens - self.tokens))
         batches = ActivationBuffer(activations, capacity, s.batch_size, seed=s.seed + self.step, device=self.device)
         reason = "done" if self.tokens >= s.tokens else "source ended"
+        # the last rows trained on, for BatchTopK's threshold calibration (nothing kept otherwise)
+        recent: deque[torch.Tensor] = deque(maxlen=-(-CALIBRATION_ROWS // s.batch_size)
+                                            if self.sae.topk_threshold is not None else 0)
         try:
             for x in (batches if self.tokens < s.tokens else ()):
                 if should_stop is not None and should_stop():
@@ -126,14 +136,19 @@ class SAETrainer:
                 if self.step == 0:
                     self.initialize_from(x)
                 loss = self.train_step(x)
+                recent.append(x)
+                if self.tokens >= s.tokens:  # before the last evaluation, which should see it
+                    calibrate_threshold(self.sae, recent)
+                    recent.clear()
                 self.elapsed = time.perf_counter() - start
                 self._after_step(x, loss)
                 if self.tokens >= s.tokens:
                     reason = "done"
                     break
         except KeyboardInterrupt:
-            self._finish("interrupted", start)
+            self._finish("interrupted", start)  # the running θ kept: the run resumes from it
             raise
+        calibrate_threshold(self.sae, recent)  # stopped or the source ended (empty when done)
         return self._finish(reason, start)
 
     def _after_step(self, x: torch.Tensor, loss: StepLoss) -> None:
