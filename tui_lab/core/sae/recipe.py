@@ -103,7 +103,9 @@ def threshold_rate(steps: int | None) -> float:
     """BatchTopK's running-threshold rate for a run of ``steps``: SAELens's 0.01 for long runs,
     faster for short ones, so the average spans about the last fifteenth of training (within the
     last fifth, where the learning rate decays and the activations settle). On char-lm's 293
-    steps, 0.01 averaged over activations still shrinking and left held-out L0 at 13.8 for k = 16."""
+    steps, 0.01 averaged over activations still shrinking and left held-out L0 at 13.8 for k = 16.
+    The running θ serves the evaluations during training and a resumed run; the file's threshold
+    is calibrated at the end (``batchtopk.calibrate_threshold``)."""
     return 0.01 if not steps else min(0.1, max(0.01, 15.0 / steps))
 
 
