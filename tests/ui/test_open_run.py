@@ -34,10 +34,16 @@ ODD = {
     "model.norm": "post",
     "model.positional": "rope",
     "model.tie_embeddings": False,
+    "model.activation": "relu2",
+    "model.qk_norm": "head",
+    "model.zero_init_proj": True,
+    "model.logit_softcap": 15.0,
     "task.name": "reverse",
     "train.steps": 3,
     "train.batch_size": 8,
     "train.lr": 0.002,
+    "train.optimizer": "muon",
+    "train.muon_lr": 0.01,
     "train.warmup_steps": 2,
     "train.schedule": "linear",
     "train.max_seconds": 50.0,
@@ -147,7 +153,8 @@ async def shows_everywhere(pilot, config: LabConfig) -> None:  # type: ignore[no
     train = app.query_one(TrainPane)
     assert train.config.to_dict() == config.to_dict()
     title = plain(train.query_one("#train-status"))
-    assert f"{RUN_NAME} · runs/{RUN_NAME}" in title and "copy" not in title
+    # (an opened run's title also carries its tokens/s and MFU between the name and the folder)
+    assert title.startswith(f"{RUN_NAME} · ") and f" · runs/{RUN_NAME}" in title and "copy" not in title
 
 
 async def test_run_option_opens_the_run_everywhere(odd_run: tuple[Path, LabConfig]) -> None:

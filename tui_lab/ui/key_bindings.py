@@ -67,8 +67,8 @@ TRAIN: list[BindingType] = [
     Binding("a", "toggle_accuracy", "Accuracy chart", show=False, id="train.accuracy"),
     Binding(
         "c", "cycle_chart", "Loss / lr / grad norm / update ratio", show=False, id="train.chart",
-        tooltip="The chart beside the figures: loss, then per parameter group the learning rate, "
-        "gradient norm and update-to-weight ratio",
+        tooltip="Loss / lr / grad norm / update ratio: the chart beside the figures (per parameter "
+        "group the learning rate, gradient norm and update-to-weight ratio)",
     ),
     Binding(
         "f", "fourier", "Fourier", id="train.fourier",
