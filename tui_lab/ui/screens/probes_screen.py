@@ -47,6 +47,8 @@ class ProbesScreen(Screen[None]):
     DEFAULT_CSS = """
     ProbesScreen Heatmap { height: auto; margin-bottom: 1; }
     ProbesScreen Static { height: auto; }
+    ProbesScreen #probes { height: 1fr; }
+    ProbesScreen .probes-title { text-style: bold; }
     """
 
     @dataclass
@@ -91,11 +93,12 @@ class ProbesScreen(Screen[None]):
         """The header, the table and the two history heatmaps, the cursor and progress lines."""
         with VerticalScroll(id="probes"):
             yield Static(id="probes-header")
-            yield Heatmap(id="probes-table")
-            yield Heatmap(id="probes-history")
-            yield Heatmap(id="das-history")
-            yield Static(id="probes-cell")
-            yield Static(id="probes-status")
+            for heatmap, title in zip(("probes-table", "probes-history", "das-history"), view.TITLES, strict=True):
+                yield Static(title, classes="probes-title")
+                yield Heatmap(id=heatmap)
+        # under the scroll, always in sight: the cell under the cursor and when it became readable
+        yield Static(id="probes-cell")
+        yield Static(id="probes-status")
         yield Footer()
 
     def on_mount(self) -> None:

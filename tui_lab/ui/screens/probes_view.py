@@ -14,6 +14,16 @@ if TYPE_CHECKING:
     from tui_lab.core.analysis.probes.probe_history import HistoryGrid, ProbeHistory
 
 Matrix = tuple[list[list[float]], list[str], list[str]]
+TITLES = (  # one over each heatmap: the colours are accuracies, not attention weights
+    "probe accuracy, held out: layer x position class (the model in hand)",
+    "probe accuracy over training: layer x step (t)",
+    "DAS interchange-intervention accuracy over training: layer x step (d, then t)",
+)
+
+
+def class_label(name: str) -> str:
+    """A position class as a column heads it: "column 2" in a cell's width ("col 2")."""
+    return name.replace("column ", "col ")
 
 
 def layer_label(layer: int, hook: str) -> str:
@@ -24,7 +34,7 @@ def layer_label(layer: int, hook: str) -> str:
 def table_matrix(table: ProbeTable) -> Matrix:
     """Held-out accuracy by layer (rows) and position class (columns)."""
     values = [[0.0 if s is None else s.accuracy for s in row] for row in table.scores]
-    return values, [layer_label(i, h) for i, h in enumerate(table.hooks)], list(table.classes)
+    return values, [layer_label(i, h) for i, h in enumerate(table.hooks)], [class_label(c) for c in table.classes]
 
 
 def grid_matrix(grid: HistoryGrid) -> Matrix:
