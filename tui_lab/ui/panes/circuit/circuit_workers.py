@@ -9,16 +9,15 @@ attribution reads the worker's ``is_cancelled`` between batches. A failure is on
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
-from textual.worker import get_current_worker
 
 from tui_lab.core.errors import one_line
+from tui_lab.ui.worker_progress import ProgressReport, merged, worker_cancelled
 
 if TYPE_CHECKING:
     from tui_lab.core.analysis.circuits.graph import AttributionGraph, PruneResult
@@ -69,20 +68,12 @@ class Failed(Message, namespace=NAMESPACE):
     text: str
 
 
-def _cancelled() -> bool:
-    return get_current_worker().is_cancelled
+_cancelled = worker_cancelled
 
 
-def reporter(post: Post) -> Callable[[int, int, str], None]:
+def reporter(post: Post) -> ProgressReport:
     """``progress(done, total, what)`` posting ``Progress`` at most every POST_EVERY_S."""
-    last = [0.0]
-
-    def progress(done: int, total: int, what: str) -> None:
-        if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
-            last[0] = time.monotonic()
-            post(Progress(done, total, what))
-
-    return progress
+    return merged(post, Progress, POST_EVERY_S)
 
 
 def trace(post: Post, run: ModelHandle, run_dir: Path | None, text: str, folder: str,

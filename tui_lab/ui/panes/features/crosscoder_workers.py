@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.message import Message
-from textual.worker import get_current_worker
 
 from tui_lab.core.errors import one_line
+from tui_lab.ui.worker_progress import ProgressReport, merged, worker_cancelled
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -55,19 +55,11 @@ class DiffFailed(Message, namespace=NAMESPACE):
     text: str
 
 
-def _cancelled() -> bool:
-    return get_current_worker().is_cancelled
+_cancelled = worker_cancelled
 
 
-def _progress(post: Post) -> Callable[[int, int, str], None]:
-    last = [0.0]
-
-    def say(done: int, total: int, what: str) -> None:
-        if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
-            last[0] = time.monotonic()
-            post(DiffProgress(done, total, what))
-
-    return say
+def _progress(post: Post) -> ProgressReport:
+    return merged(post, DiffProgress, POST_EVERY_S)
 
 
 def open_diff(post: Post, folder: str, tokens: int) -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
-from textual.worker import get_current_worker
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.panes.features.browser import FeatureBrowser
+from tui_lab.ui.worker_progress import worker_cancelled
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -96,8 +96,7 @@ class Failed(Message, namespace=NAMESPACE):
     text: str
 
 
-def _cancelled() -> bool:
-    return get_current_worker().is_cancelled
+_cancelled = worker_cancelled
 
 
 def private_handle(run: ModelHandle) -> ModelInHand:

@@ -8,18 +8,17 @@ between forward passes. A failure is one ``EdgesFailed`` line, never a traceback
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
-from textual.worker import get_current_worker
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.panes.patch import patch_jobs as jobs
 from tui_lab.ui.panes.patch.patch_jobs import PairSource
+from tui_lab.ui.worker_progress import ProgressReport, merged, worker_cancelled
 
 if TYPE_CHECKING:
     from tui_lab.core.analysis.edges.edges_history import EdgesHistory
@@ -66,20 +65,12 @@ class EdgesFailed(Message, namespace=NAMESPACE):
     text: str
 
 
-def _cancelled() -> bool:
-    return get_current_worker().is_cancelled
+_cancelled = worker_cancelled
 
 
-def reporter(post: Post) -> Callable[[int, int, str], None]:
+def reporter(post: Post) -> ProgressReport:
     """``progress(done, total, what)`` posting at most every POST_EVERY_S (and at the end)."""
-    last = [0.0]
-
-    def progress(done: int, total: int, what: str) -> None:
-        if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
-            last[0] = time.monotonic()
-            post(EdgesProgress(done, total, what))
-
-    return progress
+    return merged(post, EdgesProgress, POST_EVERY_S)
 
 
 def score(post: Post, run: ModelHandle, source: PairSource, run_dir: Path | None) -> None:

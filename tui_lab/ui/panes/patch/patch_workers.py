@@ -8,19 +8,18 @@ passes. A failure is one ``Failed`` line, never a traceback.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
-from textual.worker import get_current_worker
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.panes.patch import patch_jobs as jobs
 from tui_lab.ui.panes.patch.patch_jobs import PairSource
 from tui_lab.ui.panes.patch.patch_view import Atlas, atlas_of
+from tui_lab.ui.worker_progress import merged, worker_cancelled
 
 if TYPE_CHECKING:
     from tui_lab.core.analysis.heads.head_curves import ScoreCurves
@@ -74,20 +73,13 @@ class Failed(Message, namespace=NAMESPACE):
     text: str
 
 
-def _cancelled() -> bool:
-    return get_current_worker().is_cancelled
+_cancelled = worker_cancelled
 
 
 def reporter(post: Post, what: str) -> jobs.Progress:
     """``progress(done, total)`` posting ``Progress`` at most every POST_EVERY_S (and at the end)."""
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
-            last[0] = time.monotonic()
-            post(Progress(done, total, what))
-
-    return progress
+    report = merged(post, Progress, POST_EVERY_S)
+    return lambda done, total: report(done, total, what)
 
 
 def patch(post: Post, run: ModelHandle, source: PairSource, site: str, method: str, score_atlas: bool) -> None:
