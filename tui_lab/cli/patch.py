@@ -10,6 +10,7 @@ from .shared import (
     Subparsers,
     add_at_step,
     add_json,
+    add_pair,
     add_run_or_model,
     emit_json,
     load_target,
@@ -23,10 +24,7 @@ if TYPE_CHECKING:
 def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser("patch", help="activation patching: which activations carry the answer")
     add_run_or_model(s)
-    s.add_argument("--clean", metavar="TEXT", help="the clean input (the model gives --answer)")
-    s.add_argument("--corrupt", metavar="TEXT", help="the corrupted input, as many tokens as --clean")
-    s.add_argument("--answer", metavar="TOK", help="the clean run's answer: one token")
-    s.add_argument("--wrong", metavar="TOK", help="the answer the corruption leads to: one token")
+    add_pair(s)
     s.add_argument("--pair", metavar="NAME",
                    help="a ready-made pair instead: ioi (opened models), translation (opened "
                         "translators), the run's task (induction, copy, ...)")

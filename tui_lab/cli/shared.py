@@ -51,6 +51,14 @@ def add_run_or_model(s: argparse.ArgumentParser) -> None:
     add_model(s, group)
 
 
+def add_pair(s: argparse.ArgumentParser) -> None:
+    """A clean and a corrupted input and their two answers (patching's and edge attribution's pair)."""
+    s.add_argument("--clean", metavar="TEXT", help="the clean input (the model gives --answer)")
+    s.add_argument("--corrupt", metavar="TEXT", help="the corrupted input, as many tokens as --clean")
+    s.add_argument("--answer", metavar="TOK", help="the clean run's answer: one token")
+    s.add_argument("--wrong", metavar="TOK", help="the answer the corruption leads to: one token")
+
+
 def add_at_step(s: argparse.ArgumentParser) -> None:
     s.add_argument("--at-step", type=int, metavar="N", help="use the history snapshot of step N")
 
