@@ -22,10 +22,9 @@ from pathlib import Path
 
 import torch
 
-from tui_lab.core.runs.run_files import reason
 from tui_lab.core.sae.crosscoder import ARCHITECTURE, Crosscoder, CrosscoderConfig, SourceSpec
 from tui_lab.core.sae.errors import SAEError
-from tui_lab.core.sae.folder import read_tensors, write_files
+from tui_lab.core.sae.folder import read_cfg_json, read_tensors, write_files
 
 CFG_FILE = "cfg.json"
 WEIGHTS_FILE = "crosscoder_weights.safetensors"
@@ -99,16 +98,8 @@ def is_crosscoder_folder(folder: Path) -> bool:
 
 def read_config(folder: Path) -> CrosscoderConfig:
     """``folder``'s cfg.json as a CrosscoderConfig, or SAEError (one line)."""
-    path = folder / CFG_FILE
-    if not path.is_file():
-        raise SAEError(f"{folder}: no {CFG_FILE} (a crosscoder folder holds {CFG_FILE} and {WEIGHTS_FILE})")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SAEError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SAEError(f"{path}: cannot read it ({reason(exc)})") from None
-    return config_from_dict(raw, str(path))
+    raw = read_cfg_json(folder, f"a crosscoder folder holds {CFG_FILE} and {WEIGHTS_FILE}")
+    return config_from_dict(raw, str(folder / CFG_FILE))
 
 
 def load_crosscoder(folder: str | os.PathLike[str], device: torch.device | str = "cpu"

@@ -47,16 +47,22 @@ def expected_shapes(cfg: SAEConfig) -> dict[str, tuple[int, ...]]:
 
 def read_config(folder: Path) -> SAEConfig:
     """``folder``'s cfg.json as an SAEConfig, or SAEError naming the file and the fault."""
+    return config_from_dict(read_cfg_json(folder, f"an SAE folder holds {CFG_FILE} and {WEIGHTS_FILE}"),
+                            str(folder / CFG_FILE))
+
+
+def read_cfg_json(folder: Path, holds: str) -> object:
+    """``folder``'s cfg.json, parsed, or SAEError (one line) naming the file and the fault;
+    ``holds`` says what such a folder holds, for the missing file's message."""
     path = folder / CFG_FILE
     if not path.is_file():
-        raise SAEError(f"{folder}: no {CFG_FILE} (an SAE folder holds {CFG_FILE} and {WEIGHTS_FILE})")
+        raise SAEError(f"{folder}: no {CFG_FILE} ({holds})")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise SAEError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SAEError(f"{path}: cannot read it ({reason(exc)})") from None
-    return config_from_dict(raw, str(path))
 
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
