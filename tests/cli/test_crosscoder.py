@@ -144,3 +144,12 @@ def test_an_out_that_is_a_file_is_refused_before_any_work(run_dir: Path, tmp_pat
     out.write_text("x")
     assert_one_line_error(tfx("crosscoder", "train", "--run", str(run_dir), "--out", str(out)), "is a file")
     assert out.read_text() == "x"
+
+
+def test_sae_features_on_a_crosscoder_points_to_crosscoder_features(
+    run_dir: Path, trained: tuple[Path, dict]
+) -> None:
+    out, _ = trained
+    proc = tfx("sae", "features", str(out), "--run", str(run_dir))
+    assert proc.returncode != 0
+    assert proc.stderr.count("\n") == 1 and "tfx-lab crosscoder features" in proc.stderr, proc.stderr

@@ -82,6 +82,8 @@ class SAEConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SAEError(f"{where}: {name} must be a positive integer, got {value!r}")
+        if self.architecture == "crosscoder":  # the crosscoder's own cfg.json, read as an SAE's
+            raise SAEError(f"{where}: a crosscoder, not an SAE: read it with `tfx-lab crosscoder features`")
         if self.architecture not in ARCHITECTURES:
             raise SAEError(
                 f"{where}: architecture {self.architecture!r} is not supported "
