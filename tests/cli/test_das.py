@@ -34,11 +34,23 @@ def test_das_history_text(addition_run: Path) -> None:  # noqa: F811
     assert "DAS IIA by layer x step (2 snapshots: 10..20)" in proc.stdout
 
 
+def test_das_in_the_encoder_stack(addition_run: Path) -> None:  # noqa: F811
+    """--stack encoder: the subspace interchanged at an encoder position, scored at the decoder's answer."""
+    proc = tfx("das", "--run", str(addition_run), "--variable", "carry", "--stack", "encoder", "--layer", "1",
+               "--position", "column 1 @ b digit 0", "--examples", "200", "--steps", "10", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json_line(proc.stdout)
+    assert out["hook"] == "encoder.0.hook_resid_post" and out["position"] == "column 1 @ b digit 0"
+    assert 0.0 <= out["iia"] <= 1.0 and out["pairs"]["test"] > 0
+
+
 @pytest.mark.parametrize(("args", "fragment"), [
     (["--layer", "2"], "--layer 2: the decoder stream has layers 0-1"),
     (["--layer", "-1"], "--layer: must be >= 0"),
     (["--layer", "1", "--rank", "17"], "--rank 17: more than the residual stream's 16 dimensions"),
     (["--layer", "1", "--position", "column 9"], "no position 'column 9'"),
+    (["--layer", "2", "--stack", "encoder"], "--layer 2: the encoder stream has layers 0-1"),
+    (["--layer", "1", "--stack", "encoder", "--position", "column 1"], "no position 'column 1'"),
 ])
 def test_mistakes_are_one_line(addition_run: Path, args: list[str], fragment: str) -> None:  # noqa: F811
     proc = tfx("das", "--run", str(addition_run), "--variable", "carry", "--examples", "100", *args)

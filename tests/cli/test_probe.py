@@ -56,6 +56,22 @@ def test_probe_history_is_a_layer_by_step_heatmap(addition_run: Path) -> None:
     assert "readable_from" in history
 
 
+def test_probe_in_the_encoder_stack(addition_run: Path) -> None:
+    """--stack encoder: the carry read at every input position of the encoder, over its history too."""
+    from tests.cli.helpers import INDUCTION_RUN
+
+    proc = tfx("probe", "--run", str(addition_run), "--variable", "carry", "--examples", "100", "--stack", "encoder",
+               "--history", "--position", "column 1 @ b digit 0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json_line(proc.stdout)
+    assert out["hooks"] == ["encoder.0.hook_resid_pre", "encoder.0.hook_resid_post"]
+    assert {"column 1 @ a digit 0", "column 1 @ +", "column 1 @ b digit 1"} <= set(out["positions"])
+    assert out["history"]["position"] == "column 1 @ b digit 0"
+    assert out["history"]["probe"]["hooks"] == out["hooks"]
+    assert_one_line_error(tfx("probe", "--run", INDUCTION_RUN, "--variable", "carry", "--stack", "encoder"),
+                          "--stack encoder: this model is decoder-only; only an encoder-decoder has an encoder")
+
+
 def test_a_label_file(tmp_path: Path) -> None:
     labels = tmp_path / "labels.txt"
     # one label per example (read at its last token), whether its first digit is odd

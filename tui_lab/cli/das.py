@@ -1,4 +1,4 @@
-"""`tfx-lab das --run DIR --variable NAME --layer L [--position P] [--rank K] [--history]`:
+"""`tfx-lab das --run DIR --variable NAME --layer L [--stack S] [--position P] [--rank K] [--history]`:
 distributed alignment search, its interchange intervention accuracy and controls; over
 a run's history, IIA by layer x step."""
 
@@ -17,8 +17,12 @@ def add_parser(sub: Subparsers) -> None:
     s.add_argument("--variable", required=True, metavar="NAME", help="a variable the run's task declares")
     s.add_argument("--layer", required=True, type=int, metavar="L",
                    help="the residual stream before block L (0: the embeddings; the last: after the last block)")
-    s.add_argument("--position", metavar="P", help="a position class (column 1, element 2, ...; default all)")
+    s.add_argument("--position", metavar="P", help="a position class (column 1, element 2, ...; with --stack encoder: "
+                   "'column 1 @ b digit 0'; default all)")
     s.add_argument("--rank", type=int, default=1, metavar="K", help="the subspace's dimensions (default 1)")
+    s.add_argument("--stack", choices=("encoder", "decoder"),
+                   help="an encoder-decoder's stream to read: encoder (each input position) or decoder "
+                        "(default: where the variable is read)")
     s.add_argument("--examples", type=int, default=1000, metavar="N", help="task examples (default 1000)")
     s.add_argument("--steps", type=int, default=150, metavar="N", help="optimiser steps (default 150)")
     s.add_argument("--history", action="store_true", help="IIA at every layer of every history snapshot too")
@@ -34,7 +38,8 @@ def das(args: argparse.Namespace) -> int:
     from tui_lab.core.verbs.das import Request, run
 
     request = Request(args.variable, args.layer, args.position, args.rank, args.examples, steps=args.steps,
-                      seed=args.seed, history=args.run if args.history else None, snapshots=args.snapshots)
+                      seed=args.seed, history=args.run if args.history else None, snapshots=args.snapshots,
+                      stack=args.stack)
     counter = CountLine("das", enabled=not args.json)
     try:
         result = run(request, load_target(args, "cpu", args.at_step), lambda done, total, _w: counter(done, total))

@@ -1,4 +1,4 @@
-"""`tfx-lab probe (--run DIR | --model SOURCE) (--variable NAME | --labels FILE) [--history]`:
+"""`tfx-lab probe (--run DIR | --model SOURCE) (--variable NAME | --labels FILE) [--stack S] [--history]`:
 linear probes at every layer and position class, with a shuffled-label control; over a
 run's history, probe accuracy by layer x step."""
 
@@ -34,6 +34,9 @@ def add_parser(sub: Subparsers) -> None:
                       help="lines TEXT<TAB>LABEL, or one label per token of TEXT separated by spaces")
     s.add_argument("--position", metavar="P", help="with --history: the position class to follow (default all)")
     s.add_argument("--examples", type=int, default=1000, metavar="N", help="task examples to probe (default 1000)")
+    s.add_argument("--stack", choices=("encoder", "decoder"),
+                   help="an encoder-decoder's stream to read: encoder (each input position) or decoder "
+                        "(default: where the variable is read)")
     s.add_argument("--sae", metavar="DIR", help="an SAE folder: add a k-sparse probe over its features at its hook")
     s.add_argument("--k", type=int, default=8, help="features the sparse probe keeps (default 8)")
     s.add_argument("--history", action="store_true", help="probe every history snapshot of --run too")
@@ -52,7 +55,7 @@ def probe(args: argparse.Namespace) -> int:
     if args.history and args.run is None:
         raise LabError("--history reads a run's snapshots: give --run DIR")
     request = Request(args.variable, args.labels, args.position, args.examples, args.seed, args.sae, args.k,
-                      args.run if args.history else None, args.snapshots)
+                      args.run if args.history else None, args.snapshots, args.stack)
     counter = CountLine("probing", enabled=not args.json)
     try:
         result = run(request, load_target(args, "cpu", args.at_step), lambda done, total, _what: counter(done, total))
@@ -75,9 +78,11 @@ def probe(args: argparse.Namespace) -> int:
 def print_table(table: ProbeTable) -> None:
     """One row per layer: each position's accuracy and, in brackets, its control."""
     width = max(len(h) for h in table.hooks)
-    print(f"{'layer':<{width + 4}}" + "".join(f"{c:>18}" for c in table.classes))
+    cell = max(18, *(len(c) + 2 for c in table.classes))  # an encoder's class: "column 1 @ b digit 0"
+    print(f"{'layer':<{width + 4}}" + "".join(f"{c:>{cell}}" for c in table.classes))
     for layer, (hook, row) in enumerate(zip(table.hooks, table.scores, strict=True)):
-        cells = "".join(f"{'-':>18}" if s is None else f"{s.accuracy:>9.3f} ({s.control:.3f})" for s in row)
+        cells = "".join(f"{'-':>{cell}}" if s is None else f"{s.accuracy:>{cell - 9}.3f} ({s.control:.3f})"
+                        for s in row)
         print(f"{layer:<3} {hook:<{width}}{cells}")
     best = table.best()
     if best is not None:

@@ -39,8 +39,11 @@ class Request:
     seed: int = 0
     history: str | None = None
     snapshots: int = 10
+    stack: str | None = None  # an encoder-decoder's "encoder" or "decoder" (None: where the variable is)
 
     def __post_init__(self) -> None:
+        if self.stack is not None and self.stack not in ("encoder", "decoder"):
+            raise LabError(f"--stack {self.stack}: choose encoder or decoder")
         if not self.variable:
             raise LabError("give a task variable (--variable NAME)")
         at_least("--layer", self.layer, 0)
@@ -76,16 +79,17 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress, 
     from tui_lab.core.analysis.probes.das_pairs import frozen, model_forward, plan_pairs
     from tui_lab.core.tasks.variables import find_variable
 
+    slots.check_stack(model, None, request.stack)  # before the variable: the model's shape decides
     task = slots.lab_task(model)
     variable = find_variable(task, request.variable)
-    stream = slots.stream_of(model, variable.site)
+    stream = slots.stream_of(model, variable.site, request.stack)
     hooks = slots.layer_hooks(model, stream)
     if request.layer >= len(hooks):
         raise LabError(f"--layer {request.layer}: the {stream} stream has layers 0-{len(hooks) - 1} "
                        f"(0: the embeddings, {len(hooks) - 1}: after the last block)")
     if request.rank > int(model.config.model.d_model):
         raise LabError(f"--rank {request.rank}: more than the residual stream's {model.config.model.d_model} dimensions")
-    data = slots.capture(model, slots.variable_slots(model, variable, request.examples, request.seed))
+    data = slots.capture(model, slots.variable_slots(model, variable, request.examples, request.seed, request.stack))
     position = slots.resolve_position(data, request.position)
     plan = plan_pairs(task, variable, data, position, request.pairs, request.seed)
     stop_if(cancelled)
@@ -103,16 +107,18 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress, 
 
         history = probe_history(model.private_copy(), request.history,
                                 lambda m: slots.capture(m, slots.variable_slots(m, variable, request.examples,
-                                                                                request.seed)),
+                                                                                request.seed, request.stack)),
                                 position, variable=variable, rank=request.rank, max_snapshots=request.snapshots,
                                 seed=request.seed, progress=progress, cancelled=cancelled)
     return Result(request.variable, request.layer, hook, position, request.rank, score, history)
 
 
 def das(model: ModelInHand | str | Path, variable: str, layer: int, *, position: str | None = None,
-        rank: int = 1, examples: int = 1000, pairs: int = 1000, steps: int = 150, seed: int = 0) -> Result:
+        rank: int = 1, examples: int = 1000, pairs: int = 1000, steps: int = 150, seed: int = 0,
+        stack: str | None = None) -> Result:
     """DAS for ``variable`` at ``layer`` of ``model`` (a model in hand, or any source
-    ``open_model`` opens)."""
+    ``open_model`` opens), in ``stack`` (an encoder-decoder's encoder or decoder)."""
     from tui_lab.core.verbs.probe import in_hand_of
 
-    return run(Request(variable, layer, position, rank, examples, pairs, steps, seed), in_hand_of(model))
+    return run(Request(variable, layer, position, rank, examples, pairs, steps, seed, stack=stack),
+               in_hand_of(model))

@@ -43,8 +43,11 @@ class Request:
     k: int = 8
     history: str | None = None
     snapshots: int = 10
+    stack: str | None = None  # an encoder-decoder's "encoder" or "decoder" (None: where the variable is)
 
     def __post_init__(self) -> None:
+        if self.stack is not None and self.stack not in ("encoder", "decoder"):
+            raise LabError(f"--stack {self.stack}: choose encoder or decoder")
         if (self.variable is None) == (self.labels is None):
             raise LabError("give a task variable (--variable NAME) or a label file (--labels FILE), one of them")
         at_least("--examples", self.examples, MIN_EXAMPLES)
@@ -79,11 +82,16 @@ def slot_reader(request: Request, model: ModelInHand) -> tuple[Callable[[ModelIn
         from tui_lab.core.tasks.variables import find_variable
 
         variable = find_variable(slots.lab_task(model), request.variable)
+        slots.stream_of(model, variable.site, request.stack)  # a stack the model lacks: before any work
         return (lambda m, extra: slots.capture(m, slots.variable_slots(m, variable, request.examples,
-                                                                       request.seed), extra)), variable
+                                                                       request.seed, request.stack), extra)), variable
     from tui_lab.core.analysis.probes.labels import check_lengths, read_labels
 
     assert request.labels is not None
+    if request.stack is not None:
+        from tui_lab.core.tasks.variables import INPUT
+
+        slots.stream_of(model, INPUT, request.stack)  # a label file is read at the input
     lines = read_labels(request.labels)
     check_lengths(request.labels, lines, lambda text: len(model.task.vocab.encode(text)))
     return (lambda m, extra: slots.label_slots(m, lines, extra)), None
@@ -92,13 +100,18 @@ def slot_reader(request: Request, model: ModelInHand) -> tuple[Callable[[ModelIn
 def run(request: Request, model: ModelInHand, progress: Progress = no_progress, cancelled: Cancelled = never) -> Result:
     """Probes at every layer and position class (and the sparse probe, and the history)."""
     from tui_lab.core.analysis.probes.linear_probe import probe_layers
-    from tui_lab.core.analysis.probes.slot_activations import resolve_position, stream_of
+    from tui_lab.core.analysis.probes.slot_activations import (
+        check_stack,
+        resolve_position,
+        stream_of,
+    )
     from tui_lab.core.tasks.variables import INPUT
 
+    check_stack(model, None, request.stack)  # before the variable: the model's shape decides
     read, variable = slot_reader(request, model)
     sae = _open_sae(request.sae, model)
     extra = [] if sae is None else [_sae_hook(sae)]
-    stream = stream_of(model, INPUT if variable is None else variable.site)
+    stream = stream_of(model, INPUT if variable is None else variable.site, request.stack)
     if extra and not extra[0].startswith(f"{stream}."):  # before any model work
         what = f"the variable {request.variable}" if request.variable else "the labels"
         raise LabError(f"the SAE reads {extra[0]}, but {what} is read in the {stream} stream")
@@ -155,21 +168,23 @@ def _sae_hook(sae: SparseAutoencoder) -> str:
 
 def probe(model: ModelInHand | str | Path, variable: str | None = None, *, labels: str | None = None,
           position: str | None = None, examples: int = 1000, seed: int = 0, sae: str | None = None,
-          k: int = 8) -> Result:
+          k: int = 8, stack: str | None = None) -> Result:
     """Probes for ``variable`` (or a ``labels`` file) at every layer of ``model`` (a model in
-    hand, or any source ``open_model`` opens)."""
-    request = Request(variable, labels, position, examples, seed, sae, k)
+    hand, or any source ``open_model`` opens), in ``stack`` (an encoder-decoder's encoder or decoder)."""
+    request = Request(variable, labels, position, examples, seed, sae, k, stack=stack)
     return run(request, in_hand_of(model))
 
 
 def probe_history(run_dir: str | Path, variable: str, *, position: str | None = None, das: bool = False,
                   rank: int = 1, examples: int = 1000, snapshots: int = 10, seed: int = 0,
-                  progress: Progress = no_progress, cancelled: Cancelled = never) -> ProbeHistory:
+                  stack: str | None = None, progress: Progress = no_progress,
+                  cancelled: Cancelled = never) -> ProbeHistory:
     """Probe accuracy (and with ``das``, DAS IIA) by layer x step over ``run_dir``'s history."""
     from tui_lab.core.analysis.probes.probe_history import probe_history as over_history
     from tui_lab.core.analysis.probes.slot_activations import resolve_position
 
-    request = Request(variable, None, position, examples, seed, history=str(run_dir), snapshots=snapshots)
+    request = Request(variable, None, position, examples, seed, history=str(run_dir), snapshots=snapshots,
+                      stack=stack)
     model = in_hand_of(run_dir)
     read, found = slot_reader(request, model)
     where = resolve_position(read(model, []), position)

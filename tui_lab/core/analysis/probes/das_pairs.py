@@ -89,7 +89,8 @@ def _counterfactual(task: Task, variable: Variable, data: SlotData, answers: lis
     when the swap has no answer or leaves the base's answer as it is."""
     e = int(data.example[b])
     assert data.index is not None
-    slot = Slot(data.cls[b], int(data.index[b]), int(data.value[b]))
+    cls = data.cls[b] if data.slot_cls is None else data.slot_cls[b]  # the variable's own class
+    slot = Slot(cls, int(data.index[b]), int(data.value[b]))
     cf = variable.counterfactual(task, data.texts[e], slot, int(data.value[s]))
     if cf is None or cf.answer_index >= len(answers[e]):
         return None

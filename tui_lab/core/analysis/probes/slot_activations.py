@@ -11,7 +11,8 @@ Layer l of a stream of n blocks is ``{stream}.{l}.hook_resid_pre`` for l < n and
 residual: layer 0 is the embeddings). An input slot is read in the input's stream
 (an encoder-decoder's encoder), an answer slot where that answer character is
 predicted (its decoder's position j; a decoder-only model's position after the
-separator's j-th step).
+separator's j-th step). ``stack="encoder"`` reads an encoder-decoder's answer slots in
+its encoder instead, at every input position (``encoder_slots``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from tui_lab.core.analysis.probes.encoder_slots import encoder_reads
 from tui_lab.core.config.shape import Shape
 from tui_lab.core.errors import LabError
 from tui_lab.core.tasks.base import TaskBase
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 
 CHUNK = 512  # examples per forward pass while collecting
 ALL = "all"  # the position class that pools every slot
+STACKS = ("encoder", "decoder")
 
 
 @dataclass
@@ -54,6 +57,7 @@ class SlotData:
     answer_start: Tensor | None = None  # (N,) long: where answer position 0 is in each row
     value_names: list[str] | None = None  # a label file's labels, by value
     index: Tensor | None = None  # (S,) long: a task slot's own index (``Slot.index``)
+    slot_cls: list[str] | None = None  # per slot: the variable's own class, where ``cls`` adds the read site
 
     def classes(self) -> list[str]:
         """The position classes in first-seen order (``column 1``, ``column 2``...)."""
@@ -66,13 +70,30 @@ class SlotData:
         return torch.tensor([c == position for c in self.cls], dtype=torch.bool)
 
 
-def stream_of(model: ModelInHand, site: str) -> str:
-    """The stream an input or answer slot is read in; LabError where the model has none."""
+def stream_of(model: ModelInHand, site: str, stack: str | None = None) -> str:
+    """The stream an input or answer slot is read in (``stack``: an encoder-decoder's
+    ``encoder`` or ``decoder``, None: the site's own); LabError where the model has none."""
+    if stack is not None:
+        check_stack(model, site, stack)
+        if stack == "encoder":
+            return "encoder"
     if model.shape is Shape.ENCODER_DECODER:
         return "encoder" if site == INPUT else "decoder"
     if site == ANSWER and model.shape is Shape.ENCODER_ONLY:
         raise LabError("an encoder-only model writes no answer: this variable is read where one is predicted")
     return "blocks"
+
+
+def check_stack(model: ModelInHand, site: str | None, stack: str | None) -> None:
+    """LabError (one line) for a stack the model lacks or the site (None: any) cannot be read in."""
+    if stack is None:
+        return
+    if stack not in STACKS:
+        raise LabError(f"--stack {stack}: choose encoder or decoder")
+    if stack == "encoder" and model.shape is not Shape.ENCODER_DECODER:
+        raise LabError(f"--stack encoder: this model is {model.shape.value}; only an encoder-decoder has an encoder")
+    if stack == "decoder" and site == INPUT and model.shape is Shape.ENCODER_DECODER:
+        raise LabError("--stack decoder: this variable is read at the input, which only the encoder sees")
 
 
 def layer_hooks(model: ModelInHand, stream: str) -> list[str]:
@@ -90,8 +111,9 @@ def resolve_position(data: SlotData, position: str | None) -> str:
     if position is None or position == ALL:
         return ALL
     classes = data.classes()
+    wanted = " ".join(position.split())
     for cls in classes:
-        if position in (cls, cls.split()[-1]):
+        if wanted == cls or (data.slot_cls is None and wanted == cls.split()[-1]):  # "2": column 2
             return cls
     raise LabError(f"no position {position!r}: this variable's positions are {', '.join(classes)} (or all)")
 
@@ -104,15 +126,18 @@ def lab_task(model: ModelInHand) -> TaskBase:
     return task
 
 
-def variable_slots(model: ModelInHand, variable: Variable, n: int, seed: int) -> SlotData:
+def variable_slots(model: ModelInHand, variable: Variable, n: int, seed: int,
+                   stack: str | None = None) -> SlotData:
     """``variable`` at every slot of ``n`` of the task's examples (the same for a seed), with
-    the residual stream there (``capture`` fills it)."""
+    the residual stream there (``capture`` fills it), read in ``stack`` (``stream_of``)."""
     task = lab_task(model)
     rng = random.Random(f"probe:{seed}")
     texts = list(dict.fromkeys(task.sample_inputs(rng, n)))
     answers = [task.solve(t) for t in texts]
     batch = task.collate(list(zip(texts, answers, strict=True)), model.shape)
-    stream = stream_of(model, variable.site)
+    stream = stream_of(model, variable.site, stack)
+    if stream == "encoder" and variable.site == ANSWER:
+        return _encoder_slots(model, task, variable, texts, answers, (batch.src, batch.tgt_in))
     one_stack = model.shape.one_stack
     starts = [len(task.vocab.encode(t)) if one_stack else 0 for t in texts]
     cls: list[str] = []
@@ -133,6 +158,31 @@ def variable_slots(model: ModelInHand, variable: Variable, n: int, seed: int) ->
                     torch.tensor(position), torch.tensor(value), rows=(batch.src, batch.tgt_in),
                     answer_start=torch.tensor(starts), index=torch.tensor(index))
     return data
+
+
+def _encoder_slots(model: ModelInHand, task: TaskBase, variable: Variable, texts: list[str],
+                   answers: list[str], rows: tuple[Tensor | None, Tensor]) -> SlotData:
+    """An answer variable's slots read at every encoder position (``encoder_slots``)."""
+    cls: list[str] = []
+    slot_cls: list[str] = []
+    example: list[int] = []
+    position: list[int] = []
+    value: list[int] = []
+    index: list[int] = []
+    for e, text in enumerate(texts):
+        for name, p, slot in encoder_reads(task, variable, text):
+            cls.append(name)
+            slot_cls.append(slot.cls)
+            example.append(e)
+            position.append(p)
+            value.append(slot.value)
+            index.append(slot.index)
+    if len(set(value)) < 2:
+        raise LabError(f"{variable.name} takes one value only on these examples: nothing to probe")
+    return SlotData("encoder", layer_hooks(model, "encoder"), texts, answers, cls, torch.tensor(example),
+                    torch.tensor(position), torch.tensor(value), rows=rows,
+                    answer_start=torch.zeros(len(texts), dtype=torch.long), index=torch.tensor(index),
+                    slot_cls=slot_cls)
 
 
 def forward_rows(model: ModelInHand, data: SlotData, rows: Tensor,
