@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tfx-lab-circuit-") as scratch:
         transcoders = args.transcoders.resolve() if args.transcoders else Path(scratch) / "tc"
         if args.transcoders is None:
-            tfx("transcoder", "train", "--run", str(args.run), "--seed", "0", "--out", str(transcoders))
+            tfx("transcoder", "train", "--run", str(args.run.resolve()), "--seed", "0", "--out", str(transcoders))
         svg = asyncio.run(make(args.run.resolve(), transcoders, args.out.resolve(), args.input))
     print_with_png(svg)
     return 0
