@@ -5,6 +5,8 @@
 It opens the lab on the preset, trains it in the Train pane (until the preset
 stops, e.g. at its target accuracy), decodes ``31415``, and saves one SVG per
 pane plus the help screen. Runs go to a temporary folder; nothing else changes.
+Then (unless ``--no-views``) the VIEWS scripts draw the Circuit, Patch edges, tuned
+lens, Probes and crosscoder views from trained runs, an SVG and a PNG each.
 """
 
 from __future__ import annotations
@@ -114,10 +116,34 @@ def main(argv: list[str] | None = None) -> int:
         "--max-seconds", type=float, default=300.0, help="stop training after this long"
     )
     parser.add_argument("--input", default="31415", help="what to decode (default: 31415)")
+    parser.add_argument("--no-views", action="store_true",
+                        help="skip the views drawn from the lab's trained runs (VIEWS)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
     asyncio.run(make(args.preset, Path(args.out), args.max_seconds, args.input))
+    if not args.no_views:
+        views(Path(args.out))
     return 0
+
+
+# The views drawn from the lab's own trained runs (tests/data, or a run each script trains,
+# seeded), one script each: (script, the SVG it writes).
+VIEWS = (
+    ("circuit_screenshot", "circuit.svg"),
+    ("patch_edges_screenshot", "patch-edges.svg"),
+    ("decode_lens_screenshot", "decode-tuned-lens.svg"),
+    ("probes_screenshot", "probes.svg"),
+    ("crosscoder_screenshot", "features-crosscoder.svg"),
+)
+
+
+def views(out: Path) -> None:
+    """Each of VIEWS in its own process (each opens its own lab), a PNG beside each SVG."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    for script, svg in VIEWS:
+        subprocess.run([sys.executable, str(here / f"{script}.py"), "--out", str(out.resolve() / svg)], check=True)
 
 
 if __name__ == "__main__":
