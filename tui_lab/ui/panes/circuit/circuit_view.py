@@ -117,6 +117,8 @@ def _short(node: Node, width: int) -> str:
         text = "◆ error"
     elif kind == "logit":
         text = f"{node.label} {node.activation:.2f}"
+        if len(text) > width:  # a cut probability misreads ("p 1." for 1.00): the token alone
+            text = node.label
     else:
         text = node.label
     return text[:width].ljust(width)
