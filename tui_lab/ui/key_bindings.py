@@ -290,6 +290,8 @@ PROBES: list[BindingType] = [
     Binding("t", "history", "Over training", id="probes.history",
             tooltip="Probes (and DAS while on) at every layer of every history snapshot"),
     Binding("d", "toggle_das", "DAS on/off", id="probes.das"),
+    Binding("s", "toggle_stack", "Stack", id="probes.stack",
+            tooltip="Stack: an encoder-decoder's encoder or decoder, where probes read and DAS swaps"),
     Binding("c", "cycle_position(1)", "Position", id="probes.next_position"),
     Binding("C", "cycle_position(-1)", "Previous position", show=False, id="probes.previous_position"),
     Binding("escape,v", "close", "Cancel / back to Attention", id="probes.close"),

@@ -45,3 +45,33 @@ async def test_open_from_attention_move_and_see_the_history(learned_run: Path) -
         assert "cancelled" in str(screen.query_one("#probes-status", Static).render())
         await pilot.press("escape")
         assert not isinstance(app.screen, ProbesScreen)
+
+
+async def test_s_switches_an_encoder_decoder_to_its_encoder_and_back(learned_run: Path) -> None:
+    """learned-copy is an encoder-decoder: s probes the encoder's stream (a row per encoder layer,
+    a column per input position of each answer slot), s again the decoder's."""
+    from tui_lab.core.analysis.probes.slot_activations import capture, variable_slots
+    from tui_lab.core.opening.model_in_hand import open_model
+    from tui_lab.core.tasks.variables import find_variable
+
+    app = tiny_app(run_dir=str(learned_run))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.current_run is not None, 60, "the run's model")
+        await pilot.press("4", "v")
+        screen = app.screen
+        assert isinstance(screen, ProbesScreen)
+        await wait_until(pilot, lambda: not screen.busy, 60, "the decoder's probes")
+        decoder_rows = list(screen.query_one("#probes-table", Heatmap).rows)
+        await pilot.press("s")
+        assert "in the encoder" in str(screen.query_one("#probes-header", Static).render())
+        await wait_until(pilot, lambda: not screen.busy, 60, "the encoder's probes")
+        assert screen.table is not None, str(screen.query_one("#probes-status", Static).render())
+        # the hooks the core reads in the encoder, computed apart from the screen
+        model = open_model(learned_run)
+        data = capture(model, variable_slots(model, find_variable(model.task, "source"), 20, 0, "encoder"))
+        assert screen.table.hooks == data.hooks and all(h.startswith("encoder.") for h in data.hooks)
+        await pilot.press("s")
+        assert "in the decoder" in str(screen.query_one("#probes-header", Static).render())
+        await wait_until(pilot, lambda: not screen.busy, 60, "the decoder's probes again")
+        assert list(screen.query_one("#probes-table", Heatmap).rows) == decoder_rows

@@ -5,7 +5,9 @@ Opened with ``v`` on the Attention pane. On opening it probes the model in hand
 (``core/verbs/probe.py``); ``t`` runs probes (and, with ``d`` on, DAS) at every
 layer of every history snapshot (``core/analysis/probes/probe_history.py``) and
 draws both as layer x step heatmaps; ``c`` picks the position class the history
-follows. Work runs in a thread with its progress on show; escape cancels it, and
+follows; ``s`` switches an encoder-decoder between its encoder and its decoder (the
+addition task's carry is computed in the encoder, where the decoder re-reads it at every
+layer). Work runs in a thread with its progress on show; escape cancels it, and
 closes the screen when nothing runs. The arrows move the focused heatmap's cursor
 (tab moves between heatmaps) and the line under them reads the cell.
 """
@@ -84,6 +86,7 @@ class ProbesScreen(Screen[None]):
         self.positions: list[str] = ["all"]
         self.position_index = 0
         self.das = True
+        self.stack: str | None = None  # None: where the variable is read (the core's default)
         self.busy = False
         self.job = 0  # the work under way; a cancelled job's late messages are dropped
         self.table: ProbeTable | None = None
@@ -124,7 +127,8 @@ class ProbesScreen(Screen[None]):
 
     def _header(self) -> None:
         self.query_one("#probes-header", Static).update(
-            view.header_line(self.variable, self.description, self.positions[self.position_index], self.das))
+            view.header_line(self.variable, self.description, self.positions[self.position_index], self.das,
+                             self.stack))
 
     def _status(self, text: str) -> None:
         self.query_one("#probes-status", Static).update(text)
@@ -150,7 +154,8 @@ class ProbesScreen(Screen[None]):
 
         progress, cancelled = self._reporter(job)
         try:
-            result = run(Request(self.variable, examples=EXAMPLES), private_in_hand(self.lab_run), progress, cancelled)
+            request = Request(self.variable, examples=EXAMPLES, stack=self.stack)
+            result = run(request, private_in_hand(self.lab_run), progress, cancelled)
         except Exception as exc:  # noqa: BLE001 - said on the screen, the lab goes on
             self.post_message(self.Probed(job, None, one_line(exc)))
             return
@@ -165,12 +170,13 @@ class ProbesScreen(Screen[None]):
         from tui_lab.ui.state.model_copies import private_in_hand
 
         progress, cancelled = self._reporter(job)
+        stack = self.stack
         try:
             assert self.run_dir is not None
             handle = private_in_hand(self.lab_run)
             variable = find_variable(handle.task, self.variable)
             found = probe_history(handle, self.run_dir,
-                                  lambda m: slots.capture(m, slots.variable_slots(m, variable, EXAMPLES, 0)),
+                                  lambda m: slots.capture(m, slots.variable_slots(m, variable, EXAMPLES, 0, stack)),
                                   position, variable=variable if das else None,
                                   progress=progress, cancelled=cancelled)
         except Exception as exc:  # noqa: BLE001 - said on the screen, the lab goes on
@@ -243,6 +249,23 @@ class ProbesScreen(Screen[None]):
         """Switch DAS over the history on or off (probes alone are quicker)."""
         self.das = not self.das
         self._header()
+
+    def action_toggle_stack(self) -> None:
+        """An encoder-decoder: probe (and swap) in the encoder, or back in the decoder."""
+        if self.busy or not self.variable:
+            return
+        if self.lab_run.config.model.shape.one_stack:
+            self._status("this model is one stack of blocks: there is no encoder to switch to")
+            return
+        self.stack = "decoder" if self.stack == "encoder" else "encoder"
+        self.positions, self.position_index, self.table, self.history = ["all"], 0, None, None
+        self.query_one("#probes-history", Heatmap).clear("over training: t (probes, and DAS while d is on)")
+        self.query_one("#das-history", Heatmap).clear("")
+        self._header()
+        self.busy = True
+        self._status(f"working: probing every layer of the {self.stack} (escape cancels)")
+        self.job += 1
+        self._probe_worker(self.job)
 
     def action_cycle_position(self, step: int) -> None:
         """The position class the history follows (all, or one class)."""

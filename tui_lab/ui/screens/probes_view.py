@@ -43,9 +43,11 @@ def grid_matrix(grid: HistoryGrid) -> Matrix:
     return values, [layer_label(i, h) for i, h in enumerate(grid.hooks)], [str(s) for s in grid.steps]
 
 
-def header_line(variable: str, description: str, position: str, das: bool) -> str:
-    """What the screen shows: the variable, the history's position class and whether DAS runs."""
-    return (f"probes for {variable} ({description}); over training at position {position}, "
+def header_line(variable: str, description: str, position: str, das: bool, stack: str | None = None) -> str:
+    """What the screen shows: the variable, the stack read (when chosen), the history's position
+    class and whether DAS runs."""
+    where = "" if stack is None else f" in the {stack}"
+    return (f"probes for {variable} ({description}){where}; over training at position {position}, "
             f"DAS {'on' if das else 'off'}")
 
 
