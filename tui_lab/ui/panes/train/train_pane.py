@@ -492,11 +492,29 @@ class TrainPane(Pane, QuietFocus, Vertical, can_focus=True):
         self._update_status()
 
     def on_run_driver_run_failed(self, message: RunDriver.RunFailed) -> None:
-        """Building or restoring failed: show why; nothing else changes."""
+        """Building or restoring failed: show why. A run folder that cannot continue training
+        still opens its model for Decode and the other panes, when its weights read."""
         message.stop()
         if self.train_state.build_failed(has_run=self.shown.run is not None):
             self._changed()
-        self.notify(message.message, title="Cannot start", severity="error", timeout=8)
+        if message.resume_dir is None:
+            self.notify(message.message, title="Cannot start", severity="error", timeout=8)
+            return
+        self.notify(f"{message.message}; opening its model for decoding and analysis",
+                    title="Cannot continue training", severity="warning", timeout=8)
+        self._open_for_reading(message.resume_dir)
+
+    @work(thread=True, exit_on_error=False, group="read-only")
+    def _open_for_reading(self, folder: Path) -> None:
+        """The folder's model for the other panes, when training cannot resume it (thread)."""
+        from tui_lab.core.opening.from_run import load_for_inference
+
+        try:
+            handle = load_for_inference(folder, "cpu")
+        except Exception as exc:  # the weights themselves are damaged: one line, nothing opens
+            self.post_message(RunDriver.RunFailed(one_line(exc)))
+            return
+        self.post_message(ModelChanged(handle))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """An error in the training thread ends the run, not the app; a stop that trained no step ends too."""

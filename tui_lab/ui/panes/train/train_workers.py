@@ -87,9 +87,12 @@ class RunDriver:
 
     @dataclass
     class RunFailed(Message):
-        """Building or restoring a run failed; ``message`` is one line for the user."""
+        """Building or restoring a run failed; ``message`` is one line for the user.
+        ``resume_dir``: the run folder that could not be restored (its model may still open
+        for reading: a folder without its optimizer state, say)."""
 
         message: str
+        resume_dir: Path | None = None
 
     def __init__(self, post: Post, history: RunHistory, runs_root: Path) -> None:
         self.post = post
@@ -209,7 +212,7 @@ class RunDriver:
                 folder = new_run_dir(self.runs_root, config.name)
                 run = RemoteRun(callback, config=config, out_dir=folder)
         except Exception as exc:  # a bad folder or device: one line, the app keeps going
-            self.post(self.RunFailed(one_line(exc)))
+            self.post(self.RunFailed(one_line(exc), resume_dir))
             return None
         if generation != self.generation:
             run.close()  # reset while it was being built
