@@ -9,7 +9,6 @@ attribution reads the worker's ``is_cancelled`` between batches. A failure is on
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.worker_progress import ProgressReport, merged, worker_cancelled
+from tui_lab.ui.worker_progress import Post, ProgressReport, merged, worker_cancelled
 
 if TYPE_CHECKING:
     from tui_lab.core.analysis.circuits.graph import AttributionGraph, PruneResult
@@ -30,7 +29,6 @@ POST_EVERY_S = 0.1  # progress messages at most this often
 NAMESPACE = "circuit_pane"  # the pane's handlers: on_circuit_pane_<message>
 MAX_FEATURE_NODES = 400  # the pane's cap: a graph a terminal can show, traced in seconds
 
-Post = Callable[[Message], object]
 
 
 @dataclass

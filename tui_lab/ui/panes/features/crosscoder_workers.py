@@ -9,14 +9,13 @@ messages a second) and the worker's ``is_cancelled`` is read between steps.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.worker_progress import ProgressReport, merged, worker_cancelled
+from tui_lab.ui.worker_progress import Post, ProgressReport, merged, worker_cancelled
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 NAMESPACE = "crosscoder_diff"  # handlers: on_crosscoder_diff_<message>
 POST_EVERY_S = 0.25
 
-Post = Callable[[Message], object]
 
 
 @dataclass

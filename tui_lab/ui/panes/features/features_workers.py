@@ -8,7 +8,6 @@ The pane starts them with ``run_worker(..., thread=True)``; each reads its worke
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +16,7 @@ from textual.message import Message
 
 from tui_lab.core.errors import one_line
 from tui_lab.ui.panes.features.browser import FeatureBrowser
-from tui_lab.ui.worker_progress import worker_cancelled
+from tui_lab.ui.worker_progress import Post, worker_cancelled
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -30,7 +29,6 @@ POST_EVERY_S = 0.25  # progress messages at most this often (a fast loop must no
 DECODE_TOKENS = 40  # characters (tokens) decoded by x and v
 NAMESPACE = "features_pane"  # the pane's handlers: on_features_pane_<message>
 
-Post = Callable[[Message], object]
 
 
 @dataclass

@@ -6,16 +6,15 @@ and post the feature's card. A failure is one ``TranscoderFailed`` line, never a
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
-from textual.worker import get_current_worker
 
 from tui_lab.core.errors import one_line
-from tui_lab.ui.panes.features.features_workers import POST_EVERY_S, Post, private_handle
+from tui_lab.ui.panes.features.features_workers import POST_EVERY_S, private_handle
+from tui_lab.ui.worker_progress import Post, merged, worker_cancelled
 
 if TYPE_CHECKING:
     from tui_lab.core.opening.model_handle import ModelHandle
@@ -64,12 +63,7 @@ def show(post: Post, run: ModelHandle, folder: Path | None, layer: int, feature:
     from tui_lab.core.verbs.sae_features import feature_table
     from tui_lab.ui.panes.features.browser import FeatureBrowser
 
-    last = [0.0]
-
-    def progress(done: int, total: int, _what: str) -> None:
-        if done >= total or time.monotonic() - last[0] >= POST_EVERY_S:
-            last[0] = time.monotonic()
-            post(Progress(done, total))
+    progress = merged(post, lambda done, total, _what: Progress(done, total), POST_EVERY_S)
 
     try:
         if folder is None:
@@ -85,7 +79,7 @@ def show(post: Post, run: ModelHandle, folder: Path | None, layer: int, feature:
         windows = windows_of(handle, None, tokens, SEED, run.config.name or "the model").ids
         with bulk_threads(training):
             table, cached = feature_table(handle, sae, windows, hook, tokens, progress=progress,
-                                          cancelled=lambda: get_current_worker().is_cancelled)
+                                          cancelled=worker_cancelled)
         if table is None:
             return
         browser = FeatureBrowser(sae, table, handle.task.vocab.label, label_unembedding(handle))

@@ -8,7 +8,6 @@ between forward passes. A failure is one ``EdgesFailed`` line, never a traceback
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,7 @@ from textual.message import Message
 from tui_lab.core.errors import one_line
 from tui_lab.ui.panes.patch import patch_jobs as jobs
 from tui_lab.ui.panes.patch.patch_jobs import PairSource
-from tui_lab.ui.worker_progress import ProgressReport, merged, worker_cancelled
+from tui_lab.ui.worker_progress import Post, ProgressReport, merged, worker_cancelled
 
 if TYPE_CHECKING:
     from tui_lab.core.analysis.edges.edges_history import EdgesHistory
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 POST_EVERY_S = 0.1  # progress messages at most this often
 NAMESPACE = "edges_panel"  # the widget's handlers: on_edges_panel_<message>
 
-Post = Callable[[Message], object]
 
 
 @dataclass

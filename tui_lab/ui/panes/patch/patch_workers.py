@@ -8,7 +8,6 @@ passes. A failure is one ``Failed`` line, never a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +18,7 @@ from tui_lab.core.errors import one_line
 from tui_lab.ui.panes.patch import patch_jobs as jobs
 from tui_lab.ui.panes.patch.patch_jobs import PairSource
 from tui_lab.ui.panes.patch.patch_view import Atlas, atlas_of
-from tui_lab.ui.worker_progress import merged, worker_cancelled
+from tui_lab.ui.worker_progress import Post, merged, worker_cancelled
 
 if TYPE_CHECKING:
     from tui_lab.core.analysis.heads.head_curves import ScoreCurves
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 POST_EVERY_S = 0.1  # progress messages at most this often
 NAMESPACE = "patch_pane"  # the pane's handlers: on_patch_pane_<message>
 
-Post = Callable[[Message], object]
 
 
 @dataclass
