@@ -18,3 +18,17 @@ def test_every_listed_name_is_on_the_face_and_owned_where_it_says() -> None:
 def test_importing_the_face_loads_no_torch() -> None:
     code = "import sys, tui_lab.core; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_the_issue_named_calls_take_what_the_issues_name() -> None:
+    """``graph = attribute(model, text, transcoders)``, ``edge_attribution(model, pair,
+    method=..., ig_steps=...)``, ``faithfulness(model, pair, edges, ...)``: the face gives the
+    circuit functions, not the other modules' functions of the same name."""
+    import inspect
+
+    def params(name: str) -> list[str]:
+        return list(inspect.signature(getattr(core, name)).parameters)
+
+    assert params("attribute")[:3] == ["model", "text", "transcoders"]
+    assert params("edge_attribution")[:4] == ["model", "pair", "method", "ig_steps"]
+    assert params("faithfulness")[:3] == ["model", "pair", "edges"]
