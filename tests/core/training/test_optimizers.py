@@ -1,10 +1,13 @@
-"""train.optimizer: muon. Muon's update against Newton-Schulz written here from its
-formula, the parameter groups by name, and a resumed run that continues the
-uninterrupted one's losses (the momentum buffers saved and restored)."""
+"""train.optimizer: muon. Muon's update (the lab's, and torch.optim.Muon's) against
+Newton-Schulz written here from its formula, the parameter groups by name, and a
+resumed run that continues the uninterrupted one's losses (the momentum buffers
+saved and restored)."""
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -13,6 +16,7 @@ from tests.conftest import tiny_config
 from tui_lab.core.config.lab_config import ConfigError, from_dict
 from tui_lab.core.model.models import build_model
 from tui_lab.core.training.distributed import data_rng
+from tui_lab.core.training.muon import Muon
 from tui_lab.core.training.optimizers import MuonAdamW, muon_groups
 from tui_lab.core.training.schedule import make_optimizer, set_lr
 from tui_lab.core.training.train import StepEvent, TrainingRun, open_run
@@ -38,14 +42,20 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).detach().norm() / b.detach().norm())
 
 
-def test_newton_schulz_of_a_hand_made_gradient() -> None:
-    """torch.optim.Muon on one 4 x 3 matrix, momentum 0, no decay: W <- W - lr * sqrt(4/3) * NS(G)."""
+@pytest.mark.parametrize(("make", "tolerance"), [
+    (functools.partial(Muon, dtype=torch.float32), 1e-5),  # the lab's Muon where bf16 is slow
+    (functools.partial(Muon, dtype=torch.bfloat16), 0.04),  # the lab's where it is fast
+    (functools.partial(Muon, dtype=None), 0.04),  # the lab's, in the dtype it picks here
+    (torch.optim.Muon, 0.04),  # torch's, always bfloat16
+])
+def test_newton_schulz_of_a_hand_made_gradient(make: Any, tolerance: float) -> None:
+    """Muon on one 4 x 3 matrix, momentum 0, no decay: W <- W - lr * sqrt(4/3) * NS(G)."""
     g = torch.tensor([[2.0, -1.0, 0.5], [0.25, 1.5, -0.75], [1.0, 0.0, 1.0], [-0.5, 0.5, 2.5]])
     w = torch.nn.Parameter(torch.zeros(4, 3))
-    opt = torch.optim.Muon([w], lr=0.1, momentum=0.0, weight_decay=0.0)
+    opt = make([w], lr=0.1, momentum=0.0, weight_decay=0.0)
     w.grad = g
     opt.step()
-    assert _relative(w.detach().double(), -0.1 * math.sqrt(4 / 3) * newton_schulz(g)) < 0.04
+    assert _relative(w.detach().double(), -0.1 * math.sqrt(4 / 3) * newton_schulz(g)) < tolerance
 
 
 def _decoder(**model: object) -> torch.nn.Module:
@@ -94,7 +104,8 @@ def test_muon_update_is_newton_schulz_of_the_gradient_and_embeddings_take_adam()
     opt.step()
     # Muon: momentum 0 leaves the gradient itself; the rate is scaled by sqrt(rows / cols).
     expected = -0.05 * math.sqrt(64 / 32) * newton_schulz(g)
-    # torch iterates in bfloat16 (3 significant digits): 6% apart in Frobenius norm here,
+    # bfloat16 (3 significant digits; the lab's Muon where this CPU multiplies it fast, as
+    # torch's always) is 6% apart in Frobenius norm here, float32 much closer,
     # where four steps instead of five, or the gradient merely normalised, are 29% and more.
     assert _relative((w_up - before_up).double(), expected) < 0.08
     assert _relative(newton_schulz(g, 4), newton_schulz(g)) > 0.25

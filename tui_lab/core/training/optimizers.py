@@ -7,9 +7,10 @@
 
 - ``muon``: the hidden 2-D matrices, the weights of every ``nn.Linear`` inside
   the blocks (attention's q, k, v, o; the MLP's up, gate and down), updated by
-  ``torch.optim.Muon`` (Nesterov momentum, then the update orthogonalised by
-  five Newton-Schulz steps) at ``train.muon_lr``, scaled by
-  sqrt(max(1, rows / cols)) as Keller Jordan's Muon does;
+  the lab's ``muon.Muon`` (``torch.optim.Muon``'s update: Nesterov momentum, then
+  the update orthogonalised by five Newton-Schulz steps, same-shaped matrices
+  batched, in the dtype the device multiplies fastest) at ``train.muon_lr``,
+  scaled by sqrt(max(1, rows / cols)) as Keller Jordan's Muon does;
 - ``embed``: embedding tables (token, position, token-type; a head tied to the
   token table is that table), AdamW with weight decay;
 - ``head``: an untied output head's weight, AdamW with weight decay;
@@ -25,7 +26,9 @@ group's rate by the same factor, each group keeping its ``lr_scale``
 
 Both halves live in one ``torch.optim.Optimizer`` (``MuonAdamW``) whose
 ``state_dict`` holds every group and every moment, so a checkpoint saves and
-a resumed run restores Muon's momentum buffers as it does AdamW's moments.
+a resumed run restores Muon's momentum buffers as it does AdamW's moments. The
+groups and state have ``torch.optim.Muon``'s layout, which the lab used before
+``muon.Muon``: a checkpoint from then resumes unchanged.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from torch import nn
 
 from tui_lab.core.config.sections import TrainConfig
 from tui_lab.core.model.positions import LearnedPositions
+from tui_lab.core.training.muon import Muon
 
 # Group names in the order groups are made (an empty group is left out).
 MUON_GROUPS = ("muon", "embed", "head", "no_decay")
@@ -87,7 +91,7 @@ def muon_groups(model: nn.Module) -> dict[str, list[nn.Parameter]]:
 
 
 class MuonAdamW(torch.optim.Optimizer):
-    """``torch.optim.Muon`` on the groups whose ``kind`` is ``muon``, ``torch.optim.AdamW``
+    """``muon.Muon`` on the groups whose ``kind`` is ``muon``, ``torch.optim.AdamW``
     on the rest, as one optimizer: one ``param_groups`` list, one ``state``, one
     ``state_dict``. The two inner optimizers share this one's group dictionaries and
     state, so whatever sets a group's ``lr`` (the schedule) or loads a state (resume)
@@ -143,8 +147,13 @@ def _adamw(train: TrainConfig) -> Callable[[list[dict[str, Any]]], torch.optim.O
     return make
 
 
-def make_muon_adamw(model: nn.Module, train: TrainConfig) -> MuonAdamW:
-    """``train.optimizer: muon``: the groups of ``muon_groups`` under one ``MuonAdamW``."""
+def make_muon_adamw(model: nn.Module, train: TrainConfig,
+                    muon_class: Callable[..., torch.optim.Optimizer] = Muon) -> MuonAdamW:
+    """``train.optimizer: muon``: the groups of ``muon_groups`` under one ``MuonAdamW``.
+
+    ``muon_class``: what updates the hidden matrices; ``torch.optim.Muon`` (same groups,
+    same state) only for the bench and the tests that compare the two.
+    """
     parts = muon_groups(model)
     decay = {"muon": train.weight_decay, "embed": train.weight_decay, "head": train.weight_decay, "no_decay": 0.0}
     groups: list[dict[str, Any]] = []
@@ -159,7 +168,7 @@ def make_muon_adamw(model: nn.Module, train: TrainConfig) -> MuonAdamW:
         raise ValueError("make_optimizer: the model has no trainable parameters")
 
     def muon(muon_groups: list[dict[str, Any]]) -> torch.optim.Optimizer:
-        return torch.optim.Muon(muon_groups, lr=train.muon_lr, momentum=train.muon_momentum, nesterov=True)
+        return muon_class(muon_groups, lr=train.muon_lr, momentum=train.muon_momentum, nesterov=True)
 
     return MuonAdamW(groups, muon, _adamw(train))
 
