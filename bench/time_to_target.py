@@ -22,14 +22,35 @@ overall deadline, and only the copy reference is certain to run: the other
 references run after all lab runs, while the deadline leaves room. A capped run
 says so (``reached: false``, ``reason: cap``), unless its last evaluation, made
 when it stopped, met the target.
+
+Over seeds (``python -m bench.time_to_target --seeds 0,1,2,3 [--presets
+copy,reverse,sort,addition] [--cap S] [--threads N] [--variant k=v,...]``):
+the step count to a 99% threshold moves by +-40% with float rounding alone
+(bench/RESULTS.md), so one seed says little. Each seed (``train.seed``: the
+initialisation and the batches) trains the lab's model and ``nn.Transformer``
+with the preset's recipe back to back, their order alternated from one pair
+to the next so that a machine's load hits both alike; per preset and
+contender it reports each seed's seconds, training seconds and steps, their
+medians (a run not reached counts as infinitely slow), the ratio of the
+medians (``nn.Transformer``'s over the lab's: above 1 the lab is faster) and
+the load average around each run. The goal, the lab no slower, is judged on
+the medians of wall seconds. ``--variant model.qk_norm=head`` adds the lab
+with that change as a third contender (judge a recipe change on seeds the
+comparison does not use).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
+import os
+import statistics
 import time
 from typing import Any
 
 import torch
+import yaml
 
 from bench.common import Row, Section
 from bench.reference import build_reference
@@ -42,15 +63,19 @@ FULL_CAP = 3.0
 
 
 def train_to_target(
-    preset: str, cap_s: float | None, reference: bool = False, threads: int | None = None
+    preset: str, cap_s: float | None, reference: bool = False, threads: int | None = None,
+    values: dict[str, object] | None = None,
 ) -> dict[str, Any]:
     """Train ``preset`` until its target, its step count or ``cap_s`` wall seconds.
 
-    ``threads`` overrides ``train.threads`` (0 in the presets: the lab's default).
+    ``threads`` overrides ``train.threads`` (0 in the presets: the lab's default);
+    ``values`` any other setting (``{"train.seed": 1}``).
     """
     config = load_preset(preset)
     if threads:
         config = config.with_values({"train.threads": threads})
+    if values:
+        config = config.with_values(values)
     kwargs: dict[str, Any] = {"model_factory": build_reference} if reference else {}
     run = TrainingRun(config, None, **kwargs)
     threads = torch.get_num_threads()
@@ -89,6 +114,7 @@ def train_to_target(
         "best_accuracy": best,
         "evals": evals,
         "threads": threads,
+        "seed": config.train.seed,
     }
 
 
@@ -160,3 +186,86 @@ def time_to_target(quick: bool, deadline: float | None, threads: int | None = No
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1%}"
+
+
+def _median(values: list[float]) -> float | None:
+    m = statistics.median(values)
+    return None if math.isinf(m) else round(m, 2)
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each seed's figures and their medians (a run that missed the target counts as infinite)."""
+    inf = math.inf
+    return {
+        "seeds": [r["seed"] for r in runs],
+        "seconds": [r["seconds"] if r["reached"] else None for r in runs],
+        "train_seconds": [r["train_seconds"] if r["reached"] else None for r in runs],
+        "steps": [r["steps"] if r["reached"] else None for r in runs],
+        "not_reached": sum(not r["reached"] for r in runs),
+        "median_seconds": _median([r["seconds"] if r["reached"] else inf for r in runs]),
+        "median_train_seconds": _median([r["train_seconds"] if r["reached"] else inf for r in runs]),
+        "median_steps": _median([r["steps"] if r["reached"] else inf for r in runs]),
+    }
+
+
+def _ratio(base: dict[str, Any], other: dict[str, Any], key: str) -> float | None:
+    """base's median over other's (above 1: other is faster)."""
+    if base[key] is None or other[key] is None:
+        return None
+    return round(base[key] / other[key], 3)
+
+
+def over_seeds(presets: list[str], seeds: list[int], cap_s: float, threads: int,
+               variant: dict[str, object] | None = None) -> dict[str, Any]:
+    """Every preset and seed: the lab and nn.Transformer (and the lab with ``variant``), alternated."""
+    contenders: dict[str, tuple[bool, dict[str, object]]] = {"lab": (False, {}), "nn.Transformer": (True, {})}
+    if variant:
+        contenders["lab+variant"] = (False, dict(variant))
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {p: {c: [] for c in contenders} for p in presets}
+    pair = 0
+    for seed in seeds:  # seed-major: a cut-short sitting still has every preset
+        for preset in presets:
+            names = list(contenders) if pair % 2 == 0 else list(contenders)[::-1]
+            pair += 1
+            for name in names:
+                reference, values = contenders[name]
+                load_before = os.getloadavg()[0]
+                result = train_to_target(preset, cap_s, reference=reference, threads=threads,
+                                         values={"train.seed": seed, **values})
+                result.pop("evals")
+                result["load"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+                runs[preset][name].append(result)
+                print(json.dumps({"preset": preset, "contender": name, **result}), flush=True)
+    out: dict[str, Any] = {}
+    for preset, by_name in runs.items():
+        summaries = {name: _summary(r) for name, r in by_name.items()}
+        loads = [x for r in by_name.values() for run in r for x in run["load"]]
+        lab, ref = summaries["lab"], summaries["nn.Transformer"]
+        out[preset] = {
+            **summaries,
+            "nn_over_lab_median_seconds": _ratio(ref, lab, "median_seconds"),
+            "nn_over_lab_median_train_seconds": _ratio(ref, lab, "median_train_seconds"),
+            "nn_over_lab_median_steps": _ratio(ref, lab, "median_steps"),
+            "lab_no_slower": lab["median_seconds"] is not None and (
+                ref["median_seconds"] is None or lab["median_seconds"] <= ref["median_seconds"]),
+            "load_average": [min(loads), max(loads)] if loads else None,
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Time to target over seeds: the lab vs nn.Transformer.")
+    parser.add_argument("--seeds", default="0,1,2,3", help="train.seed values, one pair of runs each")
+    parser.add_argument("--presets", default=",".join(GOALS))
+    parser.add_argument("--cap", type=float, default=300.0, help="wall seconds a run may take at most")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--variant", default="", help="k=v,... : the lab with these values as a third contender")
+    args = parser.parse_args()
+    variant = {k: yaml.safe_load(v) for k, v in (kv.split("=", 1) for kv in args.variant.split(",") if kv)}
+    result = over_seeds(args.presets.split(","), [int(x) for x in args.seeds.split(",")], args.cap,
+                        args.threads, variant or None)
+    print(json.dumps({"summary": result}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

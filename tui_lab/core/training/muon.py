@@ -95,7 +95,7 @@ def orthogonalise(updates: list[torch.Tensor], dtype: torch.dtype,
                   coefficients: tuple[float, float, float] = NS_COEFFICIENTS,
                   steps: int = NS_STEPS, eps: float = EPS) -> list[torch.Tensor]:
     """Newton-Schulz of every matrix in ``updates``, same wide shapes stacked, in ``dtype``;
-    each result in its matrix's own orientation, in ``dtype``."""
+    each result in its matrix's own orientation and dtype (one conversion per stack)."""
     buckets: dict[tuple[int, int, torch.device], list[int]] = {}
     for i, u in enumerate(updates):
         rows, cols = u.shape
@@ -103,7 +103,7 @@ def orthogonalise(updates: list[torch.Tensor], dtype: torch.dtype,
     out: list[torch.Tensor] = [updates[0]] * len(updates)
     for members in buckets.values():
         wide = [updates[i].mT if updates[i].size(0) > updates[i].size(1) else updates[i] for i in members]
-        result = newton_schulz(torch.stack(wide).to(dtype), coefficients, steps, eps)
+        result = newton_schulz(torch.stack(wide).to(dtype), coefficients, steps, eps).to(wide[0].dtype)
         for k, i in enumerate(members):
             out[i] = result[k].mT if updates[i].size(0) > updates[i].size(1) else result[k]
     return out
