@@ -39,6 +39,7 @@ def test_json_is_the_graph_file_and_neuronpedia_writes_it(folders: tuple[Path, P
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "replacement score" in text and "<- traced" in text
+    assert "carried by" in text and "--qk" in text  # the heads moving the top earlier-position edge
 
 
 def _refused(args: list[str], out: Path, capsys, fragment: str) -> None:
@@ -121,3 +122,50 @@ def test_at_step_picks_that_snapshots_set(tmp_path: Path, capsys) -> None:
     assert main(args) == 0  # the run's own last step has a set
     assert json.loads(capsys.readouterr().out)["metadata"]["step"] == 4
     _refused([*args[:-1], "--at-step", "1"], tmp_path / "g.json", capsys, "no transcoders for step 1")
+
+
+def test_qk_json_has_the_tracing_keys_and_sums_to_the_score(folders: tuple[Path, Path], capsys) -> None:
+    import torch
+
+    model_dir, tc = folders
+    args = ["graph", "--model", str(model_dir), "--transcoders", str(tc), "--input", "The cat sat on", "--qk", "1.0"]
+    capsys.readouterr()
+    assert main([*args, "--query-pos", "3", "--key-pos", "1", "--top", "4", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert {"pair_wise_contributors", "top_q_marginal_contributors", "top_k_marginal_contributors",
+            "score", "constant"} <= set(printed)
+    assert len(printed["pair_wise_contributors"]) == 4 and (printed["query_pos"], printed["key_pos"]) == (3, 1)
+    model = open_model(model_dir)
+    ids = model.to_tokens("The cat sat on")
+    with torch.no_grad():
+        _, cache = model.run_with_cache(ids, ["blocks.1.attn.hook_attn_scores"])
+    score = float(cache["blocks.1.attn.hook_attn_scores"][0, 0, 3, 1])
+    assert printed["score"] == pytest.approx(score, abs=1e-6)
+    assert printed["total"] == pytest.approx(score, abs=1e-5 * max(1.0, abs(score)))
+    assert {"node", "label", "kind", "score"} <= set(printed["top_k_marginal_contributors"][0])
+    assert main(args) == 0  # text: the key defaults to where the head attends most
+    text = capsys.readouterr().out
+    assert "L1.H0 at query 3" in text and "top pairs" in text and "key side" in text
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--qk", "one.two"], "LAYER.HEAD"),
+    (["--qk", "7.0"], "layer 7 out of range"),
+    (["--qk", "1.9"], "head 9 out of range"),
+    (["--qk", "1.0", "--query-pos", "1", "--key-pos", "2"], "comes after"),
+    (["--qk", "1.0", "--query-pos", "40"], "query position 40 out of range"),
+    (["--qk", "1.0", "--top", "0"], "--top"),
+])
+def test_qk_hostile_input_is_one_line(folders: tuple[Path, Path], tmp_path: Path, capsys, extra: list[str],
+                                      fragment: str) -> None:
+    model, tc = folders
+    capsys.readouterr()
+    assert main(["graph", "--model", str(model), "--transcoders", str(tc), "--input", "The cat", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and fragment in err, err
+
+
+def test_qk_writes_no_graph_file(folders: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    model, tc = folders
+    _refused(["graph", "--model", str(model), "--transcoders", str(tc), "--input", "The cat", "--qk", "1.0"],
+             tmp_path / "g.json", capsys, "writes no graph file")

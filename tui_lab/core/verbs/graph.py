@@ -18,6 +18,7 @@ from tui_lab.core.errors import LabError
 from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, check_text, never, no_progress
 
 if TYPE_CHECKING:
+    from tui_lab.core.analysis.circuits.edge_heads import EdgeCarriers
     from tui_lab.core.analysis.circuits.graph import AttributionGraph, PruneResult
     from tui_lab.core.opening.in_hand import ModelInHand
     from tui_lab.core.sae.transcoder import TranscoderSet
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Request:
     """The prompt, the transcoder folder, the feature cap, the pruning thresholds, where
-    to write the graph file (None: nowhere) and the history step of the set."""
+    to write the graph file (None: nowhere), the history step of the set, and whether to
+    find the heads carrying the top logit's strongest edge from an earlier position (kept
+    by pruning when one is)."""
 
     input: str
     transcoders: str
@@ -36,6 +39,7 @@ class Request:
     neuronpedia: str | None = None
     slug: str | None = None
     at_step: int | None = None
+    carriers: bool = False
 
     def __post_init__(self) -> None:
         if not self.input:
@@ -50,7 +54,8 @@ class Request:
 
 @dataclass
 class Result:
-    """The graph, its pruning, its (replacement, completeness) scores, the file written."""
+    """The graph, its pruning, its (replacement, completeness) scores, the file written, and
+    (when asked) the heads carrying the top logit's strongest kept earlier-position edge."""
 
     graph: AttributionGraph
     pruned: PruneResult
@@ -59,6 +64,7 @@ class Result:
     slug: str
     written: Path | None = None
     notes: list[str] = field(default_factory=list)
+    carriers: EdgeCarriers | None = None
 
     def to_json(self) -> JSON:
         """circuit-tracer's graph file; its metadata also carries the scores, the model and step."""
@@ -107,6 +113,12 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress, 
     label_features(graph, model, tset, pruned.node_mask.nonzero().flatten().tolist())
     slug = request.slug or (Path(request.neuronpedia).stem if request.neuronpedia else "tfx-lab-graph")
     result = Result(graph, pruned, graph.scores(), tset, slug)
+    if request.carriers:
+        from tui_lab.core.analysis.circuits.edge_heads import earlier_sources, edge_carriers
+
+        found = earlier_sources(graph, graph.logit_start, pruned.edge_mask) or earlier_sources(graph, graph.logit_start)
+        if found:
+            result.carriers = edge_carriers(model, graph, tset, graph.logit_start, found[0])
     if request.neuronpedia is not None:
         result.written = write_graph_file(result.to_json(), Path(request.neuronpedia).expanduser())
     return result
