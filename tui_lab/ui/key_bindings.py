@@ -237,6 +237,8 @@ CIRCUIT: list[BindingType] = [
             tooltip="Switch the marked features (else the one under the cursor) off in the real model: logit change beside the graph's"),
     Binding("v", "intervene(0.5)", "Halve", show=False, id="circuit.halve",
             tooltip="Scale the marked features (else the cursor's) by 0.5 in the real model"),
+    Binding("a", "carriers", "Heads & QK", id="circuit.qk",
+            tooltip="Which heads carry the cursor's strongest edge between positions, and the top head's QK tracing"),
     Binding("up", "move(-1, 0)", "Row above", show=False, id="circuit.up"),
     Binding("down", "move(1, 0)", "Row below", show=False, id="circuit.down"),
     Binding("left", "move(0, -1)", "Previous node", show=False, id="circuit.left"),

@@ -116,7 +116,7 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress, 
     if request.carriers:
         from tui_lab.core.analysis.circuits.edge_heads import earlier_sources, edge_carriers
 
-        found = earlier_sources(graph, graph.logit_start, pruned.edge_mask) or earlier_sources(graph, graph.logit_start)
+        found = earlier_sources(graph, graph.logit_start, pruned) or earlier_sources(graph, graph.logit_start)
         if found:
             result.carriers = edge_carriers(model, graph, tset, graph.logit_start, found[0])
     if request.neuronpedia is not None:

@@ -151,3 +151,70 @@ async def test_history_keys_step_through_the_snapshots(history_run: Path, tmp_pa
             seen.append((pane.view.step_index, pane.view.graph.step if pane.view.graph else None))
         assert seen == [(1, 8), (0, 2), (1, 8), (None, 8)]
         assert "history" in str(host.query_one("#circuit-title").render())
+
+
+async def test_a_shows_the_heads_carrying_an_edge_and_the_top_heads_qk(tmp_path: Path) -> None:
+    """On the answer, ``a`` finds the heads carrying its strongest earlier-position edge and
+    QK-traces the top one; then on that edge's source (reached with the arrows) the same.
+    Both checked against the core's own functions on the pane's graph."""
+    from tui_lab.core.analysis.circuits.edge_heads import earlier_sources, edge_carriers
+    from tui_lab.core.analysis.circuits.qk_tracing import qk_trace
+
+    run = Path(__file__).resolve().parents[3] / "data" / "induction-mlp-run"  # the trained induction run
+    model = open_model(run)
+    save_transcoders(random_transcoders(model), tmp_path / "tc")
+    pane = CircuitPane(id="circuit-pane")
+    host = CircuitHost(pane, tmp_path / "runs", model)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        await pilot.press(*"qwertyuqwerty", "tab", *str(tmp_path / "tc"), "enter")  # the answer 'u' sits at 6
+        await wait_until(pilot, lambda: pane.view.graph is not None and not pane.running, 120, "the graph")
+        view, graph = pane.view, pane.view.graph
+        assert graph is not None and view.pruned is not None
+        target = graph.logit_start
+        source = (earlier_sources(graph, target, view.pruned) or earlier_sources(graph, target))[0]
+        await pilot.press("a")
+        await wait_until(pilot, lambda: view.carriers is not None and not pane.running, 60, "the carriers")
+        await pilot.pause()
+        expected = edge_carriers(pane.model, graph, pane.transcoders, target, source)  # type: ignore[arg-type]
+        assert view.carriers is not None and (view.carriers.target, view.carriers.source) == (target, source)
+        assert [(c.name, c.key) for c in view.carriers.carriers] == [(c.name, c.key) for c in expected.carriers]
+        top = expected.carriers[0]
+        assert view.qk is not None and (view.qk.layer, view.qk.head, view.qk.key) == (top.layer, top.head, top.key)
+        traced = qk_trace(pane.model, graph.tokens, pane.transcoders, top.layer, top.head, top.query, top.key)  # type: ignore[arg-type]
+        assert view.qk.score == pytest.approx(traced.score, abs=1e-6)
+        side = str(host.query_one("#circuit-side").render())
+        assert "carried by" in side and top.name in side and f"QK {top.name}" in side and "key side" in side
+        assert top.name in str(host.query_one("#circuit-status").render())
+        # the arrows to the source node when pruning kept it, then a: its strongest edge to a later position
+        assert bool(view.pruned.node_mask[source])  # kept: an edge into the answer that pruning kept
+        flat = view._flat()
+        row = next(r for r, nodes in enumerate(flat) if source in nodes)
+        for _ in range(len(flat)):
+            if view.cursor in flat[row]:
+                break
+            await pilot.press("down")
+        assert view.cursor in flat[row]
+        step = "right" if flat[row].index(source) > flat[row].index(view.cursor) else "left"  # type: ignore[arg-type]
+        for _ in range(len(flat[row])):
+            if view.cursor == source:
+                break
+            await pilot.press(step)
+        assert view.cursor == source
+        view.carriers = None
+        await pilot.press("a")
+        await wait_until(pilot, lambda: view.carriers is not None and not pane.running, 60, "the source's carriers")
+        assert view.carriers is not None and view.carriers.source == source
+        assert "QK L" in str(host.query_one("#circuit-side").render())
+
+
+async def test_a_without_an_edge_between_positions_says_so(folders: tuple[Path, Path], tmp_path: Path) -> None:
+    model_dir, _ = folders
+    pane = CircuitPane(id="circuit-pane")
+    host = CircuitHost(pane, tmp_path / "runs", open_model(model_dir))
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        pane.action_carriers()  # no graph yet
+        await pilot.pause()
+        assert "edge between positions" in str(host.query_one("#circuit-status").render())
+        assert pane.view.carriers is None and not pane.running

@@ -25,14 +25,20 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from tui_lab.core.analysis.circuits.attribution import Sources, edge_rows, find_sources
-from tui_lab.core.analysis.circuits.graph import AttributionGraph, NodeKind
+from tui_lab.core.analysis.circuits.attribution import (
+    AttributionStopped,
+    Sources,
+    edge_rows,
+    find_sources,
+)
+from tui_lab.core.analysis.circuits.graph import AttributionGraph, NodeKind, PruneResult
 from tui_lab.core.analysis.circuits.replacement_model import LocalReplacement, build_replacement
 from tui_lab.core.errors import LabError
 from tui_lab.core.opening.in_hand import ModelInHand
 from tui_lab.core.sae.transcoder import TranscoderSet
 
 Progress = Callable[[int, int, str], None]
+Cancelled = Callable[[], bool]
 
 
 @dataclass(frozen=True)
@@ -137,11 +143,16 @@ def _no_progress(done: int, total: int, what: str) -> None:
     return None
 
 
+def _never() -> bool:
+    return False
+
+
 def edge_carriers(
     model: ModelInHand, graph: AttributionGraph, transcoders: TranscoderSet, target: int, source: int,
-    progress: Progress = _no_progress,
+    progress: Progress = _no_progress, cancelled: Cancelled = _never,
 ) -> EdgeCarriers:
-    """The heads that carry edge ``source -> target`` of ``graph``, each with its share."""
+    """The heads that carry edge ``source -> target`` of ``graph``, each with its share
+    (``AttributionStopped`` when ``cancelled`` says so between heads)."""
     edge = _edge(model, graph, transcoders, target, source)
     n_layers = edge.replacement.n_layers
     full = edge.value(_patterns(edge, n_layers))
@@ -149,6 +160,8 @@ def edge_carriers(
     carriers = []
     heads = [(layer, h) for layer in range(n_layers) for h in range(edge.replacement.layers[layer].attn.n_heads)]
     for done, (layer, h) in enumerate(heads):
+        if cancelled():
+            raise AttributionStopped("stopped")
         progress(done, len(heads), "heads")
         share = edge.value(_patterns(edge, layer, (layer, h))) - base[layer]
         if share == 0.0:
@@ -161,13 +174,12 @@ def edge_carriers(
     return EdgeCarriers(target, source, full, base[0], carriers)
 
 
-def earlier_sources(graph: AttributionGraph, target: int, edge_mask: Tensor | None = None) -> list[int]:
-    """The target's sources at earlier positions, strongest edge first (kept edges only
-    when ``edge_mask`` is given)."""
+def earlier_sources(graph: AttributionGraph, target: int, pruned: PruneResult | None = None) -> list[int]:
+    """The target's sources at earlier positions, strongest edge first (with ``pruned``:
+    only kept sources along kept edges)."""
     row = graph.adjacency[target]
-    if edge_mask is not None:
-        row = row * edge_mask[target]
+    if pruned is not None:
+        row = row * pruned.edge_mask[target] * pruned.node_mask
     pos = graph.node(target).pos
     found = [i for i in row.nonzero().flatten().tolist() if graph.node(i).pos < pos]
     return sorted(found, key=lambda i: -abs(float(row[i])))
-

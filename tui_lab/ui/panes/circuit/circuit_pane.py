@@ -12,6 +12,9 @@
   the logit change is shown beside what the graph predicted.
 - ``[`` ``]`` step through the history: the same prompt's graph at each snapshot whose
   transcoders the folder holds (``step_<N>/``), then back to the model in hand.
+- ``a``: the heads that carry the cursor's strongest edge between positions (a feature or
+  logit's from an earlier position, else the node's to a later one), each with its share,
+  and the top head's QK tracing at the key it read: why it attended there, in graph nodes.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class CircuitPane(Pane, Vertical, can_focus=False):
     Progress = workers.Progress
     GraphReady = workers.GraphReady
     Checked = workers.Checked
+    Carried = workers.Carried
     Failed = workers.Failed
 
     def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
@@ -155,6 +159,24 @@ class CircuitPane(Pane, Vertical, can_focus=False):
                                               nodes, scale), thread=True, group="circuit-check",
                         exclusive=True, exit_on_error=False)
 
+    def action_carriers(self) -> None:
+        """The heads carrying the cursor's strongest edge between positions, and the top
+        head's QK tracing (in a worker, with progress; escape cancels)."""
+        edge = self.view.edge_between_positions()
+        if edge is None or self.model is None or self.view.graph is None or self.transcoders is None:
+            self._status(Text("a needs an edge between positions: move to a feature or logit with an "
+                              "earlier source (or a node feeding a later one)", style="yellow"))
+            return
+        self.running = True
+        bar = self.query_one("#circuit-progress", ProgressBar)
+        bar.update(total=1, progress=0)
+        bar.display = True
+        self._status(Text("finding the heads that carry the edge, then QK tracing the top one… (escape cancels)",
+                          style="dim"))
+        model, graph, tset = self.model, self.view.graph, self.transcoders
+        self.run_worker(lambda: workers.carry(self.post_message, model, graph, tset, *edge), thread=True,
+                        group="circuit-trace", exclusive=True, exit_on_error=False)
+
     def action_snapshot(self, step: int) -> None:
         """Step the graph through the history snapshots that have transcoders."""
         folder = self._folder()
@@ -237,8 +259,8 @@ class CircuitPane(Pane, Vertical, can_focus=False):
         self.view.steps, self.view.step_index = steps, message.step_index
         self._redraw()
         self.query_one("#circuit-graph", GraphBox).focus()
-        self._status(Text("arrows move · enter opens a feature · space marks · x switches off · [ ] history",
-                          style="dim"))
+        self._status(Text("arrows move · enter opens a feature · space marks · x switches off · "
+                          "a heads & QK · [ ] history", style="dim"))
 
     def on_circuit_pane_checked(self, message: workers.Checked) -> None:
         """Show the intervention's logit changes beside the graph's."""
@@ -246,6 +268,17 @@ class CircuitPane(Pane, Vertical, can_focus=False):
         self.view.checks, self.view.checked, self.view.scale = message.checks, message.nodes, message.scale
         self._redraw()
         self._status(Text("the side panel compares the real model's logit change with the graph's", style="dim"))
+
+    def on_circuit_pane_carried(self, message: workers.Carried) -> None:
+        """Show the carrying heads and the top head's QK tracing in the side panel."""
+        message.stop()
+        self._end_progress()
+        self.view.carriers, self.view.qk = message.carriers, message.qk
+        self._redraw()
+        top = message.carriers.carriers[0] if message.carriers.carriers else None
+        self._status(Text("no head carries it: source and target share a position" if top is None else
+                          f"carried most by {top.name}, attending {top.query}->{top.key}: its QK tracing "
+                          "is in the side panel", style="dim"))
 
     def on_circuit_pane_failed(self, message: workers.Failed) -> None:
         """One line: what went wrong."""

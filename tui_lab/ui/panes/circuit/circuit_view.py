@@ -1,6 +1,7 @@
 """What the Circuit pane shows, Textual-free: the pruned graph laid out by layer (rows, logits
 on top, tokens at the bottom) and position (columns), the cursor on one node, the marked
-features, the selected node's strongest edges, an intervention's check, the history steps.
+features, the selected node's strongest edges, an intervention's check, the history steps,
+and the heads carrying an edge between positions with the top head's QK tracing.
 
 The pane keeps one ``CircuitView``; its keys move it, its workers fill it in. Drawing
 returns lines of (text, style) segments, which the pane turns into rich text.
@@ -12,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tui_lab.core.analysis.circuits.edge_heads import EdgeCarriers
     from tui_lab.core.analysis.circuits.graph import AttributionGraph, Node, PruneResult
     from tui_lab.core.analysis.circuits.intervention import LogitCheck
+    from tui_lab.core.analysis.circuits.qk_tracing import QKTracing
 
 Segment = tuple[str, str]  # (text, rich style)
 Line = list[Segment]
@@ -35,12 +38,34 @@ class CircuitView:
     steps: list[int] = field(default_factory=list)  # history steps with transcoders
     step_index: int | None = None  # None: the model in hand
     scores: tuple[float, float] = (0.0, 0.0)  # replacement, completeness
+    carriers: EdgeCarriers | None = None  # the heads carrying the last edge asked about (a)
+    qk: QKTracing | None = None  # the top carrier's QK tracing
 
     def show(self, graph: AttributionGraph, pruned: PruneResult, scores: tuple[float, float]) -> None:
-        """A new graph: the cursor on the top logit, marks and checks cleared."""
+        """A new graph: the cursor on the top logit, marks, checks and QK tracing cleared."""
         self.graph, self.pruned, self.scores = graph, pruned, scores
         self.marked, self.checks, self.checked = set(), None, []
+        self.carriers, self.qk = None, None
         self.cursor = graph.logit_start
+
+    def edge_between_positions(self) -> tuple[int, int] | None:
+        """(target, source) of the cursor's strongest edge between positions: a feature or
+        logit's strongest kept incoming edge from an earlier position (any edge when none is
+        kept), else the node's strongest kept outgoing edge to a later position."""
+        from tui_lab.core.analysis.circuits.edge_heads import earlier_sources
+
+        g, p, node = self.graph, self.pruned, self.node()
+        if g is None or p is None or node is None:
+            return None
+        if node.kind.value in ("feature", "logit"):
+            found = earlier_sources(g, node.index, p) or earlier_sources(g, node.index)
+            if found:
+                return node.index, found[0]
+        kept = p.edge_mask[:, node.index] & p.node_mask
+        later = [t for t in kept.nonzero().flatten().tolist() if g.node(t).pos > node.pos]
+        if not later:
+            return None
+        return max(later, key=lambda t: abs(float(g.adjacency[t, node.index]))), node.index
 
     def rows(self) -> list[tuple[str, list[list[int]]]]:
         """(row label, each position's kept nodes, most influential first), logits first."""
@@ -187,6 +212,7 @@ def describe(view: CircuitView) -> list[Line]:
             where = f"L{n.layer} " if n.kind.value in ("feature", "error") else ""
             lines.append([(f"  {weight:+8.3f} ", style), (f"{n.kind.value} {where}p{n.pos} {n.label}"[:30], "")])
     lines.extend(check_lines(view))
+    lines.extend(qk_lines(view))
     return lines
 
 
@@ -216,3 +242,33 @@ def title(view: CircuitView) -> str:
     kept = int(view.pruned.node_mask[: g.n_features].sum()) if view.pruned is not None else 0
     return (f"{g.model_name}{step}{history} · {g.n_features} features ({kept} kept) · "
             f"replacement {replacement:.2f} · completeness {completeness:.2f}")
+
+
+def qk_lines(view: CircuitView, width: int = 40) -> list[Line]:
+    """The heads carrying the edge asked about (``a``), then the top head's QK tracing: its
+    score at (query, key), the top pairs and each side's strongest parts."""
+    c, g = view.carriers, view.graph
+    if c is None or g is None:
+        return []
+    source, target = g.node(c.source), g.node(c.target)
+    lines: list[Line] = [[("edge ", "bold"), (f"{source.label} p{source.pos} -> {target.label} p{target.pos} "
+                                                 f"{c.edge:+.3f}"[: width - 5], "")]]
+    if not c.carriers:
+        return [*lines, [("  no head moves it (same position)", "dim")]]
+    lines.append([("carried by", "bold")])
+    for carrier in c.carriers[:3]:
+        lines.append([(f"  {carrier.name:<7}", "cyan"), (f"{carrier.share:+8.3f}", ""),
+                      (f"  attending {carrier.query}->{carrier.key}", "dim")])
+    t = view.qk
+    if t is None:
+        return lines
+    lines.append([(f"QK L{t.layer}.H{t.head} {t.query}->{t.key}: ", "bold"),
+                  (f"score {t.score:+.2f} (w {t.weight:.2f})", "")])
+    lines.append([("top pairs (query x key)", "bold")])
+    for q, k, v in t.top_pairs(4):
+        lines.append([(f"  {v:+6.2f} ", "green" if v > 0 else "red"), (f"{q.label} x {k.label}"[: width - 9], "")])
+    for side, parts in (("query side", t.top_q(3)), ("key side", t.top_k(4))):
+        lines.append([(side, "bold")])
+        for part, v in parts:
+            lines.append([(f"  {v:+6.2f} ", "green" if v > 0 else "red"), (part.label[: width - 9], "")])
+    return lines

@@ -1,6 +1,7 @@
 """The Circuit pane's workers: the ``graph`` verb (attribute, label, prune, score) on the model
-in hand or a history snapshot, and an intervention in the real model; each runs in a thread
-and posts what it found as a message here.
+in hand or a history snapshot, an intervention in the real model, and the heads carrying an
+edge with the top head's QK tracing; each runs in a thread and posts what it found as a
+message here.
 
 The pane starts them in one exclusive group, so a new job cancels the one under way; the
 attribution reads the worker's ``is_cancelled`` between batches. A failure is one
@@ -19,8 +20,10 @@ from tui_lab.core.errors import one_line
 from tui_lab.ui.worker_progress import Post, ProgressReport, merged, worker_cancelled
 
 if TYPE_CHECKING:
+    from tui_lab.core.analysis.circuits.edge_heads import EdgeCarriers
     from tui_lab.core.analysis.circuits.graph import AttributionGraph, PruneResult
     from tui_lab.core.analysis.circuits.intervention import LogitCheck
+    from tui_lab.core.analysis.circuits.qk_tracing import QKTracing
     from tui_lab.core.opening.in_hand import ModelInHand
     from tui_lab.core.opening.model_handle import ModelHandle
     from tui_lab.core.sae.transcoder import TranscoderSet
@@ -59,6 +62,14 @@ class Checked(Message, namespace=NAMESPACE):
     checks: list[LogitCheck]
     nodes: list[int]
     scale: float
+
+
+@dataclass
+class Carried(Message, namespace=NAMESPACE):
+    """The heads carrying an edge and the top head's QK tracing (None: no head carries it)."""
+
+    carriers: EdgeCarriers
+    qk: QKTracing | None
 
 
 @dataclass
@@ -113,3 +124,25 @@ def check(post: Post, model: ModelInHand, graph: AttributionGraph, transcoders: 
         post(Failed(one_line(exc)))
         return
     post(Checked(checks, nodes, scale))
+
+
+def carry(post: Post, model: ModelInHand, graph: AttributionGraph, transcoders: TranscoderSet,
+          target: int, source: int) -> None:
+    """The heads carrying edge ``source -> target`` (progress by head), then the top head's
+    QK tracing at its query and the key it read the edge from."""
+    from tui_lab.core.analysis.circuits.attribution import AttributionStopped
+    from tui_lab.core.analysis.circuits.edge_heads import edge_carriers
+    from tui_lab.core.analysis.circuits.qk_tracing import qk_trace
+
+    try:
+        found = edge_carriers(model, graph, transcoders, target, source, reporter(post), _cancelled)
+        top = found.carriers[0] if found.carriers else None
+        traced = None if top is None else qk_trace(model, graph.tokens, transcoders, top.layer, top.head,
+                                                    top.query, top.key)
+    except AttributionStopped:
+        return
+    except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
+        post(Failed(one_line(exc)))
+        return
+    if not _cancelled():
+        post(Carried(found, traced))
