@@ -19,6 +19,13 @@ Items (names for ``--only``):
 - ``hook_points``            a forward pass with hook points (none active) vs before them; run_with_cache vs forward
 - ``sae``                    a TopK SAE on char-lm's last residual stream: time, explained variance, dead; top contexts
 - ``patching``               resid_pre patching 12 x 16 (GPT-2-small shape): batched vs one forward per cell; attribution vs a forward
+- ``sae_batchtopk``          TopK, BatchTopK and Matryoshka on char-lm: time, and EV at BatchTopK's held-out L0
+- ``lenses``                 tuned and Jacobian lenses fitted on a char-lm run: time, KL and top-1 by layer
+- ``probes``                 probes and DAS over an addition run's history: when carry becomes readable and causal
+- ``crosscoder``             a crosscoder over two snapshots of an induction run: time, features new / gone / shared
+
+``python -m bench.<name>`` runs the scripts that drive a reference library from a venv of
+their own (``edges``, ``circuits``, ``transcoders``) and ``speedrun``; each says how.
 
 Progress goes to stderr; stdout gets the table, or one JSON object with
 ``--json``. A run of every item rewrites ``bench/RESULTS.md`` (``--no-write``
@@ -64,10 +71,15 @@ ITEMS = [
     "families",
     "patching",
     "sae",
+    "sae_batchtopk",
+    "lenses",
+    "probes",
+    "crosscoder",
 ]
 # Run order: the long, deadline-trimmed item last.
 RUN_ORDER = ["train_speed_vs_torch", "decoder_speed_vs_torch", "kv_cache_speedup", "capture_overhead",
-             "fast_paths", "real_models", "hook_points", "families", "patching", "sae", "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target"]
+             "fast_paths", "real_models", "hook_points", "families", "patching", "sae", "lab", "runs_pane_200", "time_travel_step", "cuda", "sweep_parallel_speedup", "history_overhead", "time_to_target",
+             "sae_batchtopk", "lenses", "probes", "crosscoder"]
 QUICK_BUDGET_S = 570.0  # --quick must finish within 10 minutes; leave a margin
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -124,6 +136,23 @@ def run_item(name: str, quick: bool, deadline: float | None, threads: int | None
     if name == "patching":
         from bench.patching import patching
         return patching(quick)
+    return run_interp_item(name, quick)
+
+
+def run_interp_item(name: str, quick: bool) -> Section:
+    """The interpretability items: each trains the run it measures (shorter with --quick)."""
+    if name == "sae_batchtopk":
+        from bench.sae import batchtopk_bench
+        return batchtopk_bench(quick)
+    if name == "lenses":
+        from bench.lenses import lenses_bench
+        return lenses_bench(train_seconds=45.0 if quick else 90.0)
+    if name == "probes":
+        from bench.probes import probes_bench
+        return probes_bench(train_seconds=120.0 if quick else 300.0)
+    if name == "crosscoder":
+        from bench.crosscoder import crosscoder_bench
+        return crosscoder_bench()
     raise ValueError(name)
 
 
