@@ -60,10 +60,14 @@ def _complete(model: ModelInHand, tset: TranscoderSet, ids: list[int], layer: in
     assert traced.terms.shape == (len(traced.q_parts), len(traced.k_parts))
 
 
-@pytest.mark.parametrize("keys", [{}, {"parallel_residual": True, "norm_kind": "rmsnorm", "n_kv_heads": 1}])
-def test_terms_sum_to_the_models_score(keys: dict[str, object]) -> None:
+@pytest.mark.parametrize(("keys", "reads"), [
+    ({}, "ln2.hook_normalized"),
+    ({}, "hook_resid_mid"),  # transcoders reading the stream itself: no norm before the skip
+    ({"parallel_residual": True, "norm_kind": "rmsnorm", "n_kv_heads": 1}, "ln2.hook_normalized"),
+])
+def test_terms_sum_to_the_models_score(keys: dict[str, object], reads: str) -> None:
     model = tiny_handle(d_model=16, layers=3, **keys)
-    tset = random_set(16, 24, 3, "relu", skip=True, seed=4)
+    tset = dataclasses.replace(random_set(16, 24, 3, "relu", skip=True, seed=4), feature_input_hook=reads)
     for tc in tset:  # MLP-sized outputs, so the stream does not blow up
         with torch.no_grad():
             tc.W_dec.mul_(0.2)
@@ -116,6 +120,36 @@ def test_the_bilinear_split_by_hand_on_one_layer() -> None:
             assert float(traced.terms[i, j]) == pytest.approx(float(q[qk] @ k[kk]) / 2.0, abs=1e-9)  # 1/sqrt(4)
     assert traced.q_parts[0].label == f"tok {model.task.vocab.label(ids[4])!r}@4"
     assert traced.constant == pytest.approx(float(q["bias"] @ k["bias"]) / 2.0, abs=1e-9)
+
+
+def test_known_weights_give_the_terms_worked_by_hand() -> None:
+    """d_model 4, two heads of 2, no embedding scale; head 1's W_Q picks coordinates 0 and 2,
+    W_K 0 and 1; b_Q (0.5, 0), b_K (0, 1); the norm's gain 1, bias (0.1, 0, 0, 0).
+    Query: token (2, 0, -2, 0) at position 2 (no position vector): sigma sqrt 2, so q's
+    token part is (2, -2) / sqrt 2 and its constant (0.6, 0). Key: token (1, -1, 1, -1)
+    plus position (.5, .5, -.5, -.5) at position 1: sigma sqrt 1.25; k's token part
+    (1, -1) / sqrt 1.25, position part (.5, .5) / sqrt 1.25, constant (0.1, 1). Each term
+    is q_part . k_part / sqrt 2 (rows: token, position, constant; columns likewise)."""
+    model = tiny_handle(d_model=4, layers=1, scale_embeddings=False)
+    m = model.model
+    attn, ln = m.decoder.layers[0].self_attn, m.decoder.layers[0].norm1
+    with torch.no_grad():
+        m.tgt_embed.weight.zero_()
+        m.tgt_embed.weight[4] = torch.tensor([1.0, -1.0, 1.0, -1.0])
+        m.tgt_embed.weight[9] = torch.tensor([2.0, 0.0, -2.0, 0.0])
+        m.pos.weight.zero_()
+        m.pos.weight[1] = torch.tensor([0.5, 0.5, -0.5, -0.5])
+        ln.weight.fill_(1.0)
+        ln.bias.copy_(torch.tensor([0.1, 0.0, 0.0, 0.0]))
+        attn.w_q.weight[2:] = torch.tensor([[1.0, 0, 0, 0], [0, 0, 1.0, 0]])
+        attn.w_q.bias[2:] = torch.tensor([0.5, 0.0])
+        attn.w_k.weight[2:] = torch.tensor([[1.0, 0, 0, 0], [0, 1.0, 0, 0]])
+        attn.w_k.bias[2:] = torch.tensor([0.0, 1.0])
+    traced = qk_trace(model, [9, 4, 9], random_set(4, 6, 1), 0, 1, 2, 1)
+    hand = [[1.78885, 0.0, -0.9], [0.0, 0.0, 0.0], [0.37947, 0.18974, 0.04243]]
+    assert traced.terms.tolist() == [pytest.approx(row, abs=1e-4) for row in hand]
+    assert traced.score == pytest.approx(sum(map(sum, hand)), abs=1e-4)
+    assert traced.constant == pytest.approx(0.04243, abs=1e-4)
 
 
 @pytest.mark.parametrize(("layer", "head", "q", "k", "says"), [
