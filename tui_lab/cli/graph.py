@@ -3,7 +3,7 @@
 (circuit-tracer's method); the JSON is circuit-tracer's graph file. The summary names the
 heads that carry the top logit's strongest edge from an earlier position.
 
-`... --qk LAYER.HEAD [--query-pos Q] [--key-pos K] [--top N] [--json]`: QK tracing of that
+`... --qk LAYER.HEAD [--query-pos Q] [--key-pos K] [--top N] [--hops N] [--json]`: QK tracing of that
 head instead: its score at (Q, K) split into pairs of named residual-stream parts, the top
 pairs and both sides' marginals (JSON keys ``pair_wise_contributors``,
 ``top_q_marginal_contributors``, ``top_k_marginal_contributors``, ``score``, ``constant``)."""
@@ -38,6 +38,8 @@ def add_parser(sub: Subparsers) -> None:
     s.add_argument("--query-pos", type=int, metavar="Q", help="--qk: the query position (default: the last)")
     s.add_argument("--key-pos", type=int, metavar="K", help="--qk: the key position (default: where the head attends most)")
     s.add_argument("--top", type=int, default=10, metavar="N", help="--qk: pairs and parts listed (10)")
+    s.add_argument("--hops", type=int, default=1, metavar="N",
+                   help="--qk: how many moves back earlier heads' outputs are traced (1; 0 leaves them whole)")
     add_at_step(s)
     add_json(s, "print the graph file (circuit-tracer's JSON); with --qk, the QK tracing")
     s.set_defaults(handler=graph)
@@ -109,7 +111,8 @@ def qk(args: argparse.Namespace) -> int:
 
     if args.neuronpedia is not None:
         raise LabError("--qk traces a head; it writes no graph file (drop --neuronpedia)")
-    request = Request(args.input, args.transcoders, args.qk, args.query_pos, args.key_pos, args.top, args.at_step)
+    request = Request(args.input, args.transcoders, args.qk, args.query_pos, args.key_pos, args.top, args.at_step,
+                      args.hops)
     result = run(request, load_target(args, "cpu", args.at_step))
     if args.json:
         emit_json(result.to_json())

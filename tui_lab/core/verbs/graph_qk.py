@@ -46,7 +46,7 @@ def parse_head(text: str) -> tuple[int, int]:
 class Request:
     """The prompt, the transcoder folder, the head ``L.H``, the query position (None: the
     last), the key position (None: where the head attends most), how many pairs and parts
-    to list, the history step of the set."""
+    to list, the history step of the set, how many moves back earlier heads are traced."""
 
     input: str
     transcoders: str
@@ -55,12 +55,15 @@ class Request:
     key_pos: int | None = None
     top: int = 10
     at_step: int | None = None
+    hops: int = 1
 
     def __post_init__(self) -> None:
         if not self.input:
             raise LabError("empty input: give some text")
         parse_head(self.head)
         positive("--top", self.top)
+        if self.hops < 0:
+            raise LabError(f"--hops {self.hops}: at least 0 (0 leaves earlier heads' outputs whole)")
         for name, pos in (("--query-pos", self.query_pos), ("--key-pos", self.key_pos)):
             if pos is not None and pos < 0:
                 raise LabError(f"{name} {pos}: positions count from 0")
@@ -107,6 +110,6 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress, 
     stop_if(cancelled)
     progress(0, 1, "qk")
     layer, head = parse_head(request.head)
-    tracing = qk_trace(model, request.input, tset, layer, head, request.query_pos, request.key_pos)
+    tracing = qk_trace(model, request.input, tset, layer, head, request.query_pos, request.key_pos, request.hops)
     progress(1, 1, "qk")
     return Result(tracing, request.top)

@@ -48,8 +48,9 @@ def _model_scores(model: ModelInHand, ids: list[int], layer: int, head: int) -> 
     return cache[p + "hook_attn_scores"][0, head].double(), q @ k.T * scale
 
 
-def _complete(model: ModelInHand, tset: TranscoderSet, ids: list[int], layer: int, head: int, q: int, k: int) -> None:
-    traced = qk_trace(model, ids, tset, layer, head, q, k)
+def _complete(model: ModelInHand, tset: TranscoderSet, ids: list[int], layer: int, head: int, q: int, k: int,
+              hops: int = 1) -> None:
+    traced = qk_trace(model, ids, tset, layer, head, q, k, hops)
     hooked, recomputed = _model_scores(model, ids, layer, head)
     tol = 1e-5 * max(1.0, abs(float(hooked[q, k])))
     assert traced.score == pytest.approx(float(hooked[q, k]), abs=1e-6)
@@ -74,6 +75,13 @@ def test_terms_sum_to_the_models_score(keys: dict[str, object], reads: str) -> N
             tc.W_skip.mul_(0.2)  # type: ignore[union-attr]
     for layer, head, q, k in ((2, 1, 9, 6), (2, 0, 9, 0), (1, 1, 7, 7), (0, 0, 5, 2), (2, 1, 4, 1)):
         _complete(model, tset, TINY_IDS, layer, head, q, k)
+    for hops in (0, 2):  # earlier heads left whole; traced back two moves (layer 0 through layer 1)
+        _complete(model, tset, TINY_IDS, 2, 1, 9, 6, hops)
+    two = qk_trace(model, TINY_IDS, tset, 2, 1, 9, 6, hops=2)
+    assert not any(p.kind == "head" for p in two.k_parts)  # nothing left whole
+    assert any(len(p.route) == 2 and p.route[0][0] == 0 and p.route[1][0] == 1 for p in two.k_parts)
+    whole = qk_trace(model, TINY_IDS, tset, 2, 1, 9, 6, hops=0)
+    assert {p.label for p in whole.k_parts if p.kind == "head"} >= {"L0.H0@6", "L1.H1@6"}
 
 
 def test_terms_sum_to_the_score_on_gpt2_from_files(gpt2) -> None:  # type: ignore[no-untyped-def]
@@ -163,6 +171,20 @@ def test_hostile_heads_and_positions_are_one_line(layer: int, head: int, q: int,
     model = tiny_handle(d_model=16, layers=2)
     with pytest.raises(QKError, match=says) as caught:
         qk_trace(model, TINY_IDS, random_set(16, 24, 2), layer, head, q, k)
+    assert "\n" not in str(caught.value)
+
+
+def test_too_many_hops_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui_lab.core.analysis.circuits import qk_tracing
+
+    model = tiny_handle(d_model=16, layers=3)
+    tset = random_set(16, 24, 3)
+    with pytest.raises(QKError, match="at least 0"):
+        qk_trace(model, TINY_IDS, tset, 1, 0, 5, 1, -1)
+    monkeypatch.setattr(qk_tracing, "MAX_MOVES", 100)
+    qk_trace(model, TINY_IDS, tset, 2, 0, 9, 1, 1)  # 2 layers x 2 heads x 10 positions: 40 moves
+    with pytest.raises(QKError, match="moved parts a side") as caught:
+        qk_trace(model, TINY_IDS, tset, 2, 0, 9, 1, 2)  # 40 x (1 x 2 x 10): 800
     assert "\n" not in str(caught.value)
 
 

@@ -19,8 +19,10 @@ A head's output is itself linear in the earlier positions' streams under frozen
 attention, so ``expand`` traces it back one hop: the head's output at ``p`` becomes
 ``pattern[p, j] * W_O W_V ln1_j(part)`` for every part of position ``j``'s stream
 (named ``<part> via L<l>.H<h>``), plus the head's constant (value bias and the norm's
-bias, weighted by the pattern's row). Heads further back stay whole (one hop is what a
-two-layer circuit needs, and keeps the count of parts linear in the prompt's length).
+bias, weighted by the pattern's row). Heads further back are traced the same way when
+``hops`` > 1; by default they stay whole (one hop is what a two-layer circuit needs, and
+keeps the count of parts linear in the prompt's length; each further hop multiplies it by
+about heads x positions).
 
 Everything is float64, so the parts' sum matches the model's float32 stream to its own
 rounding.
@@ -47,20 +49,25 @@ BIAS = "bias"
 class Part:
     """One named contribution to a residual stream: ``kind`` (token, position, feature,
     error, skip, mlp, head, bias), the layer that wrote it (-1: the embeddings), its
-    position, its feature or token id (-1 otherwise), and ``via`` (layer, head) when a
-    head moved it from ``pos`` to the position being read."""
+    position, its feature or token id (-1 otherwise), and ``route``: the heads (layer,
+    head) that moved it from ``pos`` towards the position being read, earliest first."""
 
     kind: str
     layer: int
     pos: int
     id: int
     label: str
-    via: tuple[int, int] | None = None
+    route: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def via(self) -> tuple[int, int] | None:
+        """The head (layer, head) whose move brought it to the position read; None: it was written there."""
+        return self.route[-1] if self.route else None
 
     @property
     def node_id(self) -> str:
         """circuit-tracer's node id for a graph node (feature ``L_F_P``, error ``0_L_P``,
-        token ``E_T_P``), else a short name; ``@L.H`` appended when a head moved it."""
+        token ``E_T_P``), else a short name; ``@L.H`` appended for each head that moved it."""
         if self.kind == "feature":
             base = f"{self.layer}_{self.id}_{self.pos}"
         elif self.kind == "error":
@@ -69,11 +76,12 @@ class Part:
             base = f"E_{self.id}_{self.pos}"
         else:
             base = self.label.replace(" ", "_")
-        return base if self.via is None else f"{base}@{self.via[0]}.{self.via[1]}"
+        return base + "".join(f"@{layer}.{head}" for layer, head in self.route)
 
     def moved(self, layer: int, head: int) -> Part:
         """This part, moved by head ``layer.head`` to another position."""
-        return Part(self.kind, self.layer, self.pos, self.id, f"{self.label} via L{layer}.H{head}", (layer, head))
+        return Part(self.kind, self.layer, self.pos, self.id, f"{self.label} via L{layer}.H{head}",
+                    (*self.route, (layer, head)))
 
 
 @dataclass(frozen=True)
@@ -211,15 +219,18 @@ def _mlp_parts(capture: Capture, transcoders: TranscoderSet, layer: int, pos: in
 
 
 def expand(
-    capture: Capture, blocks: list[TransformerBlock], transcoders: TranscoderSet, direct: Parts, layer: int, pos: int
+    capture: Capture, blocks: list[TransformerBlock], transcoders: TranscoderSet, direct: Parts, layer: int, pos: int,
+    hops: int = 1,
 ) -> Parts:
     """``direct`` (layer ``layer``'s stream at ``pos``) with each head's output traced back
-    one hop, each moved part carried up to ``layer`` like the head's output it replaces."""
+    ``hops`` moves, each moved part carried up to ``layer`` like the head's output it replaces."""
+    if hops < 1:
+        return direct
     keep = [i for i, p in enumerate(direct.parts) if p.kind != "head"]
     out = Parts([direct.parts[i] for i in keep], direct.vectors[keep])
     for part in direct.parts:
         if part.kind == "head":
-            moved = _moved(capture, blocks, transcoders, part.layer, part.id, pos)
+            moved = _moved(capture, blocks, transcoders, part.layer, part.id, pos, hops)
             entry = part.layer + 1 if capture.parallel else part.layer
             entries = torch.full((len(moved.parts),), entry)
             out = out + Parts(moved.parts, carry(capture, transcoders, moved.vectors, entries, layer, pos))
@@ -227,10 +238,12 @@ def expand(
 
 
 def _moved(
-    capture: Capture, blocks: list[TransformerBlock], transcoders: TranscoderSet, layer: int, head: int, pos: int
+    capture: Capture, blocks: list[TransformerBlock], transcoders: TranscoderSet, layer: int, head: int, pos: int,
+    hops: int,
 ) -> Parts:
     """Head ``layer.head``'s output at ``pos``: every part of each earlier position's stream
-    moved by the head's frozen pattern and OV, and the head's constant."""
+    (its own heads traced back ``hops - 1`` more moves) moved by the head's frozen pattern
+    and OV, and the head's constant."""
     attn = blocks[layer].self_attn
     assert isinstance(attn, MultiHeadAttention)
     norm = ln1_linear(blocks[layer], capture.resid_pre[layer])
@@ -245,7 +258,8 @@ def _moved(
     for j in range(pos + 1):
         if float(weights[j]) == 0.0:
             continue
-        source = direct_parts(capture, blocks, transcoders, layer, j)
+        source = expand(capture, blocks, transcoders, direct_parts(capture, blocks, transcoders, layer, j), layer, j,
+                        hops - 1)
         parts += [p.moved(layer, head) for p in source.parts]
         vectors.append(weights[j] * norm_linear(norm, j, source.vectors) @ ov.T)
     b_v = attn.w_v.bias.detach().double()[rows] if attn.w_v.bias is not None else torch.zeros(attn.d_head, dtype=torch.float64)

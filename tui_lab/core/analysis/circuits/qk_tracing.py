@@ -129,6 +129,20 @@ def check_head(model: ModelInHand, layer: int, head: int, query: int, key: int, 
     return attn
 
 
+MAX_MOVES = 200_000  # moved parts per side at most: each hop multiplies them by heads x positions
+
+
+def check_hops(hops: int, layer: int, n_heads: int, n_pos: int) -> None:
+    """Refuse a negative count of hops, or one whose moved parts would not fit in memory."""
+    if hops < 0:
+        raise QKError(f"hops {hops}: at least 0 (0 leaves earlier heads' outputs whole)")
+    moves = 1
+    for hop in range(min(hops, layer)):
+        moves *= (layer - hop) * n_heads * n_pos
+    if moves > MAX_MOVES:
+        raise QKError(f"{hops} hops would trace about {moves:,} moved parts a side (at most {MAX_MOVES:,}): use fewer")
+
+
 def capture(model: ModelInHand, ids: list[int], layer: int, transcoders: TranscoderSet) -> Capture:
     """The forward pass QK tracing reads, up to ``layer`` (float64)."""
     parallel = bool(model.config.model.parallel_residual)
@@ -163,11 +177,11 @@ def _norm2(block: TransformerBlock) -> nn.Module:
 
 def _side(
     cap: Capture, blocks: list[TransformerBlock], transcoders: TranscoderSet, layer: int, pos: int,
-    weight: Tensor, bias: Tensor | None, name: str,
+    weight: Tensor, bias: Tensor | None, name: str, hops: int,
 ) -> tuple[list[Part], Tensor]:
     """One side's parts and their vectors in the head's q (or k) space (n, d_head): the
     stream's parts through the frozen norm and ``weight``; the constant last."""
-    parts = expand(cap, blocks, transcoders, direct_parts(cap, blocks, transcoders, layer, pos), layer, pos)
+    parts = expand(cap, blocks, transcoders, direct_parts(cap, blocks, transcoders, layer, pos), layer, pos, hops)
     norm = ln1_linear(blocks[layer], cap.resid_pre[layer])
     vectors = norm_linear(norm, pos, parts.vectors) @ weight.T
     constant = weight @ norm_bias(norm, weight.size(1)) + (bias if bias is not None else 0.0)
@@ -177,14 +191,16 @@ def _side(
 
 def qk_trace(
     model: ModelInHand, text: str | list[int], transcoders: TranscoderSet, layer: int, head: int,
-    query: int | None = None, key: int | None = None,
+    query: int | None = None, key: int | None = None, hops: int = 1,
 ) -> QKTracing:
     """Head ``layer.head``'s score at (query, key) as a sum over pairs of parts. ``query``
-    None: the last position; ``key`` None: where the head attends most from ``query``."""
+    None: the last position; ``key`` None: where the head attends most from ``query``;
+    ``hops``: how many moves back earlier heads' outputs are traced (0: left whole)."""
     ids = model.to_tokens(text)[0].tolist() if isinstance(text, str) else [int(i) for i in text]
     check_replaceable(model, transcoders)
     query = len(ids) - 1 if query is None else query
     attn = check_head(model, layer, head, query, 0 if key is None else key, len(ids))
+    check_hops(hops, layer, attn.n_heads, len(ids))
     blocks = _blocks(model)
     cap = capture(model, ids, layer, transcoders)
     if key is None:
@@ -198,8 +214,8 @@ def qk_trace(
     w_k = attn.w_k.weight.detach().double()[kv * d: (kv + 1) * d]
     b_q = attn.w_q.bias.detach().double()[head * d: (head + 1) * d] if attn.w_q.bias is not None else None
     b_k = attn.w_k.bias.detach().double()[kv * d: (kv + 1) * d] if attn.w_k.bias is not None else None
-    q_parts, q_vecs = _side(cap, blocks, transcoders, layer, query, w_q, b_q, "q")
-    k_parts, k_vecs = _side(cap, blocks, transcoders, layer, key, w_k, b_k, "k")
+    q_parts, q_vecs = _side(cap, blocks, transcoders, layer, query, w_q, b_q, "q", hops)
+    k_parts, k_vecs = _side(cap, blocks, transcoders, layer, key, w_k, b_k, "k", hops)
     scale = attn.score_scale if attn.score_scale is not None else 1.0 / math.sqrt(d)
     terms = scale * q_vecs @ k_vecs.T
     return QKTracing(layer, head, query, key, q_parts, k_parts, terms, score,
