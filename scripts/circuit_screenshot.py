@@ -1,5 +1,6 @@
 """``screenshots/circuit.svg`` (and ``.png``): the Circuit pane's attribution graph on the
-induction-mlp run, a feature node selected.
+induction-mlp run, a feature node selected; ``circuit-qk.svg``: the answer's strongest
+earlier-position edge, the heads carrying it and the top head's QK tracing (``a``).
 
     python scripts/circuit_screenshot.py [--run RUN_DIR] [--transcoders DIR] [--input TEXT]
         [--out screenshots/circuit.svg]
@@ -8,7 +9,8 @@ The run defaults to the shipped ``tests/data/induction-mlp-run``; without ``--tr
 trains a set as ``tfx-lab transcoder train --run RUN --seed 0`` does by default. It opens the lab
 on the run, shows the Circuit pane (9), names the set (``t``), types a repeated-prefix prompt
 (``/``), traces it (enter), moves the cursor down from the top logit to the first feature node
-and saves the SVG. A PNG is written too when ``rsvg-convert`` exists.
+and saves the SVG; then back on the answer it presses ``a`` and saves ``circuit-qk.svg`` beside
+it. A PNG is written too when ``rsvg-convert`` exists.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ async def make(run: Path, transcoders: Path, out: Path, prompt: str) -> Path:
         await save_svg(app, pilot, out, "tfx-lab · circuit")
         node = pane.view.node()
         print(f"cursor on {node.kind.value if node else None} {node.label if node else ''}", file=sys.stderr)
+        for _ in range(4):  # back up to the top logit: the answer
+            await pilot.press("up")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: pane.view.carriers is not None and not pane.running, 120, "the QK tracing")
+        await save_svg(app, pilot, out.with_name("circuit-qk.svg"), "tfx-lab · circuit, QK tracing")
     return out
 
 
@@ -68,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             tfx("transcoder", "train", "--run", str(args.run.resolve()), "--seed", "0", "--out", str(transcoders))
         svg = asyncio.run(make(args.run.resolve(), transcoders, args.out.resolve(), args.input))
     print_with_png(svg)
+    print_with_png(svg.with_name("circuit-qk.svg"))
     return 0
 
 

@@ -211,9 +211,11 @@ def describe(view: CircuitView) -> list[Line]:
             style = "green" if weight > 0 else "red"
             where = f"L{n.layer} " if n.kind.value in ("feature", "error") else ""
             lines.append([(f"  {weight:+8.3f} ", style), (f"{n.kind.value} {where}p{n.pos} {n.label}"[:30], "")])
-    lines.extend(check_lines(view))
-    lines.extend(qk_lines(view))
-    return lines
+    qk = qk_lines(view)
+    c = view.carriers
+    if c is not None and view.cursor in (c.source, c.target):  # asked about here (a): the answer first
+        return [*lines[:2], *qk, *lines[2:], *check_lines(view)]
+    return [*lines, *check_lines(view), *qk]
 
 
 def check_lines(view: CircuitView) -> list[Line]:
@@ -244,7 +246,12 @@ def title(view: CircuitView) -> str:
             f"replacement {replacement:.2f} · completeness {completeness:.2f}")
 
 
-def qk_lines(view: CircuitView, width: int = 40) -> list[Line]:
+def _part(label: str) -> str:
+    """A QK part's label as the narrow side panel shows it: token parts without their 'tok '."""
+    return label.removeprefix("tok ").replace(" x tok ", " x ")
+
+
+def qk_lines(view: CircuitView, width: int = 38) -> list[Line]:
     """The heads carrying the edge asked about (``a``), then the top head's QK tracing: its
     score at (query, key), the top pairs and each side's strongest parts."""
     c, g = view.carriers, view.graph
@@ -266,9 +273,9 @@ def qk_lines(view: CircuitView, width: int = 40) -> list[Line]:
                   (f"score {t.score:+.2f} (w {t.weight:.2f})", "")])
     lines.append([("top pairs (query x key)", "bold")])
     for q, k, v in t.top_pairs(4):
-        lines.append([(f"  {v:+6.2f} ", "green" if v > 0 else "red"), (f"{q.label} x {k.label}"[: width - 9], "")])
+        lines.append([(f"  {v:+6.2f} ", "green" if v > 0 else "red"), (f"{_part(q.label)} x {_part(k.label)}"[: width - 9], "")])
     for side, parts in (("query side", t.top_q(3)), ("key side", t.top_k(4))):
         lines.append([(side, "bold")])
         for part, v in parts:
-            lines.append([(f"  {v:+6.2f} ", "green" if v > 0 else "red"), (part.label[: width - 9], "")])
+            lines.append([(f"  {v:+6.2f} ", "green" if v > 0 else "red"), (_part(part.label)[: width - 9], "")])
     return lines
