@@ -141,8 +141,8 @@ def emit(rows: list[RunSummary], args: argparse.Namespace, title: str) -> None:
 
 def best_text(r: RunSummary) -> str:
     """Exact match for the digit tasks; validation loss and bits per character for char-lm;
-    an SAE's last figures."""
-    if r.kind == "sae":
+    an SAE's or a crosscoder's last figures (a crosscoder's: its new, gone and shared features)."""
+    if r.kind in ("sae", "crosscoder"):
         return r.sae_text or "-"
     if r.is_lm:
         if r.best_val_loss is None:

@@ -26,6 +26,11 @@ from tui_lab.core.config.diff import (
 )
 from tui_lab.core.config.lab_config import ConfigError, LabConfig
 from tui_lab.core.config.strict_yaml import parse_yaml
+from tui_lab.core.runs.crosscoder_summary import (
+    CROSSCODER_WEIGHTS_FILE,
+    crosscoder_fields,
+    is_crosscoder_folder,
+)
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.log import finite_number, json_int
 from tui_lab.core.runs.run_files import (
@@ -60,8 +65,9 @@ from tui_lab.core.runs.transcoder_summary import METRICS_FILE as TRANSCODER_METR
 from tui_lab.core.runs.transcoder_summary import is_transcoder_folder, transcoder_fields
 
 # Files whose presence makes a folder a run folder (a damaged one if config.yaml is missing);
-# an SAE's training folder is one by its cfg.json.
-_MARKERS = (CONFIG_FILE, STATE_FILE, METRICS_FILE, WEIGHTS_FILE, SAE_CONFIG_FILE, TRANSCODER_METRICS_FILE)
+# an SAE's training folder is one by its cfg.json, a crosscoder's by its weights too.
+_MARKERS = (CONFIG_FILE, STATE_FILE, METRICS_FILE, WEIGHTS_FILE, SAE_CONFIG_FILE, TRANSCODER_METRICS_FILE,
+            CROSSCODER_WEIGHTS_FILE)
 
 
 @dataclass
@@ -72,7 +78,9 @@ class RunSummary:
     name: str
     status: str
     detail: str = ""  # the closing message, or why the folder is damaged
-    kind: str = "run"  # "run" (a model's training) or "sae" (an SAE's, ``tfx-lab sae train``)
+    # "run" (a model's training), "sae" (``tfx-lab sae train``), "transcoders" (``tfx-lab transcoder
+    # train``) or "crosscoder" (``tfx-lab crosscoder train``)
+    kind: str = "run"
     preset: str | None = None
     task: str | None = None
     diff: dict[str, object] = field(default_factory=dict)
@@ -94,6 +102,10 @@ class RunSummary:
     ce_loss_recovered: float | None = None
     l0: float | None = None
     dead_fraction: float | None = None
+    # A crosscoder's live features new at its last source, gone from it, shared (None for others).
+    features_new: int | None = None
+    features_gone: int | None = None
+    features_shared: int | None = None
 
     @property
     def label(self) -> str:
@@ -102,8 +114,12 @@ class RunSummary:
 
     @property
     def sae_text(self) -> str:
-        """An SAE's last figures on one line ("" for a model's run)."""
-        return figures_text({name: getattr(self, name) for name in SAE_FIGURES})
+        """An SAE's (or a crosscoder's) last figures on one line ("" for a model's run)."""
+        text = figures_text({name: getattr(self, name) for name in SAE_FIGURES})
+        if self.features_new is None:
+            return text
+        counts = f"new {self.features_new} · gone {self.features_gone} · shared {self.features_shared}"
+        return f"{text} · {counts}" if text else counts
 
     @property
     def is_lm(self) -> bool:
@@ -121,7 +137,7 @@ CSV_COLUMNS = (
     "name", "kind", "preset", "label", "status", "step", "total_steps", "best_exact_match",
     "best_val_loss", "bits_per_char", "steps_to_target", "seconds_to_target", "elapsed",
     "tokens_per_s", "params", "explained_variance", "ce_loss_recovered", "l0", "dead_fraction",
-    "date", "path", "detail",
+    "features_new", "features_gone", "features_shared", "date", "path", "detail",
 )
 
 
@@ -202,6 +218,10 @@ def summarize_run(
 def _fill(row: RunSummary, run: Path, bases: dict[str | None, dict[str, object]]) -> None:
     if not run.is_dir():
         raise RunError(f"{run}: not a run folder")
+    if is_crosscoder_folder(run):  # before the SAE check: its cfg.json is an SAE's in form
+        for name, value in crosscoder_fields(run).items():
+            setattr(row, name, value)
+        return
     if is_sae_folder(run):
         _fill_sae(row, run)
         return

@@ -26,7 +26,13 @@ An SAE's training folder (``tfx-lab sae train``: cfg.json, no config.yaml) is
 exported too: ``sae/loss``, ``sae/mse``, ``sae/l0``, ``sae/explained_variance``,
 ``sae/fvu``, ``sae/dead_fraction``, ``sae/ce_loss_recovered``, ``sae/lr`` and
 ``sae/tokens_per_s`` from its step records, and its ``cfg.json`` as the
-``config`` text.
+``config`` text (with the architecture it was trained as: a BatchTopK or Matryoshka
+SAE is written as SAELens's ``jumprelu`` file).
+
+A crosscoder's folder (``tfx-lab crosscoder train``) is exported the same way
+under ``crosscoder/*`` (``loss``, ``mse``, ``l0``, ``explained_variance``,
+``fvu``, ``dead_fraction``, ``sparsity_loss``, ``lr``, ``tokens_per_s``), with
+its ``cfg.json`` (hook, sources) as the ``config`` text.
 
 Exporting a run again first deletes the ``events.out.tfevents.*`` files in its
 folder under ``out_root`` (nothing else there), so points never repeat.
@@ -40,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeGuard
 
 from tui_lab.core.errors import LabError, one_line
+from tui_lab.core.runs.crosscoder_summary import crosscoder_config, is_crosscoder_folder
 from tui_lab.core.runs.events import EvalEvent, StepEvent, event_from_record
 from tui_lab.core.runs.folder import RunFolder
 from tui_lab.core.runs.log import finite_number, read_metrics
@@ -51,7 +58,12 @@ from tui_lab.core.runs.run_files import (
     RunError,
     reason,
 )
-from tui_lab.core.runs.sae_summary import SAE_CONFIG_FILE, is_sae_folder
+from tui_lab.core.runs.sae_summary import (
+    SAE_CONFIG_FILE,
+    is_sae_folder,
+    read_json,
+    sae_architecture,
+)
 from tui_lab.core.runs.status import parse_stamp, read_log_ends
 
 if TYPE_CHECKING:
@@ -97,8 +109,13 @@ def export_run(run_dir: RunDir, out_root: RunDir, name: str | None = None) -> Ex
     writer_class = summary_writer_class()
     run = Path(run_dir)
     target = Path(out_root) / (name or run.name)
+    if is_crosscoder_folder(run):  # before the SAE check: its cfg.json is an SAE's in form
+        cfg = crosscoder_config(run)
+        return _export_sae(writer_class, run, target, "crosscoder", f"a crosscoder over {cfg.get('n_sources')} "
+                           "sources", _CROSSCODER_TAGS)
     if is_sae_folder(run):
-        return _export_sae(writer_class, run, target)
+        heading = f"an SAE, trained as {sae_architecture(read_json(run / SAE_CONFIG_FILE) or {}) or '?'}"
+        return _export_sae(writer_class, run, target, "sae", heading, _SAE_TAGS)
     folder = RunFolder.read(run, need_state=False)  # config.yaml validated; state.json if any
     steps, evals = _records(run)
     replaced = _clear_old_events(target)
@@ -139,10 +156,13 @@ def _open_writer(writer_class: type[SummaryWriter], target: Path) -> SummaryWrit
 
 
 _SAE_TAGS = ("loss", "mse", "l0", "explained_variance", "fvu", "dead_fraction", "ce_loss_recovered", "lr")
+_CROSSCODER_TAGS = ("loss", "mse", "l0", "explained_variance", "fvu", "dead_fraction", "sparsity_loss", "lr")
 
 
-def _export_sae(writer_class: type[SummaryWriter], run: Path, target: Path) -> ExportResult:
-    """An SAE's training folder: its step records as ``sae/*`` scalars, cfg.json as the config."""
+def _export_sae(writer_class: type[SummaryWriter], run: Path, target: Path, prefix: str, heading: str,
+                names: tuple[str, ...]) -> ExportResult:
+    """An SAE's (or a crosscoder's) folder: its step records as ``<prefix>/*`` scalars, cfg.json as
+    the config text under ``heading``."""
     steps = _sae_steps(run)
     replaced = _clear_old_events(target)
     try:
@@ -154,11 +174,11 @@ def _export_sae(writer_class: type[SummaryWriter], run: Path, target: Path) -> E
     writer = _open_writer(writer_class, target)
     points, tags = 0, set()
     try:
-        writer.add_text("config", f"an SAE\n\n```json\n{cfg_text}\n```\n", global_step=0, walltime=base)
+        writer.add_text("config", f"{heading}\n\n```json\n{cfg_text}\n```\n", global_step=0, walltime=base)
         for step in sorted(steps):
             rec = steps[step]
             walltime = base + (finite_number(rec.get("elapsed")) or 0.0)
-            for tag, value in _sae_scalars(rec):
+            for tag, value in _sae_scalars(rec, prefix, names):
                 writer.add_scalar(tag, value, global_step=step, walltime=walltime)
                 points += 1
                 tags.add(tag)
@@ -180,10 +200,10 @@ def _sae_steps(run: Path) -> dict[int, dict[str, object]]:
     return steps
 
 
-def _sae_scalars(rec: dict[str, object]) -> list[tuple[str, float]]:
-    pairs = [(f"sae/{name}", finite_number(rec.get(name))) for name in _SAE_TAGS]
+def _sae_scalars(rec: dict[str, object], prefix: str, names: tuple[str, ...]) -> list[tuple[str, float]]:
+    pairs = [(f"{prefix}/{name}", finite_number(rec.get(name))) for name in names]
     elapsed, tokens = finite_number(rec.get("elapsed")), finite_number(rec.get("tokens"))
-    pairs.append(("sae/tokens_per_s", tokens / elapsed if elapsed and tokens is not None else None))
+    pairs.append((f"{prefix}/tokens_per_s", tokens / elapsed if elapsed and tokens is not None else None))
     return [(tag, value) for tag, value in pairs if _finite(value)]
 
 

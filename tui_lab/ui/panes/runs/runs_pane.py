@@ -300,6 +300,10 @@ class RunsPane(Pane, Vertical, can_focus=False):
         if row.summary.kind == "transcoders":  # a set traces graphs: it is not a model to open
             self.notify(f"tfx-lab graph --transcoders {row.key}", title="A transcoder set")
             return
+        if row.summary.kind == "crosscoder":  # its features open in the Features pane's diff view
+            self.notify(f"tfx-lab crosscoder features {row.key}, or Features (8): c, then e with this folder",
+                        title="A crosscoder")
+            return
         self.post_message(OpenRunRequested(Path(row.key)))  # the app opens it in the Train pane
 
     def _sort_by(self, key: str, reverse: bool) -> None:
