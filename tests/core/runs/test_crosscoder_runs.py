@@ -114,6 +114,17 @@ def test_three_snapshots_name_every_step_and_count_first_against_last(tmp_path: 
         counts["b_only"], counts["a_only"], counts["shared"]) == _counts_by_hand(folder)
 
 
+def test_a_crosscoder_of_two_models_names_both(tmp_path: Path) -> None:
+    """Sources given as models (a model and its fine-tune, here two shipped runs' final weights)."""
+    models = (str(HISTORY_RUN.parent / "induction-run"), str(HISTORY_RUN))
+    folder = tmp_path / "xc-models"
+    run(Request(out=str(folder), models=models, d_sae=16, train_steps=20, batch=32, tokens=300))
+    row = summarize_run(folder)
+    assert row.kind == "crosscoder" and row.status == "finished" and row.step == 20
+    assert row.diff["sources"] == f"{models[0]} vs {models[1]}" and row.diff["d_sae"] == 16
+    assert "run" not in row.diff and "steps" not in row.diff
+
+
 def test_listed_beside_model_runs_and_saes(trained: tuple[Path, dict[str, object]], tmp_path: Path) -> None:
     root = tmp_path / "runs"
     shutil.copytree(HISTORY_RUN, root / "induction", ignore=shutil.ignore_patterns("history"))
