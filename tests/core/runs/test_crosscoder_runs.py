@@ -9,6 +9,7 @@ The new/gone/shared counts are checked on decoders set by hand to known relative
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import time
@@ -242,3 +243,31 @@ def test_exporting_a_damaged_crosscoder_is_one_line(trained: tuple[Path, dict[st
     (folder / "metrics.jsonl").unlink()
     with pytest.raises(RunError, match="no cfg.json"):
         export_run(folder, tmp_path / "tb")
+
+
+def test_the_runs_and_export_commands_take_it(trained: tuple[Path, dict[str, object]], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tfx-lab runs`` (JSON, CSV, table) and ``tfx-lab export --tensorboard`` over a folder holding a
+    crosscoder and a damaged one: a row each, an export each (the damaged one a line, rc 2)."""
+    import csv
+    import io
+
+    from tests.cli.helpers import tfx
+
+    root = tmp_path / "runs"
+    shutil.copytree(trained[0], root / "xc")
+    bad = shutil.copytree(trained[0], root / "xc-bad")
+    (bad / "cfg.json").write_text("{not json")
+    listed = {r["name"]: r for r in json.loads(tfx("runs", str(root), "--json").stdout)}
+    assert listed["xc"]["kind"] == "crosscoder" and listed["xc"]["diff"]["steps"] == "100,1200"
+    assert listed["xc-bad"]["status"] == "damaged" and "cfg.json: cannot read it" in listed["xc-bad"]["detail"]
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(tfx("runs", str(root), "--csv").stdout))}
+    assert rows["xc"]["features_shared"] == str(summarize_run(root / "xc").features_shared)
+    monkeypatch.setenv("COLUMNS", "300")  # the table's cells unwrapped
+    table = tfx("runs", str(root)).stdout
+    assert "crosscoder" in table and "shared" in table
+    if importlib.util.find_spec("tensorboard") is None:
+        return
+    proc = tfx("export", "--tensorboard", str(root), "--out", str(tmp_path / "tb"))
+    assert proc.returncode == 2 and "xc: 36 points (4 steps, 0 evaluations)" in proc.stdout
+    assert len(proc.stderr.strip().splitlines()) == 1 and "cfg.json: cannot read it" in proc.stderr
