@@ -24,8 +24,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tui_lab.core.runs.log import json_int
 from tui_lab.core.runs.run_files import METRICS_FILE, RunError, reason
@@ -40,13 +39,18 @@ from tui_lab.core.runs.sae_summary import (
 )
 from tui_lab.core.runs.safetensors_check import safetensors_layout, tensor_entries
 
+if TYPE_CHECKING:
+    import numpy as np
+
 CROSSCODER_KIND = "crosscoder"
 CROSSCODER_WEIGHTS_FILE = "crosscoder_weights.safetensors"
 EXCLUSIVE = 0.1  # r <= EXCLUSIVE: the first source's only (gone); r >= 1 - EXCLUSIVE: the last's (new)
 SHARED = 0.2  # |r - 1/2| <= SHARED: shared
 # The class counts a row carries, as RunSummary's fields.
 COUNT_FIELDS = ("features_new", "features_gone", "features_shared")
-_DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64, "I32": np.int32}
+# safetensors' dtypes as numpy's (little-endian, as the format stores them); numpy is imported on
+# first use so listing runs stays quick where no crosscoder is among them.
+_DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
 
 
 def is_crosscoder_folder(path: Path) -> bool:
@@ -139,6 +143,8 @@ def _trained_on(sources: list[tuple[str, int | None]]) -> dict[str, object]:
 def feature_counts(weights: Path, d_sae: int, n: int, d_in: int) -> tuple[int, int, int]:
     """(new, gone, shared) live features between the first source and the last, from the
     decoder's norms; dead features (never fired on training's last rows) are in none."""
+    import numpy as np
+
     dec = _tensor(weights, "W_dec", (d_sae, n, d_in)).astype(np.float64)
     fired = _tensor(weights, "fired", (d_sae,))
     if not np.isfinite(dec).all():
@@ -155,6 +161,8 @@ def feature_counts(weights: Path, d_sae: int, n: int, d_in: int) -> tuple[int, i
 
 def _tensor(path: Path, name: str, shape: tuple[int, ...]) -> np.ndarray:
     """One tensor of a checked safetensors file as a numpy array (RunError naming what is wrong)."""
+    import numpy as np
+
     if not path.exists():
         raise RunError(f"{path.parent}: no {path.name} (a crosscoder's files are written together); train it again")
     header, begin = safetensors_layout(path)
@@ -174,4 +182,4 @@ def _tensor(path: Path, name: str, shape: tuple[int, ...]) -> np.ndarray:
             raw = f.read(stop - start)
     except OSError as exc:
         raise RunError(f"{path}: cannot read it ({reason(exc)})") from exc
-    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape)
+    return np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape)
