@@ -208,7 +208,7 @@ def detail_text(row: RunRow, styles: dict[str, str]) -> Text:
 # ---- reading the folders (the pane's thread worker calls this) --------------------
 
 _WATCHED = ("metrics.jsonl", "state.json", "log.txt", "config.yaml", "model.safetensors",
-            "trainer_state.json", "cfg.json", "transcoder_metrics.json")
+            "trainer_state.json", "cfg.json", "transcoder_metrics.json", "crosscoder_weights.safetensors")
 
 
 def folder_stamp(path: Path) -> tuple[float, ...]:
