@@ -8,8 +8,8 @@
     metrics.jsonl                     the step records and the end, as an SAE's
 
 ``cfg.json`` keeps the keys the runs table reads of an SAE (``architecture``,
-``d_sae``, ``metadata.hook_name``), so Runs lists a crosscoder and the
-TensorBoard export writes its curves as it does an SAE's. Reading checks every
+``d_sae``, ``metadata.hook_name``); Runs gives a crosscoder its own row and the
+TensorBoard export its own ``crosscoder/*`` curves (``runs/crosscoder_summary.py``). Reading checks every
 key and tensor before any weight is used and says what is wrong in one line;
 writing stages every file and then replaces them all (``folder.write_files``).
 """
