@@ -112,8 +112,9 @@ def test_runs_lists_it_and_tensorboard_exports_it(trained: tuple[Path, dict], tm
     root = tmp_path / "root"
     shutil.copytree(out, root / "xc")
     (row,) = json.loads(tfx("runs", str(root), "--json").stdout)
-    assert row["kind"] == "sae" and row["preset"] == "sae crosscoder" and row["status"] == "finished"
-    assert row["step"] == data["step"] and row["diff"]["arch"] == "crosscoder"
+    assert row["kind"] == "crosscoder" and row["preset"] == "crosscoder" and row["status"] == "finished"
+    assert row["step"] == data["step"] and row["diff"]["hook"] == data["hook"] and row["diff"]["d_sae"] == 32
+    assert row["features_new"] == data["counts"]["b_only"] and row["features_gone"] == data["counts"]["a_only"]
     assert row["explained_variance"] == pytest.approx(data["explained_variance"], abs=1e-5)
     pytest.importorskip("tensorboard")
     proc = tfx("export", "--tensorboard", str(root / "xc"), "--out", str(tmp_path / "tb"))
