@@ -1,13 +1,17 @@
 """The Features pane's crosscoder diff view by keyboard, in a host that is not the lab: c shows
 it, e asks, two steps of the run in hand train a crosscoder, g cycles new / gone / shared,
-the arrows move and the card follows with contexts at both snapshots; a crosscoder folder
+the arrows move and the card follows with contexts at both snapshots; the list's column and the
+card's "fires on" are the same density, checked against a re-encoding written here; / types text
+and each token lists its features at every source, checked the same way; a crosscoder folder
 given to the pane's open opens in the view; a bad answer is one line; e stops a training."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import torch
 from textual.widgets import Input
 
 from tests.conftest import tiny_config
@@ -47,6 +51,40 @@ def _text(host: DiffHost, selector: str) -> str:
     return str(host.query_one(selector).render())
 
 
+def _by_hand(diff: CrosscoderDiff, acts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(joint (N, F), alone (n, N, F)) of acts (N, n, d), written out source by source:
+    f = ReLU(sum_s (scale_s x_s) W_enc[s] + b_enc), and each term alone."""
+    assert diff.ready is not None
+    cc = diff.ready.crosscoder
+    with torch.no_grad():
+        terms = [(acts[:, s, :] * cc.scale[s]) @ cc.W_enc[s] for s in range(acts.shape[1])]
+        joint = torch.relu(sum(terms, torch.zeros(acts.shape[0], cc.cfg.d_sae)) + cc.b_enc)
+        alone = torch.stack([torch.relu(t + cc.b_enc) for t in terms])
+    return joint, alone
+
+
+def _percent(line: str) -> float:
+    return float(re.findall(r"([0-9.]+)%", line)[-1])
+
+
+def _check_densities(host: DiffHost, diff: CrosscoderDiff) -> None:
+    """Each line's share and the card's "fires on" equal the share of the table's tokens the
+    crosscoder fires on, re-encoded here (within the 0.01% they are printed to)."""
+    assert diff.ready is not None
+    joint, _ = _by_hand(diff, diff.ready.table.acts)
+    share = (joint > 0).float().mean(0) * 100
+    slack = 0.005 + 100 / joint.shape[0]  # the rounding, and one token an ulp from zero
+    lines = host.query_one("#xc-list", CursorList).lines
+    assert len(lines) == len(diff.shown_rows)
+    for line, row in zip(lines, diff.shown_rows, strict=True):
+        assert abs(_percent(line.plain) - float(share[row["index"]])) <= slack, (line.plain, row)
+    if diff.shown_rows:
+        card = _text(host, "#xc-card")
+        fires = float(re.search(r"fires on ([0-9.]+)% of the ([0-9,]+) tokens", card).group(1))  # type: ignore[union-attr]
+        assert abs(fires - float(share[diff.shown_rows[0]["index"]])) <= slack
+        assert f"{joint.shape[0]:,} tokens below" in _text(host, "#xc-head")
+
+
 def test_the_view_names_the_classes_as_the_core_does() -> None:
     assert TITLES == CORE_TITLES
     assert histogram_bars([0, 4, 8], height=2) == ["    ██", "  ████"]
@@ -76,8 +114,9 @@ async def test_train_browse_and_cycle_by_keyboard(run_dir: Path, tmp_path: Path)
         seen = {}
         for group in ("b_only", "a_only", "shared"):
             assert diff.group == group
-            rows = diff.rows[group]
-            assert len(listing.lines) == len(rows)
+            rows = diff.shown_rows
+            assert sorted(r["index"] for r in rows) == sorted(r["index"] for r in diff.rows[group])
+            _check_densities(host, diff)
             if rows:
                 seen[group] = rows
                 card = _text(host, "#xc-card")
@@ -129,3 +168,53 @@ async def test_a_crosscoder_folder_opens_in_the_view_and_bad_answers_are_one_lin
         await wait_until(pilot, lambda: "stopped" in _text(host, "#xc-status"), 30, "the stop")
         assert not diff.busy
         assert not (tmp_path / "runs" / "crosscoders").exists()
+
+
+async def test_typed_text_lists_each_tokens_features_at_every_source(run_dir: Path, tmp_path: Path) -> None:
+    """In the diff view / types into its own field (the SAE's is hidden): each token's features,
+    the crosscoder's activation and each source's alone as a re-encoding here says; enter on one
+    shows that feature in its list."""
+    from tests.cli.helpers import tfx
+
+    folder = tmp_path / "xc"
+    assert tfx("crosscoder", "train", "--run", str(run_dir), "--d-sae", "32", "--train-steps", "40",
+               "--tokens", "1000", "--out", str(folder)).returncode == 0
+    pane = FeaturesPane(id="features-pane")
+    host = DiffHost(pane, tmp_path / "runs", run_dir)
+    async with host.run_test(size=SIZE) as pilot:
+        diff = host.query_one("#features-diff", CrosscoderDiff)
+        _small(diff)
+        pane.open_folder(str(folder))
+        await wait_until(pilot, lambda: diff.ready is not None, 60, "the folder opened")
+        assert not host.query_one("#features-prompt").display and not host.query_one("#features-tokens").display
+        assert host.query_one("#xc-prompt").display
+        await pilot.press("slash")
+        assert host.query_one("#xc-prompt", Input).has_focus
+        for key in "31415":
+            await pilot.press(key)
+        await pilot.press("enter")
+        tokens = host.query_one("#xc-tokens", CursorList)
+        await wait_until(pilot, lambda: tokens.has_focus, 30, "the typed text's features")
+        assert diff.ready is not None
+        models, hook = diff.ready.models, diff.ready.crosscoder.cfg.hook
+        ids = models[0].to_tokens("31415")
+        with torch.no_grad():
+            acts = torch.stack([m.run_with_cache(ids, names=[hook])[1][hook][0].float() for m in models], dim=1)
+        joint, alone = _by_hand(diff, acts)
+        assert diff.token_rows and len(tokens.lines) == len(diff.token_rows)
+        for line, row in zip(tokens.lines, diff.token_rows, strict=True):
+            assert row.joint == pytest.approx(float(joint[row.t, row.feature]), abs=1e-4)
+            assert row.alone == pytest.approx([float(a[row.t, row.feature]) for a in alone], abs=1e-4)
+            assert max(row.joint, *row.alone) > 0
+            assert f"feature {row.feature}" in line.plain and "step 1 alone" in line.plain
+        # a token's strongest feature is listed first
+        first = diff.token_rows[0]
+        assert first.joint == pytest.approx(float(joint[first.t].max()), abs=1e-4) or float(joint[first.t].max()) == 0
+        await pilot.press("enter")
+        kind = diff.kinds[first.feature]
+        assert _text(host, "#xc-card").startswith(f"feature {first.feature}")
+        if kind in ("b_only", "a_only", "shared"):
+            listing = host.query_one("#xc-list", CursorList)
+            assert diff.group == kind and diff.shown_rows[listing.cursor]["index"] == first.feature
+        await pilot.press("c")
+        assert host.query_one("#features-prompt").display

@@ -1,5 +1,11 @@
 """The crosscoder diff view as Rich text (no Textual): the header with the relative-norm
-histogram, a list's lines, and a feature's card with its contexts at every source."""
+histogram, a list's lines, a feature's card with its contexts at every source, and the
+typed text's tokens with the features firing on each.
+
+The list and the card speak of the same density: the share of the table's tokens (the
+text read at every source when the crosscoder opened) on which the crosscoder's own
+activation, its encoder reading every source at once, is above zero.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from tui_lab.ui.panes.features.card_view import shown
 
 if TYPE_CHECKING:
     from tui_lab.core.verbs.crosscoder_features import CrosscoderCard, FeatureRow
+    from tui_lab.ui.panes.features.crosscoder_workers import TokenFeature
 
 GROUPS = ("b_only", "a_only", "shared")  # the lists ``g`` cycles through
 BARS = " ▁▂▃▄▅▆▇█"
@@ -31,8 +38,10 @@ def histogram_bars(counts: list[int], height: int = 4) -> list[str]:
     return rows
 
 
-def header_text(summary: dict[str, object], sources: list[str], group: str, hook: str) -> Text:
-    """Which sources, the counts of each class, the histogram, the list on show."""
+def header_text(summary: dict[str, object], sources: list[str], group: str, hook: str,
+                tokens: int | None = None) -> Text:
+    """Which sources, the counts of each class, the histogram, the list on show and what its
+    columns are (``tokens``: the table's, whose density the list shows)."""
     out = Text()
     out.append("Crosscoder diff", style="bold")
     a, b = sources[0], sources[-1]
@@ -50,14 +59,28 @@ def header_text(summary: dict[str, object], sources: list[str], group: str, hook
             out.append("  " + line + "\n", style="cyan")
         out.append("  A only" + " " * (2 * len(hist) - 14) + "B only\n", style="dim")
         out.append("  relative decoder norm ||d_B|| / (||d_A|| + ||d_B||) of the live features", style="dim")
+    if tokens is not None:
+        out.append(f"\n  list: feature · r relative norm · fires on: share of the {tokens:,} tokens below "
+                   "(every source read at once)", style="dim")
     return out
 
 
-def row_line(row: FeatureRow) -> Text:
-    """One feature of a list: index, relative norm, firing count."""
+def ordered(group: str, rows: list[FeatureRow], density: list[float]) -> list[FeatureRow]:
+    """A list's rows in the order shown: new at B most one-sided first, gone at B likewise,
+    the others densest first; ties by density (the column the list shows)."""
+    if group == "b_only":
+        return sorted(rows, key=lambda r: (-r["relative_norm"], -density[r["index"]]))
+    if group == "a_only":
+        return sorted(rows, key=lambda r: (r["relative_norm"], -density[r["index"]]))
+    return sorted(rows, key=lambda r: -density[r["index"]])
+
+
+def row_line(row: FeatureRow, density: float) -> Text:
+    """One feature of a list: index, relative norm, and the share of the table's tokens it
+    fires on (``density``: the card's "fires on", the same number)."""
     line = Text(no_wrap=True)
     line.append(f"{row['index']:>6} ", style="bold")
-    line.append(f"r {row['relative_norm']:.3f}  fired {row['fired']:>6}", style="dim")
+    line.append(f"r {row['relative_norm']:.3f}  {density:7.2%}", style="dim")
     return line
 
 
@@ -67,7 +90,8 @@ def card_text(card: CrosscoderCard) -> Text:
     out.append(f"feature {card['feature']}", style="bold")
     out.append(f"  {TITLES[card['kind']]}, relative norm {card['relative_norm']:.3f}, decoder norms "
                + ", ".join(f"{n:.3f}" for n in card["norms"]) + "\n", style="dim")
-    out.append(f"fires on {card['density']:.2%} of {card['tokens']:,} tokens (reading every source)\n", style="dim")
+    out.append(f"fires on {card['density']:.2%} of the {card['tokens']:,} tokens (every source read at once, "
+               "as the list)\n", style="dim")
     for src in card["sources"]:
         out.append(f"\nat {src['source']}", style="bold")
         out.append(f" (the encoder reading it alone): density {src['density']:.2%}, "
@@ -82,3 +106,16 @@ def card_text(card: CrosscoderCard) -> Text:
                 out.append(shown(c["tokens"][j]), style=style)
             out.append("\n")
     return out
+
+
+def token_line(row: TokenFeature, token: str, sources: list[str], kind: str | None) -> Text:
+    """One feature on one token of the typed text: the crosscoder's activation (every source read
+    at once) and the encoder's reading each source alone; ``kind`` its class (None: unknown)."""
+    line = Text(no_wrap=True)
+    line.append(f"{row.t:>3} {shown(token):<6}", style="bold")
+    line.append(f" feature {row.feature:<6}", style="dim")
+    line.append(f"{TITLES[kind] if kind else '':<11}", style="cyan")
+    line.append(f" all sources {row.joint:6.3f}", style="" if row.joint > 0 else "dim")
+    for label, value in zip(sources, row.alone, strict=True):
+        line.append(f"  ·  {label} alone {value:6.3f}", style="dim")
+    return line

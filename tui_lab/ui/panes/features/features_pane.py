@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 TABLE_TOKENS = 200_000  # tokens of the text the browser reads
 CURVES = ("mse", "l0", "explained_variance", "dead_fraction")
+SAE_ONLY = ("cycle_sort", "intervene", "ablate_in_decode")  # actions hidden in the crosscoder diff view
 
 
 class FeaturesPane(Pane, Vertical, can_focus=False):
@@ -174,8 +175,19 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         self._title()
 
     def action_focus_prompt(self) -> None:
-        """/: type text."""
-        self.query_one("#features-prompt", Input).focus()
+        """/: type text (in the crosscoder diff view, its own text field)."""
+        diff = self.query_one("#features-diff", CrosscoderDiff)
+        if diff.display:
+            diff.focus_prompt()
+        else:
+            self.query_one("#features-prompt", Input).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The SAE's own keys (sort, decode ablated or steered, off in Decode) are off the footer
+        while the crosscoder diff view is on show: they act on the SAE's list, hidden then."""
+        if action in SAE_ONLY and self.is_mounted and self.query_one("#features-diff", CrosscoderDiff).display:
+            return False
+        return True
 
     def action_focus_list(self) -> None:
         """l: back to the feature list."""
@@ -192,7 +204,10 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         diff = self.query_one("#features-diff", CrosscoderDiff)
         showing = not diff.display
         diff.display = showing
-        self.query_one("#features-main").display = not showing
+        for part in ("#features-main", "#features-prompt", "#features-tokens"):
+            self.query_one(part).display = not showing
+        self.query_one("#features-status").display = not showing or self.training
+        self.refresh_bindings()
         if showing:
             diff.enter(self.host.state.travel.state.run_dir, Path(self.host.state.runs_root))
         else:
@@ -211,8 +226,9 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         panel = found.first() if found else TranscoderFeaturePanel(id="features-transcoder")
         if not found:  # mounted on first use, so the pane is drawn as before until then
             await self.mount(panel, before="#features-status")
+        if self.query_one("#features-diff", CrosscoderDiff).display:
+            self.action_crosscoder_diff()  # back to the SAE's parts first: the panel replaces its list
         self.query_one("#features-main").display = False
-        self.query_one("#features-diff", CrosscoderDiff).display = False
         panel.display = True
         panel.open(run, message.transcoders, message.layer, message.feature, self.table_tokens,
                    self.host.training_active)
@@ -250,6 +266,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         if run is None:
             return
         self.training = True
+        self.query_one("#features-status").display = True
         self.history = {name: [] for name in CURVES}
         stamp = time.strftime("%Y%m%d-%H%M%S")
         out = Path(self.host.state.runs_root) / "saes" / f"sae-{stamp}"
