@@ -59,6 +59,7 @@ def test_a_run_at_a_step_holds_that_snapshot() -> None:
     then = open_model(DATA / "learned-copy", at_step=16)
     now = open_model(DATA / "learned-copy")
     assert then.step == 16 and now.step > 16
+    assert then.run_dir == now.run_dir == DATA / "learned-copy"  # where its history is read
     assert then.shape is Shape.ENCODER_DECODER
     changed = [not torch.equal(a, b) for a, b in zip(then.model.parameters(), now.model.parameters(), strict=True)]
     assert any(changed)
@@ -76,7 +77,7 @@ def test_a_model_folder_is_a_model_in_hand_of_its_shape(tmp_path: Path, shape: S
     assert isinstance(lab, ModelInHand)
     assert lab.shape is shape
     assert lab.card is not None and lab.card.folder == tmp_path
-    assert lab.step == 0
+    assert lab.step == 0 and lab.run_dir is None
     assert lab.hook_names()  # the hook API works on every shape
 
 
@@ -86,7 +87,8 @@ def test_private_copy_shares_no_parameter_storage(tmp_path: Path) -> None:
         mine = lab.private_copy()
         assert isinstance(mine, ModelInHand) and mine.model is not lab.model
         assert not _storages(mine) & _storages(lab)
-        assert (mine.shape, mine.step, mine.task, mine.card) == (lab.shape, lab.step, lab.task, lab.card)
+        assert (mine.shape, mine.step, mine.task, mine.card, mine.run_dir) == (
+            lab.shape, lab.step, lab.task, lab.card, lab.run_dir)
         text = "abcabc" if lab.card is None else "hello"
         assert torch.equal(mine.run_with_hooks(text), lab.run_with_hooks(text))
         with torch.no_grad():

@@ -33,6 +33,6 @@ def load_for_inference(run: RunDir | RunFolder, device: str = "cpu", at_step: in
         set_threads(config.train.threads, sum(p.numel() for p in model.parameters()))
     if at_step is not None:
         load_snapshot(folder.path, at_step, model)
-        return ModelInHand(config, task, model, at_step, where, [])
+        return ModelInHand(config, task, model, at_step, where, [], run_dir=folder.path)
     notes = load_weights(folder, model)
-    return ModelInHand(config, task, model, folder.step, where, notes)
+    return ModelInHand(config, task, model, folder.step, where, notes, run_dir=folder.path)

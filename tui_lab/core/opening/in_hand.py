@@ -22,6 +22,8 @@ from tui_lab.core.model.hook_points import HookFn, names_filter, using_hooks
 from tui_lab.core.tasks.protocol import Task
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tui_lab.core.opening.model_card import ModelCard
 
 TokensLike = str | list[int] | Tensor
@@ -55,6 +57,7 @@ class ModelInHand:
         notes: list[str],
         card: ModelCard | None = None,
         settle: Callable[[], object] = _nothing_to_settle,
+        run_dir: Path | None = None,
     ) -> None:
         self.config = config
         self.task = task
@@ -65,6 +68,8 @@ class ModelInHand:
         self.card = card  # a model opened from files: what was read from which file; None for a run
         self._settle = settle
         self._names: list[str] | None = None
+        # the run folder it came from (None: a model from files): its history stays reachable
+        self.run_dir = run_dir
 
     @property
     def shape(self) -> Shape:
@@ -90,7 +95,7 @@ class ModelInHand:
         self.settle()
         return ModelInHand(
             self.config, self.task, copy.deepcopy(self.model), self.step, self.device,
-            list(self.notes), self.card,
+            list(self.notes), self.card, run_dir=self.run_dir,
         )
 
     def to_tokens(self, text: str) -> Tensor:

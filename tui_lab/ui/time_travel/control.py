@@ -30,8 +30,10 @@ PLAY_SECONDS = 0.35  # between one snapshot's repaint and the next load while pl
 
 
 def travel_run_dir(state: LabState) -> Path | None:
-    """The folder of the run whose model the lab decodes with (its history is travelled)."""
-    folder = getattr(state.current_run, "out_dir", None)
+    """The folder of the run whose model the lab decodes with (its history is travelled):
+    a run in training's or resumed (``out_dir``), or a run opened for reading (``run_dir``)."""
+    run = state.current_run
+    folder = getattr(run, "out_dir", None) or getattr(run, "run_dir", None)
     return Path(folder) if folder else None
 
 

@@ -25,3 +25,7 @@ async def test_a_run_without_optimizer_state_opens_for_decoding(learned_run: Pat
         for a, b in zip(app.current_run.model.state_dict().values(), reference.model.state_dict().values(),
                         strict=True):
             assert torch.equal(a, b)
+        # its history stays reachable: the panes that travel it find the run's folder
+        from tui_lab.ui.time_travel.control import travel_run_dir
+
+        assert travel_run_dir(app) == learned_run
