@@ -169,6 +169,8 @@ RUNS: list[BindingType] = [
 
 FEATURES: list[BindingType] = [
     Binding("t", "train", "Train an SAE / stop", id="features.train"),
+    Binding("A", "cycle_arch", "Architecture t trains", show=False, id="features.arch",
+            tooltip="TopK, BatchTopK or Matryoshka BatchTopK (tfx-lab sae train --arch topk|batchtopk|matryoshka)"),
     Binding("o", "open_sae", "Open an SAE folder", id="features.open"),
     Binding("s", "cycle_sort", "Sort by", id="features.sort"),
     Binding("slash", "focus_prompt", "Type text", id="features.prompt"),

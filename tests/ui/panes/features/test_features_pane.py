@@ -211,3 +211,45 @@ async def test_typed_text_past_the_context_is_one_line(
         said = str(status.render()).strip()
         assert said == "the text of 5000 tokens: the model reads at most 64"
         assert pane.browser is not None and not pane.browser.prompt
+
+
+def test_the_architectures_and_prefixes_are_the_commands() -> None:
+    """A's choices are tfx-lab sae train's --arch names; the prefixes it announces are the recipe's."""
+    from tui_lab.core.sae.recipe import matryoshka_widths
+    from tui_lab.core.verbs.sae_train import ARCHS
+    from tui_lab.ui.panes.features.card_view import ARCHS as PANE_ARCHS
+    from tui_lab.ui.panes.features.card_view import matryoshka_widths as pane_widths
+
+    assert set(PANE_ARCHS) <= set(ARCHS)
+    assert [ARCHS[a] for a in PANE_ARCHS] == ["topk", "batchtopk", "matryoshka_batchtopk"]
+    for d_sae in (1, 8, 64, 1000, 1024, 4096):
+        assert pane_widths(d_sae) == matryoshka_widths(d_sae)
+
+
+async def test_a_picks_the_architecture_t_trains(
+        tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A twice: Matryoshka BatchTopK, said in the card and the status; t trains one, saved as the
+    command saves it (its architecture and nested prefixes in cfg.json), with the command's k."""
+    import json
+
+    host, pane = _host(tiny_run, tmp_path, monkeypatch)
+    async with host.run_test(size=SIZE) as pilot:
+        pane.focus_default()
+        assert "TopK, 64 features, k = 4 per token," in _card(host)
+        await pilot.press("A")
+        assert pane.arch == "batchtopk" and "BatchTopK, 64 features" in _card(host)
+        await pilot.press("A")
+        assert pane.arch == "matryoshka"
+        assert "t trains Matryoshka BatchTopK, 64 features, k = 4 per token on average over a batch, " \
+               "nested prefixes 4/16/64" in str(host.query_one("#features-status").render())
+        await pilot.press("t")
+        await wait_until(pilot, lambda: pane.browser is not None, 120, "the SAE trained and its table")
+        (saved,) = (tmp_path / "runs" / "saes").iterdir()
+        meta = json.loads((saved / "cfg.json").read_text())["metadata"]
+        # written for inference as SAELens writes a BatchTopK SAE: JumpReLU, the training recorded
+        assert meta["training_architecture"] == "matryoshka_batchtopk"
+        assert meta["training_architecture_details"]["matryoshka_widths"] == [4, 16, 64]
+        assert meta["training_architecture_details"]["k"] == 4
+        assert "trained as Matryoshka BatchTopK" in str(host.query_one("#features-title").render())
+        await pilot.press("A")
+        assert pane.arch == "topk"

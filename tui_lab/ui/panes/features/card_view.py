@@ -14,6 +14,8 @@ from rich.text import Text
 if TYPE_CHECKING:
     from tui_lab.ui.panes.features.browser import Card
 
+# what ``t`` can train (``A`` cycles): tfx-lab sae train's --arch names and their titles
+ARCHS = {"topk": "TopK", "batchtopk": "BatchTopK", "matryoshka": "Matryoshka BatchTopK"}
 SHADE_STYLES = ("", "on #3a2a10", "on #6b4a12", "on #a86b12", "bold black on #f0a020")
 BAR = "█"
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -91,13 +93,27 @@ def card_text(card: Card, width: int = 70) -> Text:
     return out
 
 
-def hint_text() -> Text:
+def matryoshka_widths(d_sae: int) -> list[int]:
+    """The nested prefix sizes ``tfx-lab sae train --arch matryoshka`` takes by default (a sixteenth,
+    a quarter and all of ``d_sae``; ``core/sae/recipe.py``, which imports torch)."""
+    return sorted({w for w in (d_sae // 16, d_sae // 4, d_sae) if w >= 1})
+
+
+def arch_text(arch: str, d_sae: int, k: int) -> str:
+    """What ``t`` trains: the architecture, its features and its k, as ``tfx-lab sae train --arch``."""
+    per = "per token" if arch == "topk" else "per token on average over a batch"
+    nested = f", nested prefixes {'/'.join(str(w) for w in matryoshka_widths(d_sae))}" if arch == "matryoshka" else ""
+    return f"{ARCHS[arch]}, {d_sae:,} features, k = {k} {per}{nested}"
+
+
+def hint_text(arch: str = "topk", d_sae: int = 1024, k: int = 16) -> Text:
     """What the pane says before it has an SAE: how to get one, then the keys."""
     text = Text()
     text.append("Sparse autoencoder features\n\n", style="bold")
     text.append(
-        "t  train an SAE on the model in hand: TopK, 1,024 features, k = 16, on the residual\n"
-        "   stream after its last block, from its own text (live curves below)\n"
+        f"t  train an SAE on the model in hand: {arch_text(arch, d_sae, k)},\n"
+        "   on the residual stream after its last block, from its own text (live curves below)\n"
+        "A  the architecture t trains: TopK, BatchTopK or Matryoshka BatchTopK\n"
         "o  open an SAE folder in SAELens's format\n\n"
         "Then: up/down move between features, s sorts (density, largest activation,\n"
         "activation on the typed text), / types text to see which features fire on each token;\n"

@@ -1,6 +1,7 @@
 """Features pane: a sparse autoencoder on the model in hand, trained live, browsed feature by feature.
 
-- ``t`` trains a TopK SAE (1,024 features, k = 16, ``core/sae/recipe.py``) on the
+- ``t`` trains an SAE (1,024 features, k = 16, ``core/sae/recipe.py``; ``A`` picks TopK,
+  BatchTopK or Matryoshka BatchTopK, as ``tfx-lab sae train --arch``) on the
   residual stream after the last block, from the model's own text, in a worker
   that posts its progress (live curves: MSE, L0, explained variance, dead) and
   saves the SAE in SAELens's format under ``<runs>/saes/``; ``t`` again stops it.
@@ -39,7 +40,14 @@ from tui_lab.ui.messages import OpenSaeFolder, ShowTranscoderFeature
 from tui_lab.ui.pane_registry import pane_id
 from tui_lab.ui.panes.features import features_workers as jobs
 from tui_lab.ui.panes.features.browser import SORT_TITLES, FeatureBrowser
-from tui_lab.ui.panes.features.card_view import card_text, curves_text, hint_text, shown
+from tui_lab.ui.panes.features.card_view import (
+    ARCHS,
+    arch_text,
+    card_text,
+    curves_text,
+    hint_text,
+    shown,
+)
 from tui_lab.ui.panes.features.crosscoder_diff import CrosscoderDiff
 from tui_lab.ui.panes.features.cursor_list import CursorList
 from tui_lab.ui.panes.features.transcoder_feature_panel import TranscoderFeaturePanel
@@ -55,6 +63,7 @@ if TYPE_CHECKING:
 
 TABLE_TOKENS = 200_000  # tokens of the text the browser reads
 CURVES = ("mse", "l0", "explained_variance", "dead_fraction")
+TRAINED_TITLES = {"batchtopk": "BatchTopK", "matryoshka_batchtopk": "Matryoshka BatchTopK"}
 SAE_ONLY = ("cycle_sort", "intervene", "ablate_in_decode")  # actions hidden in the crosscoder diff view
 
 
@@ -79,6 +88,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
                  table_tokens: int = TABLE_TOKENS, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.d_sae, self.k = d_sae, k
+        self.arch = "topk"  # what t trains (A cycles through ARCHS)
         self.train_tokens = train_tokens
         self.table_tokens = table_tokens
         self.browser: FeatureBrowser | None = None
@@ -110,7 +120,7 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         self.query_one("#features-path", Input).display = False
         self.query_one("#features-diff", CrosscoderDiff).display = False
         self._title()
-        self.query_one("#features-card", Static).update(hint_text())
+        self.query_one("#features-card", Static).update(hint_text(self.arch, self.d_sae, self.k))
 
     def focus_default(self) -> None:
         """The feature list takes the keys."""
@@ -122,7 +132,9 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         title.append("Features", style="bold")
         if self.browser is not None:
             b = self.browser
-            title.append(f"  ·  {self.source}  ·  {b.sae.cfg.architecture} {b.sae.cfg.d_sae:,} at {self.hook}"
+            trained = b.sae.cfg.metadata.extra.get("training_architecture")  # a BatchTopK SAE's, as SAELens
+            as_ = f" (trained as {TRAINED_TITLES.get(str(trained), trained)})" if trained else ""
+            title.append(f"  ·  {self.source}  ·  {b.sae.cfg.architecture}{as_} {b.sae.cfg.d_sae:,} at {self.hook}"
                          f"  ·  sorted by {SORT_TITLES[b.sort]}", style="dim")
             off = [str(f.index) for f in self.host.state.ablation.features if f.sae is b.sae]
             if off:
@@ -273,6 +285,15 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         self._status(Text("collecting activations…", style="dim"))
         self._train_worker(run, out, self.host.training_active)
 
+    def action_cycle_arch(self) -> None:
+        """A: the architecture the next t trains (TopK, BatchTopK, Matryoshka BatchTopK)."""
+        names = list(ARCHS)
+        self.arch = names[(names.index(self.arch) + 1) % len(names)]
+        said = f"t trains {arch_text(self.arch, self.d_sae, self.k)}"
+        self._status(Text(said + (" (next time: one is training now)" if self.training else ""), style="dim"))
+        if self.browser is None and not self.training:
+            self.query_one("#features-card", Static).update(hint_text(self.arch, self.d_sae, self.k))
+
     def action_intervene(self, mode: str) -> None:
         """x / v: decode the typed text without the feature on show, or steered along it."""
         if self.browser is None or self.handle is None:
@@ -355,7 +376,8 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
 
     def _train_worker(self, run: ModelHandle, out: Path, training: bool) -> None:
         self._start("features-train", partial(jobs.train, self.post_message, run, out, self.d_sae, self.k,
-                                              self.train_tokens or DEFAULT.TOKENS, self.table_tokens, training))
+                                              self.train_tokens or DEFAULT.TOKENS, self.table_tokens, training,
+                                              self.arch))
 
     def _open_worker(self, run: ModelHandle, folder: str, training: bool) -> None:
         self._start("features-table", partial(jobs.open_folder, self.post_message, run, folder,

@@ -106,8 +106,9 @@ def private_handle(run: ModelHandle) -> ModelInHand:
 
 
 def train(post: Post, run: ModelHandle, out: Path, d_sae: int, k: int, tokens: int, keep_tokens: int,
-          training: bool) -> None:
-    """Train an SAE at the last residual stream (``core/verbs/sae_train.py``), posting merged progress."""
+          training: bool, arch: str = "topk") -> None:
+    """Train an SAE of ``arch`` (``tfx-lab sae train --arch``'s names) at the last residual stream
+    (``core/verbs/sae_train.py``, its other settings the command's defaults), posting merged progress."""
     from tui_lab.core.model.device import bulk_threads
     from tui_lab.core.sae.events import SAEStepEvent
     from tui_lab.core.sae.recipe import last_resid
@@ -116,7 +117,7 @@ def train(post: Post, run: ModelHandle, out: Path, d_sae: int, k: int, tokens: i
     try:
         handle = private_handle(run)
         hook = last_resid(handle)
-        request = sae_train.Request(str(out), hook, d_sae=d_sae, k=k, tokens=tokens, model_name=run.config.name,
+        request = sae_train.Request(str(out), hook, d_sae=d_sae, arch=arch, k=k, tokens=tokens, model_name=run.config.name,
                                     score_ce=False, keep_tokens=keep_tokens)  # the table reads them after
         last = [0.0]
 
