@@ -82,7 +82,7 @@ def _check_densities(host: DiffHost, diff: CrosscoderDiff) -> None:
         card = _text(host, "#xc-card")
         fires = float(re.search(r"fires on ([0-9.]+)% of the ([0-9,]+) tokens", card).group(1))  # type: ignore[union-attr]
         assert abs(fires - float(share[diff.shown_rows[0]["index"]])) <= slack
-        assert f"{joint.shape[0]:,} tokens below" in _text(host, "#xc-head")
+        assert f"share of the {joint.shape[0]:,} text tokens it fires on" in _text(host, "#xc-head")
 
 
 def test_the_view_names_the_classes_as_the_core_does() -> None:
@@ -187,7 +187,7 @@ async def test_typed_text_lists_each_tokens_features_at_every_source(run_dir: Pa
         pane.open_folder(str(folder))
         await wait_until(pilot, lambda: diff.ready is not None, 60, "the folder opened")
         assert not host.query_one("#features-prompt").display and not host.query_one("#features-tokens").display
-        assert host.query_one("#xc-prompt").display
+        assert host.query_one("#xc-prompt").display and not host.query_one("#xc-tokens").display
         await pilot.press("slash")
         assert host.query_one("#xc-prompt", Input).has_focus
         for key in "31415":
@@ -195,6 +195,7 @@ async def test_typed_text_lists_each_tokens_features_at_every_source(run_dir: Pa
         await pilot.press("enter")
         tokens = host.query_one("#xc-tokens", CursorList)
         await wait_until(pilot, lambda: tokens.has_focus, 30, "the typed text's features")
+        assert tokens.display
         assert diff.ready is not None
         models, hook = diff.ready.models, diff.ready.crosscoder.cfg.hook
         ids = models[0].to_tokens("31415")

@@ -75,8 +75,9 @@ class CrosscoderDiff(Vertical):
         yield CursorList(empty="", id="xc-tokens")
 
     def on_mount(self) -> None:
-        """Hidden until the pane's ``c``; the question closed."""
+        """Hidden until the pane's ``c``; the question closed, no typed text's tokens yet."""
         self.query_one("#xc-ask", Input).display = False
+        self.query_one("#xc-tokens", CursorList).display = False
 
     def enter(self, run_dir: Path | None, runs_root: Path) -> None:
         """Shown: remember the run in hand (its snapshots) and where to save; ask if empty."""
@@ -252,6 +253,7 @@ class CrosscoderDiff(Vertical):
         self.kinds = {r["index"]: r["kind"] for rows in self.rows.values() for r in rows}
         self.token_rows = []
         self.query_one("#xc-tokens", CursorList).show([], 0)
+        self.query_one("#xc-tokens", CursorList).display = False
         self.group = GROUPS[0]
         self._fill()
         self._status(Text(f"{message.folder}: {message.table.tokens:,} tokens read at each source in "
@@ -272,6 +274,7 @@ class CrosscoderDiff(Vertical):
         self.token_rows = message.rows
         tokens = self.query_one("#xc-tokens", CursorList)
         tokens.empty = "no feature fires on this text"
+        tokens.display = True
         tokens.show([token_line(r, message.labels[r.t], sources, self.kinds.get(r.feature))
                      for r in message.rows], 0)
         tokens.focus()

@@ -60,8 +60,8 @@ def header_text(summary: dict[str, object], sources: list[str], group: str, hook
         out.append("  A only" + " " * (2 * len(hist) - 14) + "B only\n", style="dim")
         out.append("  relative decoder norm ||d_B|| / (||d_A|| + ||d_B||) of the live features", style="dim")
     if tokens is not None:
-        out.append(f"\n  list: feature · r relative norm · fires on: share of the {tokens:,} tokens below "
-                   "(every source read at once)", style="dim")
+        out.append(f"\n  list: feature · r = relative norm · % = share of the {tokens:,} text tokens it fires on "
+                   "(all sources read at once)", style="dim")
     return out
 
 
