@@ -190,6 +190,11 @@ async def test_typed_text_lists_each_tokens_features_at_every_source(run_dir: Pa
         assert host.query_one("#xc-prompt").display and not host.query_one("#xc-tokens").display
         await pilot.press("slash")
         assert host.query_one("#xc-prompt", Input).has_focus
+        await pilot.press("escape")
+        assert host.query_one("#xc-list", CursorList).has_focus
+        pane.focus_default()
+        assert host.query_one("#xc-list", CursorList).has_focus
+        await pilot.press("slash")
         for key in "31415":
             await pilot.press(key)
         await pilot.press("enter")

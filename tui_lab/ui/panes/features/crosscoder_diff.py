@@ -151,9 +151,9 @@ class CrosscoderDiff(Vertical):
                         exit_on_error=False)
 
     def on_key(self, event: events.Key) -> None:
-        """Escape in the question closes it."""
+        """Escape in the question closes it; in the typed text, back to the list."""
         ask = self.query_one("#xc-ask", Input)
-        if event.key == "escape" and ask.has_focus:
+        if event.key == "escape" and (ask.has_focus or self.query_one("#xc-prompt", Input).has_focus):
             ask.display = False
             self.query_one("#xc-list", CursorList).focus()
             event.stop()

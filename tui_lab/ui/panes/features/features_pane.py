@@ -15,6 +15,8 @@
   to that feature. ``x`` decodes that text plainly and with the feature on show
   ablated (its reconstruction error kept: ``core/sae/interventions.py``), ``v``
   with its decoder row added at its largest activation (steering).
+- ``c`` shows the crosscoder diff view instead (``crosscoder_diff.py``); ``/`` there types
+  into its own field (the SAE's is hidden with the SAE's list).
 - The Circuit pane's enter on a feature shows that transcoder feature's card in place
   of the list (``transcoder_feature_panel.py``); escape goes back.
 """
@@ -123,8 +125,9 @@ class FeaturesPane(Pane, Vertical, can_focus=False):
         self.query_one("#features-card", Static).update(hint_text(self.arch, self.d_sae, self.k))
 
     def focus_default(self) -> None:
-        """The feature list takes the keys."""
-        self.query_one("#features-list", CursorList).focus()
+        """The feature list takes the keys (the crosscoder's, while its diff view is on show)."""
+        diff = self.query_one("#features-diff", CrosscoderDiff)
+        self.query_one("#xc-list" if diff.display else "#features-list", CursorList).focus()
 
     # ---- what is on show -----------------------------------------------------------
     def _title(self) -> None:
