@@ -222,5 +222,14 @@ async def test_typed_text_lists_each_tokens_features_at_every_source(run_dir: Pa
         if kind in ("b_only", "a_only", "shared"):
             listing = host.query_one("#xc-list", CursorList)
             assert diff.group == kind and diff.shown_rows[listing.cursor]["index"] == first.feature
-        await pilot.press("c")
-        assert host.query_one("#features-prompt").display
+        # the SAE's own keys are off the footer here; text past the context is one line
+        assert pane.check_action("cycle_sort", ()) is False and pane.check_action("train", ()) is True
+        prompt = host.query_one("#xc-prompt", Input)
+        prompt.value = "1" * 5000
+        prompt.focus()
+        await pilot.press("enter")
+        status = host.query_one("#xc-status")
+        await wait_until(pilot, lambda: "reads at most" in str(status.render()), 30, "the refusal")
+        assert len(str(status.render()).strip().splitlines()) == 1 and not diff.busy
+        await pilot.press("escape", "c")
+        assert host.query_one("#features-prompt").display and pane.check_action("cycle_sort", ()) is True

@@ -265,6 +265,10 @@ class CrosscoderDiff(Vertical):
         self.busy = False
         self._status(Text(message.text, style="red"))
 
+    def on_crosscoder_diff_text_failed(self, message: jobs.TextFailed) -> None:
+        message.stop()
+        self._status(Text(message.text, style="red"))
+
     def on_crosscoder_diff_text_features(self, message: jobs.TextFeatures) -> None:
         """The typed text's tokens, each with its features; the list takes the keys."""
         message.stop()

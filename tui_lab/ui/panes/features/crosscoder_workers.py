@@ -54,6 +54,13 @@ class DiffFailed(Message, namespace=NAMESPACE):
     text: str
 
 
+@dataclass
+class TextFailed(Message, namespace=NAMESPACE):
+    """The typed text refused or failed (one line); the crosscoder's own work is untouched."""
+
+    text: str
+
+
 @dataclass(frozen=True)
 class TokenFeature:
     """Feature ``feature`` on token ``t``: the crosscoder's activation (its encoder reading every
@@ -150,6 +157,6 @@ def typed_text(post: Post, cc: Crosscoder, models: list[ModelInHand], text: str)
         rows = token_features(joint, each)
         labels = models[0].to_str_tokens(ids)
     except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
-        post(DiffFailed(one_line(exc)))
+        post(TextFailed(one_line(exc)))
         return
     post(TextFeatures(labels, rows))
