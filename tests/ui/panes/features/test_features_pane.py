@@ -235,9 +235,9 @@ async def test_a_picks_the_architecture_t_trains(
     host, pane = _host(tiny_run, tmp_path, monkeypatch)
     async with host.run_test(size=SIZE) as pilot:
         pane.focus_default()
-        assert "TopK, 64 features, k = 4 per token," in _card(host)
+        assert "in hand: TopK, 64 features, k = 4," in _card(host) and "prefixes 4/16/64)" in _card(host)
         await pilot.press("A")
-        assert pane.arch == "batchtopk" and "BatchTopK, 64 features" in _card(host)
+        assert pane.arch == "batchtopk" and "in hand: BatchTopK, 64 features, k = 4," in _card(host)
         await pilot.press("A")
         assert pane.arch == "matryoshka"
         assert "t trains Matryoshka BatchTopK, 64 features, k = 4 per token on average over a batch, " \

@@ -110,10 +110,12 @@ def hint_text(arch: str = "topk", d_sae: int = 1024, k: int = 16) -> Text:
     """What the pane says before it has an SAE: how to get one, then the keys."""
     text = Text()
     text.append("Sparse autoencoder features\n\n", style="bold")
+    prefixes = "/".join(str(w) for w in matryoshka_widths(d_sae))
     text.append(
-        f"t  train an SAE on the model in hand: {arch_text(arch, d_sae, k)},\n"
-        "   on the residual stream after its last block, from its own text (live curves below)\n"
-        "A  the architecture t trains: TopK, BatchTopK or Matryoshka BatchTopK\n"
+        f"t  train an SAE on the model in hand: {ARCHS[arch]}, {d_sae:,} features, k = {k},\n"
+        "   on the residual stream after its last block, from its own text (curves below)\n"
+        "A  what t trains: TopK, BatchTopK (k a token on average over a batch) or\n"
+        f"   Matryoshka BatchTopK (nested prefixes {prefixes})\n"
         "o  open an SAE folder in SAELens's format\n\n"
         "Then: up/down move between features, s sorts (density, largest activation,\n"
         "activation on the typed text), / types text to see which features fire on each token;\n"
