@@ -69,6 +69,7 @@ def test_features_lists_and_a_card_at_both_sources(trained: tuple[Path, dict]) -
             assert c["peak"] == max(c["activations"])
     text = tfx("crosscoder", "features", str(out)).stdout
     assert "relative decoder norm" in text and "0.95-1.00" in text
+    assert "fired: the rows, of those training saw last, it fired on" in text  # what the count counts
 
 
 @pytest.mark.parametrize(("args", "fragment"), [

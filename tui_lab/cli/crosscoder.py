@@ -130,6 +130,8 @@ def features(args: argparse.Namespace) -> int:
         _print_card(result.card)
         return 0
     _print_summary(result.summary, result.sources)
+    if any(rows for kind, rows in (result.lists or {}).items() if kind != "dead"):
+        print("  (r: relative decoder norm; fired: the rows, of those training saw last, it fired on)")
     for kind, rows in (result.lists or {}).items():
         if kind == "dead" or not rows:
             continue
