@@ -19,7 +19,8 @@
 
 ``charlm --seeds 0,1,2`` runs one round per seed (the run's ``train.seed``: its
 initialisation and its batches), the order reversed every other round;
-``--contenders lab,lab+muon`` picks among nanoGPT's, the lab's and the lab's with Muon.
+``--contenders lab,lab+muon`` picks among nanoGPT's, the lab's and the lab's with Muon
+(``lab+muon@0.04``: with ``train.muon_lr`` 0.04).
 
 Runs alternate within a round (A B C, then C B A in the next) so that, on a
 machine others share, each contender sees the same load on average; the
@@ -142,6 +143,9 @@ def charlm(rounds: int, cap_s: float, target: float, threads: int, *, eval_every
         "lab": (base, False),
         "lab+muon": (base.with_values({"train.optimizer": "muon"}), False),
     }
+    for name in names or []:  # lab+muon@0.04: the lab with Muon at train.muon_lr 0.04
+        if name.startswith("lab+muon@"):
+            every[name] = (base.with_values({"train.optimizer": "muon", "train.muon_lr": float(name[9:])}), False)
     contenders = {n: every[n] for n in (names or list(every))}
     results = alternate(contenders, rounds, cap_s, val_loss=target, seeds=seeds)
     first = next(iter(contenders))
@@ -222,7 +226,8 @@ def main() -> None:
     parser.add_argument("--presets", default="copy,reverse,sort,addition")
     parser.add_argument("--variants", default="adamw,adamw+options,muon+options")
     parser.add_argument("--seeds", default="", help="charlm: one round per train.seed (0,1,2)")
-    parser.add_argument("--contenders", default="", help="charlm: nanogpt-adamw,lab,lab+muon (all)")
+    parser.add_argument("--contenders", default="",
+                        help="charlm: nanogpt-adamw,lab,lab+muon (all); lab+muon@R: Muon at train.muon_lr R")
     parser.add_argument("--eval-every", type=int, default=50, help="charlm: steps between validations")
     parser.add_argument("--steps", type=int, default=20, help="steps: optimizer steps per timing")
     args = parser.parse_args()

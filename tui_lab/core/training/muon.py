@@ -20,7 +20,7 @@ Two things differ, both in how the products are run, not what they are:
   bfloat16, as ``torch.optim.Muon`` always does, where the hardware has bfloat16
   dot products (CUDA from compute capability 8.0; a CPU with AVX512-BF16 or AMX,
   whose oneDNN kernels run bfloat16 at about twice float32's rate); float32
-  elsewhere, where bfloat16 is emulated and 3x (AVX-512) to 20x (AVX2) slower than
+  elsewhere, where bfloat16 is emulated and 2-3x (AVX-512) to 20x (AVX2) slower than
   float32 (bench/RESULTS.md, "Muon made fast on a CPU"). The choice is made per
   step from the device alone, so a resumed run on the same machine continues with
   the same arithmetic.
