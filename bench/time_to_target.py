@@ -176,6 +176,7 @@ def time_to_target(quick: bool, deadline: float | None, threads: int | None = No
             )
             if rr["reached"] and r["reached"]:
                 sec.values[f"{task}_train_seconds_vs_torch"] = round(rr["train_seconds"] / r["train_seconds"], 3)
+                note += " (one seed: steps move +-40% with rounding; --seeds in this module for medians)"
         elif rr is not None:
             note += f"; nn.Transformer: skipped ({rr['skipped']})"
         else:
