@@ -53,7 +53,7 @@ def _complete(model: ModelInHand, tset: TranscoderSet, ids: list[int], layer: in
     traced = qk_trace(model, ids, tset, layer, head, q, k, hops)
     hooked, recomputed = _model_scores(model, ids, layer, head)
     tol = 1e-5 * max(1.0, abs(float(hooked[q, k])))
-    assert traced.score == pytest.approx(float(hooked[q, k]), abs=1e-6)
+    assert traced.score == pytest.approx(float(hooked[q, k]), abs=tol)  # another forward: float32 rounding may differ by CPU
     assert traced.total == pytest.approx(float(hooked[q, k]), abs=tol)
     assert traced.total == pytest.approx(float(recomputed[q, k]), abs=tol)
     assert float(traced.q_marginals().sum()) == pytest.approx(traced.total, abs=tol)
