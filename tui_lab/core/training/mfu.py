@@ -5,10 +5,13 @@ The peak is measured, not looked up: a short probe times a few large fp32
 matrix products (``PROBE_SIZE`` square, best of ``PROBE_REPEATS``; on a CPU by
 its CPU time per thread where that is less than the wall time, so a machine
 others load at that moment is not taken for a slower one) on the device with
-the threads training uses, and keeps the result in the user's
+the threads training uses, and keeps the best result in the user's
 cache folder (``platformdirs``), keyed by the processor's model name, the
-thread count, the device and the torch version, so each machine pays for it
-once. The model's FLOPs per token are the lab's own count
+thread count, the device and the torch version. Each process probes once (a
+fraction of a second) and the cache keeps the higher figure: a probe made while
+other work held the cores (CPU time per thread still runs slow when a sibling
+hyperthread is busy: 88 against 100 GFLOP/s here) cannot pin the peak low, which
+would overstate every MFU after it. The model's FLOPs per token are the lab's own count
 (``core/model/params.py``: training = 3 x inference, at the task's sequence
 length), so MFU = tokens/s x FLOPs per token / peak. An encoder-decoder's count
 is per source-and-target token pair, and its tokens/s counts both, hence the
@@ -94,16 +97,25 @@ def _read_cache(path: Path) -> dict[str, float]:
     return {k: float(v) for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
+# The machine keys this process has probed: later calls read the cache alone.
+_PROBED: set[str] = set()
+
+
 def matmul_peak(device: torch.device) -> float:
-    """This machine's fp32 matmul FLOP/s on ``device``: cached, or probed once and cached.
+    """This machine's fp32 matmul FLOP/s on ``device``: the best the cache holds and, once per
+    process, a fresh probe (the higher of the two is kept).
 
     A cache that cannot be written (a read-only home) only costs the probe again.
     """
     path, key = cache_path(), probe_key(device)
     known = _read_cache(path)
-    if key in known and known[key] > 0:
-        return known[key]
-    peak = measure_peak(device)
+    cached = known.get(key, 0.0)
+    if key in _PROBED and cached > 0:
+        return cached
+    _PROBED.add(key)
+    peak = max(measure_peak(device), cached)
+    if peak == cached:
+        return peak
     known[key] = peak
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
