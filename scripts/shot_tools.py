@@ -63,13 +63,9 @@ def tfx(*args: str) -> None:
 
 
 def hold_run(app: object, run_dir: Path) -> None:
-    """Put ``run_dir``'s model in the lab's hands, as an opened run (its model, task, config,
-    step and folder), without the Train pane's restore: a run shipped without an optimizer
-    state (tests/data/*) is not restored there."""
-    from types import SimpleNamespace
-
+    """Put ``run_dir``'s model in the lab's hands as a run opened for reading (it keeps its
+    folder, so its history travels), without the Train pane's restore: a run shipped without
+    an optimizer state (tests/data/*) is not restored there."""
     from tui_lab.core.opening.from_run import load_for_inference
 
-    run = load_for_inference(run_dir, "cpu")
-    app.state.current_run = SimpleNamespace(  # type: ignore[attr-defined]
-        model=run.model, task=run.task, config=run.config, card=None, step=run.step, out_dir=run_dir)
+    app.state.current_run = load_for_inference(run_dir, "cpu")  # type: ignore[attr-defined]
