@@ -41,7 +41,8 @@ def test_every_prefix_term_is_in_the_objective() -> None:
     sae = fresh_sae("matryoshka_batchtopk").train()
     x = planted_rows(128, seed=3)
     loss = training_loss(sae, x, Coefficients(), dead=None)
-    terms = _reference_terms(sae, x, loss.features)
+    _, f, _ = sae(x)  # the dense forward's features, with their gradient to the encoder
+    terms = _reference_terms(sae, x, f)
     assert len(loss.inner) == len(WIDTHS) - 1
     for got, want in zip(loss.inner, terms, strict=True):
         assert float(got.detach()) == pytest.approx(float(want.detach()), rel=1e-5)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from tui_lab.core.sae.active_features import active_set, aux_reconstruction, decode, prefix_decodes
 from tui_lab.core.sae.config import WITH_K
 from tui_lab.core.sae.jumprelu import step
 from tui_lab.core.sae.matryoshka import inner_losses
@@ -55,9 +56,13 @@ class StepLoss:
 
 
 def training_loss(
-    sae: SparseAutoencoder, x: torch.Tensor, coefficients: Coefficients, dead: torch.Tensor | None
+    sae: SparseAutoencoder, x: torch.Tensor, coefficients: Coefficients, dead: torch.Tensor | None,
+    dense: bool = False,
 ) -> StepLoss:
-    """The loss of ``sae`` on a batch ``x`` (N, d_in); ``dead`` (d_sae,) marks dead features."""
+    """The loss of ``sae`` on a batch ``x`` (N, d_in); ``dead`` (d_sae,) marks dead features.
+    A k-architecture computes it on its kept features only (``active_features``) unless ``dense``."""
+    if sae.cfg.architecture in WITH_K and not dense:
+        return active_loss(sae, x, coefficients, dead)
     x_hat, f, z = sae(x)
     recon = (x_hat - x).pow(2).sum(dim=-1).mean()
     zero = recon.new_zeros(())
@@ -73,6 +78,28 @@ def training_loss(
     inner = tuple(inner_losses(sae, x, f)) if arch == "matryoshka_batchtopk" else ()
     total = recon + sparsity + aux + sum(inner, zero)
     return StepLoss(total, recon, sparsity, aux, x_hat, f, inner)
+
+
+def active_loss(
+    sae: SparseAutoencoder, x: torch.Tensor, coefficients: Coefficients, dead: torch.Tensor | None
+) -> StepLoss:
+    """``training_loss`` of a k-architecture through its kept entries (``active_features``): the
+    same terms, with the decoder's products and both encoder products' gradients sparse."""
+    active, z = active_set(sae, x)
+    x_hat = decode(sae, active)
+    recon = (x_hat - x).pow(2).sum(dim=-1).mean()
+    zero = recon.new_zeros(())
+    aux = zero
+    if dead is not None and coefficients.aux_k > 0 and bool(dead.any()):
+        n_dead, k_aux = int(dead.sum()), x.shape[-1] // 2
+        error_hat = aux_reconstruction(sae, z, dead, min(k_aux, n_dead))
+        aux = coefficients.aux_k * min(n_dead / k_aux, 1.0) * (error_hat - (x - x_hat).detach()).pow(2).sum(-1).mean()
+    inner: tuple[torch.Tensor, ...] = ()
+    if sae.cfg.architecture == "matryoshka_batchtopk":
+        widths = list(sae.cfg.matryoshka_widths or [])[:-1]
+        inner = tuple((p - x).pow(2).sum(dim=-1).mean() for p in prefix_decodes(sae, active, widths))
+    total = recon + aux + sum(inner, zero)
+    return StepLoss(total, recon, zero, aux, x_hat, active.dense(), inner)
 
 
 def topk_aux_loss(

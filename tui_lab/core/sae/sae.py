@@ -86,6 +86,9 @@ class SparseAutoencoder(nn.Module):
                              if cfg.architecture in BATCH_TOPK else None)
         # The window of the threshold's straight-through estimator (training only).
         self.bandwidth = 0.05
+        # BatchTopK: the last training batch's smallest kept activation (``active_features.pick``
+        # looks above a share of it first)
+        self.batch_floor = 0.0
         self.folder = None
         self.log_sparsity = None
         self.initialize(seed)
