@@ -46,13 +46,21 @@ class ActiveSet:
 
     def dense(self) -> torch.Tensor:
         """The features f (N, d_sae), detached: for counting which fired and for reports."""
-        out = self.values.new_zeros(self.offsets.shape[0], self.d_sae)
+        out = self.values.new_zeros(self.n_rows, self.d_sae)
         return out.index_put_((self.rows, self.feats), self.values.detach())
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.offsets.shape[0])
+
+    def fired(self) -> torch.Tensor:
+        """(d_sae,) how many of the batch's tokens each feature fired on."""
+        return torch.bincount(self.feats, minlength=self.d_sae)
 
     def where(self, keep: torch.Tensor) -> ActiveSet:
         """The entries where ``keep`` (nnz,) holds."""
         rows = self.rows[keep]
-        return ActiveSet(rows, self.feats[keep], self.values[keep], offsets_of(rows, self.offsets.shape[0]), self.d_sae)
+        return ActiveSet(rows, self.feats[keep], self.values[keep], offsets_of(rows, self.n_rows), self.d_sae)
 
 
 def offsets_of(rows: torch.Tensor, n_rows: int) -> torch.Tensor:

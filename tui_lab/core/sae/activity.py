@@ -24,10 +24,14 @@ class FeatureActivity:
     def update(self, features: torch.Tensor) -> None:
         """Count the tokens of ``features`` (..., d_sae)."""
         fired = features.reshape(-1, features.shape[-1]) > 0  # (N, d_sae)
-        n = fired.shape[0]
+        self.add(fired.sum(dim=0), fired.shape[0])
+
+    @torch.no_grad()
+    def add(self, counts: torch.Tensor, n: int) -> None:
+        """Count ``n`` tokens on which feature i fired ``counts[i]`` times (d_sae,)."""
         self.since_fired += n
-        self.since_fired[fired.any(dim=0)] = 0
-        self.fired += fired.sum(dim=0)
+        self.since_fired.masked_fill_(counts > 0, 0)
+        self.fired += counts
         self.tokens += n
 
     def dead_mask(self) -> torch.Tensor:

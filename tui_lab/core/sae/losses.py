@@ -22,7 +22,13 @@ from dataclasses import dataclass
 
 import torch
 
-from tui_lab.core.sae.active_features import active_set, aux_reconstruction, decode, prefix_decodes
+from tui_lab.core.sae.active_features import (
+    ActiveSet,
+    active_set,
+    aux_reconstruction,
+    decode,
+    prefix_decodes,
+)
 from tui_lab.core.sae.config import WITH_K
 from tui_lab.core.sae.jumprelu import step
 from tui_lab.core.sae.matryoshka import inner_losses
@@ -53,6 +59,18 @@ class StepLoss:
     features: torch.Tensor
     # Matryoshka: each inner prefix's reconstruction error (in ``total``), smallest prefix first
     inner: tuple[torch.Tensor, ...] = ()
+    active: ActiveSet | None = None  # a k-architecture's kept entries (``features``' nonzeros)
+
+    def fired(self) -> tuple[torch.Tensor, int]:
+        """(how many tokens each feature fired on (d_sae,), the tokens)."""
+        if self.active is not None:
+            return self.active.fired(), self.active.n_rows
+        fired = self.features.reshape(-1, self.features.shape[-1]) > 0
+        return fired.sum(dim=0), fired.shape[0]
+
+    def kept_values(self) -> torch.Tensor:
+        """The kept activations (detached): BatchTopK's running threshold averages their minimum."""
+        return (self.features if self.active is None else self.active.values).detach()
 
 
 def training_loss(
@@ -99,7 +117,7 @@ def active_loss(
         widths = list(sae.cfg.matryoshka_widths or [])[:-1]
         inner = tuple((p - x).pow(2).sum(dim=-1).mean() for p in prefix_decodes(sae, active, widths))
     total = recon + aux + sum(inner, zero)
-    return StepLoss(total, recon, zero, aux, x_hat, active.dense(), inner)
+    return StepLoss(total, recon, zero, aux, x_hat, active.dense(), inner, active)
 
 
 def topk_aux_loss(

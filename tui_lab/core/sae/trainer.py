@@ -109,8 +109,8 @@ class SAETrainer:
         if sae.threshold is not None:
             with torch.no_grad():
                 sae.threshold.clamp_(min=0.0)  # a negative threshold would only mean ReLU
-        update_topk_threshold(sae, loss.features)  # BatchTopK's running threshold (else nothing)
-        self.activity.update(loss.features.detach())
+        update_topk_threshold(sae, loss.kept_values())  # BatchTopK's running threshold (else nothing)
+        self.activity.add(*loss.fired())
         self.step += 1
         self.tokens += x.shape[0]
         return loss
