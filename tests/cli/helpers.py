@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -88,3 +91,24 @@ def train_tiny_mlm(root: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
     done = tfx("train", "--preset", str(root / "tiny-mlm.yaml"), "--out", str(out), "--json")
     assert done.returncode == 0, done.stderr
     return out, done
+
+
+def assert_same_json(got: object, printed: str, rel: float = 1e-6) -> None:
+    """``printed`` (one JSON line) is ``got``: the same keys, lists and strings, and the same
+    numbers up to float rounding (a subprocess may sum in another order: its own thread count)."""
+
+    def same(a: object, b: object, where: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            assert list(a) == list(b), where
+            for key in a:
+                same(a[key], b[key], f"{where}.{key}")
+        elif isinstance(a, list) and isinstance(b, list):
+            assert len(a) == len(b), where
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                same(x, y, f"{where}[{i}]")
+        elif isinstance(a, float) or isinstance(b, float):
+            assert a == pytest.approx(b, rel=rel, abs=1e-12), where
+        else:
+            assert a == b, where
+
+    same(json.loads(json.dumps(got)), json.loads(printed), "$")

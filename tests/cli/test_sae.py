@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.helpers import assert_one_line_error, last_json_line, tfx
+from tests.cli.helpers import assert_one_line_error, assert_same_json, last_json_line, tfx
 
 HOOK = "blocks.1.hook_resid_post"
 PRESET = """\
@@ -172,14 +172,14 @@ def test_eval_and_features_print_what_their_verbs_return(lab: tuple[Path, Path, 
     model = _open_run(run)
     got = sae_eval.run(sae_eval.Request(str(sae_dir), tokens=2000), model).to_json()
     proc = tfx("sae", "eval", str(sae_dir), "--run", str(run), "--tokens", "2000", "--json")
-    assert json.dumps(got) == proc.stdout.strip()
+    assert_same_json(got, proc.stdout.strip())
     for options, request in (([], {}), (["--sort", "max", "--top", "5"], {"sort": "max", "top": 5}),
                              (["--feature", "3", "--top", "3"], {"feature": 3, "top": 3}),
                              (["--input", "hello there"], {"input": "hello there"})):
         got = sae_features.run(sae_features.Request(str(sae_dir), **request), model).to_json()
         proc = tfx("sae", "features", str(sae_dir), "--run", str(run), *options, "--json")
         assert proc.returncode == 0, proc.stderr
-        assert json.dumps(got) == proc.stdout.strip(), options
+        assert_same_json(got, proc.stdout.strip())
 
 
 def test_train_prints_what_its_verb_returns(lab: tuple[Path, Path, dict], tmp_path: Path,

@@ -33,9 +33,10 @@ def _sae(arch: str, rescale: bool, b_dec_in: bool, seed: int = 0) -> SparseAutoe
     return sae
 
 
-def _loss_and_grads(sae: SparseAutoencoder, x: torch.Tensor, dead: torch.Tensor, dense: bool) -> dict[str, torch.Tensor]:
+def _loss_and_grads(sae: SparseAutoencoder, x: torch.Tensor, dead: torch.Tensor, dense: bool,
+                    per_token: bool = False) -> dict[str, torch.Tensor]:
     sae.zero_grad(set_to_none=True)
-    loss = training_loss(sae, x, Coefficients(aux_k=0.5), dead, dense=dense)
+    loss = training_loss(sae, x, Coefficients(aux_k=0.5), dead, dense=dense, per_token=per_token)
     loss.total.backward()
     out = {"total": loss.total.detach(), "mse": loss.mse.detach(), "aux": loss.aux.detach(),
            "x_hat": loss.x_hat.detach(), "features": loss.features.detach()}
@@ -44,15 +45,18 @@ def _loss_and_grads(sae: SparseAutoencoder, x: torch.Tensor, dead: torch.Tensor,
     return out
 
 
-@pytest.mark.parametrize("arch", ["topk", "batchtopk", "matryoshka_batchtopk"])
+@pytest.mark.parametrize(("arch", "per_token"), [("topk", False), ("batchtopk", False), ("batchtopk", True),
+                                               ("matryoshka_batchtopk", False), ("matryoshka_batchtopk", True)])
 @pytest.mark.parametrize(("rescale", "b_dec_in"), [(False, True), (True, False)])
-def test_sparse_step_equals_the_dense_one(arch: str, rescale: bool, b_dec_in: bool) -> None:
+def test_sparse_step_equals_the_dense_one(arch: str, per_token: bool, rescale: bool, b_dec_in: bool) -> None:
     x = torch.randn(64, D_IN, generator=torch.Generator().manual_seed(5))
     dead = torch.zeros(D_SAE, dtype=torch.bool)
     dead[::3] = True  # AuxK has dead features to reach for
     sae = _sae(arch, rescale, b_dec_in)
-    dense = _loss_and_grads(sae, x, dead, dense=True)
-    sparse = _loss_and_grads(sae, x, dead, dense=False)
+    dense = _loss_and_grads(sae, x, dead, True, per_token)
+    sparse = _loss_and_grads(sae, x, dead, False, per_token)
+    if per_token:  # TopK's selection: every token keeps exactly k (all its k largest are positive here)
+        assert (sparse["features"] != 0).sum(dim=1).max() <= 4 and (sparse["features"] != 0).sum(dim=1).min() >= 1
     assert set(sparse) == set(dense)
     assert float(dense["aux"]) > 0 and float(dense["mse"]) > 0
     for name, want in dense.items():

@@ -21,6 +21,7 @@ from tests.core.sae.planted import K, planted_rows, trained_sae
 from tui_lab.core.sae.batchtopk import inference_sae, update_topk_threshold
 from tui_lab.core.sae.config import SAEConfig
 from tui_lab.core.sae.folder import load_sae, save_sae
+from tui_lab.core.sae.losses import StepLoss
 from tui_lab.core.sae.sae import SparseAutoencoder
 from tui_lab.core.sae.settings import TrainSettings
 from tui_lab.core.sae.trainer import SAETrainer
@@ -205,3 +206,39 @@ def test_threshold_rate_spans_the_end_of_a_short_run_and_is_saelens_for_long_one
 
     assert threshold_rate(None) == 0.01 and threshold_rate(10**6) == 0.01  # SAELens's default
     assert threshold_rate(293) == pytest.approx(15 / 293) and threshold_rate(10) == 0.1
+
+
+def test_the_topk_start_keeps_k_per_token_then_k_times_batch_over_the_batch() -> None:
+    """``topk_start_steps``: TopK's selection first (every token its k), then the batch-wide one."""
+    counts: list[torch.Tensor] = []
+
+    class Recording(SAETrainer):
+        def train_step(self, x: torch.Tensor) -> StepLoss:
+            loss = super().train_step(x)
+            counts.append((loss.features != 0).sum(dim=1))
+            return loss
+
+    sae = _sae()
+    with torch.no_grad():
+        sae.b_enc.fill_(20.0)  # every pre-activation positive: a per-token top-k keeps exactly k
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(128, 6, generator=g) * torch.logspace(0, 1, 128).unsqueeze(1)  # loud and quiet rows
+    settings = TrainSettings(tokens=128, batch_size=16, buffer_rows=128, lr=1e-4, dead_window=10_000,
+                             topk_start_steps=3, b_dec_init="zeros")
+    Recording(sae, settings).train(iter([x]))
+    assert len(counts) == 8
+    for step, per_row in enumerate(counts):
+        assert int(per_row.sum()) == 3 * 16  # k·N in every step
+        if step < 3:
+            assert per_row.tolist() == [3] * 16
+        else:
+            assert int(per_row.max()) > 3 and int(per_row.min()) < 3, step
+
+
+def test_the_recipe_starts_batchtopk_kinds_as_topk_for_half_their_steps() -> None:
+    from tui_lab.core.sae.recipe import train_settings
+
+    for arch in ("batchtopk", "matryoshka_batchtopk"):
+        assert train_settings(300_000, 1024, arch=arch).topk_start_steps == 146  # 293 steps
+    assert train_settings(300_000, 1024, arch="topk").topk_start_steps == 0
+    assert train_settings(300_000, 1024).topk_start_steps == 0

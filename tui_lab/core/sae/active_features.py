@@ -92,11 +92,12 @@ def top_of_batch(z: torch.Tensor, k: float, floor: float = 0.0) -> tuple[torch.T
     return candidates // d_sae, candidates % d_sae
 
 
-def pick(sae: SparseAutoencoder, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The entries the SAE's architecture keeps from pre-activations z (N, d_sae)."""
+def pick(sae: SparseAutoencoder, z: torch.Tensor, per_token: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """The entries the SAE's architecture keeps from pre-activations z (N, d_sae); ``per_token``:
+    k per token even for BatchTopK (its start, ``TrainSettings.topk_start_steps``)."""
     k = sae.cfg.k
     assert k is not None  # a k-architecture: validated by SAEConfig
-    if sae.topk_threshold is None:
+    if sae.topk_threshold is None or per_token:
         return top_per_row(z, int(k))
     rows, feats = top_of_batch(z, k, FLOOR_SHARE * sae.batch_floor)
     sae.batch_floor = float(z[rows, feats].min()) if rows.numel() else 0.0
@@ -113,10 +114,10 @@ def pre_acts(sae: SparseAutoencoder, x: torch.Tensor) -> torch.Tensor:
     return z
 
 
-def active_set(sae: SparseAutoencoder, x: torch.Tensor) -> tuple[ActiveSet, torch.Tensor]:
+def active_set(sae: SparseAutoencoder, x: torch.Tensor, per_token: bool = False) -> tuple[ActiveSet, torch.Tensor]:
     """The batch's kept entries with their activations, and the pre-activations z (with a gradient)."""
     z = pre_acts(sae, x)
-    rows, feats = pick(sae, z.detach())
+    rows, feats = pick(sae, z.detach(), per_token)
     return ActiveSet(rows, feats, z[rows, feats], offsets_of(rows, z.shape[0]), z.shape[1]), z
 
 

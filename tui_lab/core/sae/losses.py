@@ -32,7 +32,7 @@ from tui_lab.core.sae.active_features import (
 from tui_lab.core.sae.config import WITH_K
 from tui_lab.core.sae.jumprelu import step
 from tui_lab.core.sae.matryoshka import inner_losses
-from tui_lab.core.sae.sae import SparseAutoencoder
+from tui_lab.core.sae.sae import SparseAutoencoder, topk_relu
 
 # Architectures trained with Gao et al.'s AuxK term (their sparsity is a k).
 AUX_K = WITH_K
@@ -75,13 +75,19 @@ class StepLoss:
 
 def training_loss(
     sae: SparseAutoencoder, x: torch.Tensor, coefficients: Coefficients, dead: torch.Tensor | None,
-    dense: bool = False,
+    dense: bool = False, per_token: bool = False,
 ) -> StepLoss:
     """The loss of ``sae`` on a batch ``x`` (N, d_in); ``dead`` (d_sae,) marks dead features.
-    A k-architecture computes it on its kept features only (``active_features``) unless ``dense``."""
+    A k-architecture computes it on its kept features only (``active_features``) unless ``dense``;
+    ``per_token``: a BatchTopK SAE keeps k features per token (TopK's selection) this step."""
     if sae.cfg.architecture in WITH_K and not dense:
-        return active_loss(sae, x, coefficients, dead)
-    x_hat, f, z = sae(x)
+        return active_loss(sae, x, coefficients, dead, per_token)
+    if per_token and sae.cfg.k is not None:
+        z = sae.pre_acts(x)
+        f = topk_relu(z, int(sae.cfg.k))
+        x_hat = sae.decode(f)
+    else:
+        x_hat, f, z = sae(x)
     recon = (x_hat - x).pow(2).sum(dim=-1).mean()
     zero = recon.new_zeros(())
     sparsity, aux = zero, zero
@@ -99,11 +105,12 @@ def training_loss(
 
 
 def active_loss(
-    sae: SparseAutoencoder, x: torch.Tensor, coefficients: Coefficients, dead: torch.Tensor | None
+    sae: SparseAutoencoder, x: torch.Tensor, coefficients: Coefficients, dead: torch.Tensor | None,
+    per_token: bool = False,
 ) -> StepLoss:
     """``training_loss`` of a k-architecture through its kept entries (``active_features``): the
     same terms, with the decoder's products and both encoder products' gradients sparse."""
-    active, z = active_set(sae, x)
+    active, z = active_set(sae, x, per_token)
     x_hat = decode(sae, active)
     recon = (x_hat - x).pow(2).sum(dim=-1).mean()
     zero = recon.new_zeros(())

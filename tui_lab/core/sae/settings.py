@@ -25,6 +25,9 @@ class TrainSettings:
     l0_coefficient: float = 1.0  # jumprelu
     aux_k_coefficient: float = 1.0 / 32  # topk: dead features' AuxK
     sparsity_warmup_steps: int = 0  # the L1/L0 coefficient ramps up from 0
+    # BatchTopK: the first steps keep k features per token (TopK's selection), the rest k·N
+    # over the batch (``batchtopk.py`` says why)
+    topk_start_steps: int = 0
     jumprelu_bandwidth: float = 0.05  # the threshold estimator's window
     jumprelu_init_threshold: float = 0.01
     dead_window: int = 100_000  # a feature silent this many tokens is dead
@@ -42,7 +45,7 @@ class TrainSettings:
         if not self.lr > 0:
             raise SAEError(f"lr must be positive, got {self.lr}")
         for name in ("l1_coefficient", "l0_coefficient", "aux_k_coefficient", "lr_warmup_steps",
-                     "lr_decay_steps", "sparsity_warmup_steps", "eval_every", "checkpoint_every"):
+                     "lr_decay_steps", "sparsity_warmup_steps", "topk_start_steps", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 0:
                 raise SAEError(f"{name} must not be negative, got {getattr(self, name)}")
         if self.b_dec_init not in B_DEC_INITS:

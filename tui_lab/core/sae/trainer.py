@@ -96,7 +96,7 @@ class SAETrainer:
         """One Adam step on the batch ``x`` (N, d_in)."""
         sae, s = self.sae, self.settings
         dead = self.activity.dead_mask() if sae.cfg.architecture in AUX_K else None
-        loss = training_loss(sae, x, s.coefficients_at(self.step), dead)
+        loss = training_loss(sae, x, s.coefficients_at(self.step), dead, per_token=self.step < s.topk_start_steps)
         self.optimizer.zero_grad(set_to_none=True)
         loss.total.backward()
         if sae.needs_unit_decoder:

@@ -183,6 +183,6 @@ def _trainer(request: Request, hook: str, width: int, context: int) -> SAETraine
                   request.device, request.seed, list(request.widths) if request.widths else None,
                   steps=max(1, request.tokens // request.batch))
     coefficient = {} if request.l1 is None else {"l1_coefficient": request.l1, "l0_coefficient": request.l1}
-    settings = train_settings(request.tokens, request.batch, request.lr, request.seed, **coefficient)
+    settings = train_settings(request.tokens, request.batch, request.lr, request.seed, ARCHS[request.arch], **coefficient)
     return SAETrainer(sae, settings, request.out)
 
