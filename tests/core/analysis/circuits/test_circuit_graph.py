@@ -59,6 +59,19 @@ def test_a_tighter_node_threshold_drops_the_error_too() -> None:
     assert kept == {(6, 0), (6, 5), (0, 5)}
 
 
+def test_keeping_every_edge_keeps_only_real_edges_between_kept_nodes() -> None:
+    """edge_threshold 1.0 with weights whose running share stops a rounding short of 1: the
+    threshold falls on the zero scores, which must not bring in non-edges or dropped nodes."""
+    graph = _tiny()
+    weights = [2.5907554626464844, 0.4783327281475067, 2.82240891456604, 2.559781074523926,
+               -2.8603100776672363, 0.449935644865036, 0.5931745767593384]  # the same edges, reweighted
+    graph.adjacency[graph.adjacency != 0] = torch.tensor(weights)
+    pruned = graph.prune(0.8, 1.0)
+    edges = {(int(t), int(s)) for t, s in pruned.edge_mask.nonzero().tolist()}
+    nodes = set(pruned.node_mask.nonzero().flatten().tolist())
+    assert edges and all(t in nodes and s in nodes and graph.adjacency[t, s] != 0 for t, s in edges)
+
+
 def test_thresholds_outside_zero_to_one_are_refused() -> None:
     with pytest.raises(ValueError):
         _tiny().prune(1.5)

@@ -187,6 +187,10 @@ def prune(graph: AttributionGraph, node_threshold: float = 0.8, edge_threshold: 
     normalized = normalize_matrix(kept)
     edge_scores = normalized * (influence(normalized, weights) + weights)[:, None]
     edge_mask = edge_scores >= find_threshold(edge_scores.flatten(), edge_threshold)
+    # A threshold that reaches the zero scores (edge_threshold 1.0) would keep every pair of
+    # nodes, edges or not, and the edges of nodes already dropped: keep only real edges between
+    # kept nodes (circuit-tracer's prune_graph keeps them all there).
+    edge_mask &= kept != 0
     before = node_mask.clone()
     _drop_unconnected(node_mask, edge_mask, fixed, graph.n_features)
     while not torch.equal(node_mask, before):  # each drop may strand more nodes
