@@ -138,12 +138,13 @@ def sae_bench(quick: bool) -> Section:
 BATCHTOPK_GOAL_S = 20.0
 
 
-def _arch_run(run: Path, out: Path, hook: str, arch: str, k: int = K, tokens: int | None = None) -> dict[str, Any]:
+def _arch_run(run: Path, out: Path, hook: str, arch: str, k: int = K, tokens: int | None = None,
+              seed: int = 0) -> dict[str, Any]:
     """``sae train --arch ARCH`` timed (activations included), then ``sae eval``'s numbers."""
     more = ["--tokens", str(tokens)] if tokens else []
     t0, c0 = time.perf_counter(), time.process_time()
     trained = _tfx("sae", "train", "--run", str(run), "--hook", hook, "--d-sae", str(D_SAE), "--arch", arch,
-                   "--k", str(k), "--out", str(out), *more)
+                   "--k", str(k), "--seed", str(seed), "--out", str(out), *more)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     held = _tfx("sae", "eval", str(out), "--run", str(run))
     theta = None
@@ -152,8 +153,8 @@ def _arch_run(run: Path, out: Path, hook: str, arch: str, k: int = K, tokens: in
 
         theta = float(load_file(str(out / "sae_weights.safetensors"))["threshold"][0])
     # CPU seconds (every thread) too: on a machine shared with other work the wall clock says little
-    return {"arch": arch, "k": k, "seconds": round(seconds, 1), "cpu_s": round(cpu, 1), "tokens": trained["tokens"],
-            "threshold": theta, **{
+    return {"arch": arch, "k": k, "seed": seed, "seconds": round(seconds, 1), "cpu_s": round(cpu, 1),
+            "tokens": trained["tokens"], "threshold": theta, **{
         key: held[key] for key in ("explained_variance", "l0", "dead_fraction", "ce_loss_recovered")}}
 
 
@@ -170,8 +171,23 @@ def topk_ev_at(runs: list[dict[str, Any]], l0: float) -> float:
     return ev[lo] + (l0 - lo) * (ev[hi] - ev[lo])
 
 
-def batchtopk_bench(quick: bool, pairs: bool = False, tokens: int | None = None) -> Section:
-    """TopK, BatchTopK and Matryoshka BatchTopK side by side on char-lm's last residual stream."""
+def _seed_order(quick: bool, pairs: bool) -> list[tuple[str, int]]:
+    """One seed's runs: TopK and BatchTopK (twice each, alternated, unless quick), TopK at k - 1,
+    and Matryoshka unless quick or only the pairs are asked for."""
+    order = [("topk", K), ("batchtopk", K)] if quick else [("topk", K), ("batchtopk", K), ("batchtopk", K), ("topk", K)]
+    return order + [("topk", K - 1)] + ([] if quick or pairs else [("matryoshka", K)])
+
+
+def _same_l0(runs: list[dict[str, Any]]) -> tuple[float, float, float]:
+    """One seed's (BatchTopK's EV, its held-out L0, TopK's EV read there)."""
+    btk = [r for r in runs if r["arch"] == "batchtopk"]
+    ev, l0 = statistics.fmean(r["explained_variance"] for r in btk), statistics.fmean(r["l0"] for r in btk)
+    return ev, l0, topk_ev_at(runs, l0)
+
+
+def batchtopk_bench(quick: bool, pairs: bool = False, tokens: int | None = None, seeds: int = 1) -> Section:
+    """TopK, BatchTopK and Matryoshka BatchTopK side by side on char-lm's last residual stream,
+    each with SAE seeds 0 .. ``seeds`` - 1 (one char-lm run)."""
     section = Section("sae_batchtopk", "BatchTopK vs TopK SAE on char-lm's last residual stream (1,024, L0 16)")
     with tempfile.TemporaryDirectory(prefix="tfx-bench-btk-") as tmp:
         root = Path(tmp)
@@ -180,32 +196,65 @@ def batchtopk_bench(quick: bool, pairs: bool = False, tokens: int | None = None)
         from tui_lab.core.config.presets import load_preset
 
         hook = f"blocks.{load_preset('char-lm').model.n_decoder_layers - 1}.hook_resid_post"
-        order = [("topk", K), ("batchtopk", K)] if quick else [("topk", K), ("batchtopk", K), ("batchtopk", K), ("topk", K)]
-        order += [("topk", K - 1)] + ([] if quick or pairs else [("matryoshka", K)])
-        runs = [_arch_run(root / "char-lm", root / f"{arch}-{i}", hook, arch, k, tokens)
-                for i, (arch, k) in enumerate(order)]
-    mean = {arch: {key: statistics.fmean(r[key] for r in runs if r["arch"] == arch and r["k"] == K)
-                   for key in ("seconds", "cpu_s", "explained_variance", "l0")} for arch, _ in order}
-    topk, btk = mean["topk"], mean["batchtopk"]
-    topk_same_l0 = topk_ev_at(runs, btk["l0"])
-    ev_ok = btk["explained_variance"] >= topk_same_l0
+        runs = [_arch_run(root / "char-lm", root / f"{arch}-{seed}-{i}", hook, arch, k, tokens, seed)
+                for seed in range(seeds) for i, (arch, k) in enumerate(_seed_order(quick, pairs))]
+    compared = [_same_l0([r for r in runs if r["seed"] == seed]) for seed in range(seeds)]
+    diffs = [ev - topk_ev for ev, _, topk_ev in compared]
     section.values = {"char_lm_train_s": round(train_s, 1), "char_lm_val_loss": summary.get("val_loss"),
-                      "hook": hook, "tokens": tokens, "runs": runs, "topk_ev_at_batchtopk_l0": topk_same_l0,
-                      "load_average": os.getloadavg()}
+                      "hook": hook, "tokens": tokens, "runs": runs, "load_average": os.getloadavg(),
+                      "per_seed": [{"seed": i, "batchtopk_ev": c[0], "batchtopk_l0": c[1], "topk_ev_at_l0": c[2]}
+                                   for i, c in enumerate(compared)]}
     section.rows = [Row("char-lm preset trained (not counted below)", f"{train_s:.0f} s", "", None,
                         f"val loss {summary.get('val_loss', float('nan')):.3f}")]
     for r in runs:
         timed = r["arch"] == "batchtopk"
-        section.rows.append(Row(f"{r['arch']} (k {r['k']}): train (activations included), then held out",
+        section.rows.append(Row(f"seed {r['seed']}: {r['arch']} (k {r['k']}): train (activations included), then held out",
                                 f"{r['seconds']:.0f} s ({r['cpu_s']:.0f} s CPU)",
                                 f"<= {BATCHTOPK_GOAL_S:.0f} s" if timed else "",
                                 r["seconds"] <= BATCHTOPK_GOAL_S if timed else None,
                                 f"EV {r['explained_variance']:.4f}, L0 {r['l0']:.2f}, "
                                 f"dead {r['dead_fraction']:.1%}, CE rec {r['ce_loss_recovered']:.3f}"))
-    section.rows.append(Row("BatchTopK EV >= TopK EV at BatchTopK's held-out L0 (TopK's k - 1 and k runs, linear)",
-                            f"{btk['explained_variance']:.4f} vs {topk_same_l0:.4f}", ">=", ev_ok,
-                            f"L0 {btk['l0']:.2f}; TopK at k: {topk['explained_variance']:.4f}; time ratio "
-                            f"{btk['seconds'] / topk['seconds']:.2f}, CPU ratio {btk['cpu_s'] / topk['cpu_s']:.2f}"))
+    for seed, (ev, l0, topk_ev) in enumerate(compared):
+        section.rows.append(Row(f"seed {seed}: BatchTopK EV >= TopK EV at BatchTopK's held-out L0 "
+                                "(TopK's k - 1 and k runs, linear)", f"{ev:.4f} vs {topk_ev:.4f}", ">=",
+                                ev >= topk_ev, f"L0 {l0:.2f}; difference {ev - topk_ev:+.4f}"))
+    if seeds > 1:
+        section.rows.append(Row("every seed: BatchTopK EV >= TopK EV at the same L0", f"{sum(d >= 0 for d in diffs)} of {seeds}",
+                                f"{seeds} of {seeds}", all(d >= 0 for d in diffs),
+                                f"median difference {statistics.median(diffs):+.4f}, range {min(diffs):+.4f} to {max(diffs):+.4f}"))
+    return section
+
+
+def step_bench(rounds: int = 7, steps: int = 10) -> Section:
+    """One training step (loss, backward, Adam) of a 1,024-feature k = 16 SAE on 1,024 rows of width
+    128 (char-lm's), one thread: the dense path against the kept-features one, alternated per round."""
+    import torch
+
+    from tui_lab.core.sae.losses import Coefficients, training_loss
+    from tui_lab.core.sae.recipe import new_sae
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1024, 128, generator=g) * torch.rand(1024, 1, generator=g).mul(3).add(0.5)
+    section = Section("sae_step", "SAE training step, dense vs kept features only (1,024 x 128 -> 1,024, k 16)")
+    section.rows, section.values = [], {}
+    for arch in ("topk", "batchtopk", "matryoshka_batchtopk"):
+        sae = new_sae(128, D_SAE, arch, K, "hook", None, 64, steps=100)
+        opt = torch.optim.Adam(sae.parameters(), lr=1e-5)
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for _ in range(rounds):
+            for dense in (True, False):
+                t0 = time.process_time()
+                for _ in range(steps):
+                    loss = training_loss(sae, x, Coefficients(), None, dense=dense)
+                    opt.zero_grad(set_to_none=True)
+                    loss.total.backward()
+                    opt.step()
+                times[dense].append((time.process_time() - t0) / steps * 1000)
+        dense_ms, kept_ms = statistics.median(times[True]), statistics.median(times[False])
+        section.values[arch] = {"dense_ms": round(dense_ms, 2), "kept_ms": round(kept_ms, 2)}
+        section.rows.append(Row(f"{arch}: one step, dense / kept features (CPU ms, median of {rounds})",
+                                f"{dense_ms / kept_ms:.2f}x", "", None, f"{dense_ms:.1f} ms vs {kept_ms:.1f} ms"))
     return section
 
 
@@ -323,7 +372,11 @@ def _print(section: Section) -> None:
 if __name__ == "__main__":
     import sys
 
-    # python -m bench.sae [--quick] [--pairs] [--tokens N]: the BatchTopK side by side (the ``sae`` item
-    # runs from bench/__main__.py)
+    # python -m bench.sae [--quick] [--pairs] [--tokens N] [--seeds N] | --step: the BatchTopK side by side
+    # (the ``sae`` item runs from bench/__main__.py)
     n = int(sys.argv[sys.argv.index("--tokens") + 1]) if "--tokens" in sys.argv else None
-    _print(batchtopk_bench("--quick" in sys.argv, "--pairs" in sys.argv, n))
+    seeds = int(sys.argv[sys.argv.index("--seeds") + 1]) if "--seeds" in sys.argv else 1
+    if "--step" in sys.argv:  # python -m bench.sae --step: one training step, dense vs kept features
+        _print(step_bench())
+    else:
+        _print(batchtopk_bench("--quick" in sys.argv, "--pairs" in sys.argv, n, seeds))
