@@ -41,7 +41,8 @@ def add_parser(sub: Subparsers) -> None:
     t.add_argument("--d-sae", type=int, default=None, help="features (required unless --resume)")
     t.add_argument("--arch", choices=sorted(ARCHS), default="topk", help="architecture (default topk)")
     t.add_argument("--k", type=int, default=DEFAULT.K,
-                   help=f"topk: features per token; batchtopk, matryoshka: per token on average (default {DEFAULT.K})")
+                   help=f"topk: features per token; batchtopk, matryoshka: per token on average over a batch, "
+                        f"after a first half of training at exactly k per token (default {DEFAULT.K})")
     t.add_argument("--widths", type=_widths, default=None, metavar="W1,W2,...",
                    help="matryoshka: nested prefix sizes, the last --d-sae (default d_sae/16,d_sae/4,d_sae)")
     t.add_argument("--l1", type=float, default=None, help="relu: L1 coefficient; jumprelu: L0 coefficient")

@@ -114,8 +114,8 @@ def hint_text(arch: str = "topk", d_sae: int = 1024, k: int = 16) -> Text:
     text.append(
         f"t  train an SAE on the model in hand: {ARCHS[arch]}, {d_sae:,} features, k = {k},\n"
         "   on the residual stream after its last block, from its own text (curves below)\n"
-        "A  what t trains: TopK, BatchTopK (k a token on average over a batch) or\n"
-        f"   Matryoshka BatchTopK (nested prefixes {prefixes})\n"
+        "A  what t trains: TopK, BatchTopK (k a token on average over a batch, after a\n"
+        f"   first half at k each) or Matryoshka BatchTopK (nested prefixes {prefixes})\n"
         "o  open an SAE folder in SAELens's format\n\n"
         "Then: up/down move between features, s sorts (density, largest activation,\n"
         "activation on the typed text), / types text to see which features fire on each token;\n"
