@@ -5,6 +5,7 @@ lengths, a two-token answer, a head pair out of range, --top 0, an encoder-decod
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +57,26 @@ def test_eap_ig_by_default_and_a_typed_pair_in_text() -> None:
     assert result.returncode == 0, result.stderr
     assert "eap-ig scores of 81 edges over the custom pair" in result.stdout
     assert "CPR" in result.stdout and "100% (   81 edges) +1.000" in result.stdout
+
+
+def test_the_check_on_the_key_pair() -> None:
+    """``--pair induction-key --check``: the list's top is the key path's ends, then a key edge; the
+    check (over 8 such pairs) says so, in JSON and in text."""
+    out = _json("--pair", "induction-key", "--check", "--top", "9")
+    assert out["pair"] == "induction-key"
+    ends = [e for e in out["edges"][:8] if (e["from"] == "input" and e["to"].startswith("a0.") and e["to"].endswith("<v>"))
+            or (e["from"].startswith("a1.") and e["to"] == "logits")]
+    assert len(ends) == 8 and out["edges"][8]["to"].endswith("<k>") and out["edges"][8]["score"] > 0
+    check = out["known_circuit"]
+    assert check["found"] and check["ends_above"] == check["rank"] - 1 and check["rank"] <= check["top"] == 16
+    assert check["edge"].split("->")[0] in check["previous"] and check["scored_over"] == "8 induction-key pairs (eap-ig)"
+    text = tfx("circuit", "--run", INDUCTION_RUN, "--pair", "induction-key", "--check", "--top", "3")
+    assert text.returncode == 0 and "known circuit found: " in text.stdout
+
+
+def test_the_check_on_a_run_without_an_induction_head_is_one_line() -> None:
+    control = str(Path(INDUCTION_RUN).parent / "induction-control")  # one layer
+    assert_one_line_error(tfx("circuit", "--run", control, "--pair", "induction", "--check"), "two layers")
 
 
 @pytest.mark.parametrize(("args", "says"), [

@@ -26,7 +26,8 @@ def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser("circuit", help="edge attribution: which edges between components carry the answer")
     add_run_or_model(s)
     s.add_argument("--pair", metavar="NAME",
-                   help="a ready-made pair: ioi (opened models), the run's task (induction, copy, ...)")
+                   help="a ready-made pair: ioi (opened models), the run's task (induction, copy, ...); "
+                        "an induction run also takes induction-key (only where the heads look moves)")
     add_pair(s)
     s.add_argument("--method", default="eap-ig",
                    help="eap (one backward), eap-ig (integrated gradients, default) or exact (one "
@@ -34,10 +35,13 @@ def add_parser(sub: Subparsers) -> None:
     s.add_argument("--ig-steps", type=int, default=5, metavar="N", help="eap-ig's points (default 5)")
     s.add_argument("--top", type=int, default=20, metavar="K", help="edges listed (default 20)")
     s.add_argument("--mean", type=int, default=0, metavar="N",
-                   help="outside the circuit, each writer's mean over N held-out inputs (the induction pair's "
+                   help="outside the circuit, each writer's mean over N held-out inputs (the induction pairs' "
                         "other seeds) instead of its corrupted value")
     s.add_argument("--path", metavar="EDGE",
                    help="also patch one head pair exactly, e.g. a0.h1->a1.h3<k> (the receiver's q, k or v)")
+    s.add_argument("--check", action="store_true",
+                   help="an induction run: also check the known circuit (previous-token heads into induction "
+                        "heads' keys), its edges scored over 8 induction-key pairs")
     add_at_step(s)
     add_json(s)
     s.set_defaults(handler=circuit)
@@ -49,7 +53,7 @@ def request_from_args(args: argparse.Namespace) -> Request:
 
     return Request(method=args.method, ig_steps=args.ig_steps, top=args.top, pair=args.pair, clean=args.clean,
                    corrupt=args.corrupt, answer=args.answer, wrong=args.wrong, path=args.path,
-                   mean=args.mean)
+                   mean=args.mean, check=args.check)
 
 
 def circuit(args: argparse.Namespace) -> int:
@@ -85,3 +89,5 @@ def print_result(name: str, result: Result) -> None:
         pp = result.path
         print(f"path {pp.sender}->{pp.receiver}<{pp.which}>: logit difference {pp.patched:.3f}, "
               f"recovered {pp.recovered:+.3f}")
+    if result.check is not None:
+        print(result.check.line())

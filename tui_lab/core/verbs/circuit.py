@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tui_lab.core.analysis.edges.edge_patching import PathPatch
     from tui_lab.core.analysis.edges.edge_scores import EdgeScores
     from tui_lab.core.analysis.edges.faithfulness import Faithfulness
+    from tui_lab.core.analysis.edges.known_circuit import KnownCircuit
     from tui_lab.core.analysis.patching.patch_pair import PatchPair
     from tui_lab.core.opening.in_hand import ModelInHand
 
@@ -53,6 +54,7 @@ class Request:
     wrong: str | None = None
     path: str | None = None  # a head pair to path-patch: a0.h1->a1.h3<k>
     mean: int = 0  # > 0: outside the circuit, the writers' mean over this many held-out inputs
+    check: bool = False  # an induction run's known-circuit check (``known_circuit``) as well
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -80,6 +82,7 @@ class Result:
     faithful: Faithfulness
     path: PathPatch | None = None
     mean: int = 0
+    check: KnownCircuit | None = None
 
     def to_json(self) -> JSON:
         out: JSON = {
@@ -91,6 +94,8 @@ class Result:
         }
         if self.path is not None:
             out["path"] = self.path.to_dict()
+        if self.check is not None:
+            out["known_circuit"] = self.check.to_dict()
         return out
 
 
@@ -107,6 +112,7 @@ def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Prog
     from tui_lab.core.analysis.edges.edge_forward import decoder_of, graph_of
     from tui_lab.core.analysis.edges.edge_patching import path_patch
     from tui_lab.core.analysis.edges.faithfulness import faithfulness
+    from tui_lab.core.analysis.edges.known_circuit import known_circuit
 
     graph = graph_of(decoder_of(model.model))  # refuses other shapes before any work
     where = parse_path(request.path) if request.path is not None else None
@@ -119,15 +125,18 @@ def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Prog
     faithful = faithfulness(model, pair, scores, mean_over=held)
     progress(1, 1, "faithfulness")
     found = None if where is None else path_patch(model, pair, *where)
-    return Result(pair, scores, request.top, faithful, found, request.mean)
+    check = known_circuit(model, progress=progress, cancelled=cancelled) if request.check else None
+    return Result(pair, scores, request.top, faithful, found, request.mean, check)
 
 
 def held_out(model: ModelInHand, pair: PatchPair, n: int) -> list[list[int]]:
     """``n`` held-out inputs of the pair's length for a mean ablation: the clean inputs of the
-    induction pairs of seeds 1..n (other blocks, the same shape); EdgeError for other pairs."""
-    from tui_lab.core.analysis.patching.patch_pair import induction_pair
+    induction pairs (plain or key) of seeds 1..n (other blocks, the same shape); EdgeError for
+    other pairs."""
+    from tui_lab.core.analysis.patching.patch_pair import induction_key_pair, induction_pair
 
-    if pair.name != "induction":
-        raise EdgeError("--mean takes its held-out inputs from the induction pair's other seeds: "
-                        "use --pair induction (other pairs: the corrupted run, the default)")
-    return [induction_pair(model, seed=seed).clean for seed in range(1, n + 1)]
+    make = {"induction": induction_pair, "induction-key": induction_key_pair}.get(pair.name)
+    if make is None:
+        raise EdgeError("--mean takes its held-out inputs from the induction pairs' other seeds: "
+                        "use --pair induction or induction-key (other pairs: the corrupted run, the default)")
+    return [make(model, seed=seed).clean for seed in range(1, n + 1)]

@@ -206,7 +206,7 @@ async def test_a_typed_pair_and_its_one_line_errors(tmp_path: Path) -> None:
         form = host.query_one("#patch-form")
         assert form.display
         assert host.focused is host.query_one("#patch-pairs")
-        await pilot.press("down", "enter")  # "typed": the first field
+        await pilot.press("down", "down", "enter")  # past induction-key to "typed": the first field
         assert host.focused is host.query_one("#patch-clean")
         for text in ("abcdefab", "enter", "ghijklab", "enter", "c", "enter", "i"):
             await pilot.press(*(list(text) if text != "enter" else ["enter"]))
@@ -214,7 +214,7 @@ async def test_a_typed_pair_and_its_one_line_errors(tmp_path: Path) -> None:
         assert not form.display and pane.pair is not None and pane.pair.name == "custom"
         assert pane.view.shown.tokens == list("abcdefab")
         # unequal lengths: one line naming both
-        await pilot.press("e", "down", "enter")
+        await pilot.press("e", "down", "down", "enter")
         host.query_one("#patch-corrupt").value = "ghijk"
         await _patched(pilot, pane, "enter")
         assert "8 tokens and the corrupted one 5" in _text(host, "#patch-status")
@@ -364,7 +364,7 @@ async def test_a_typed_pair_past_the_context_is_refused_in_one_line(
     host, pane = _host(INDUCTION_RUN, tmp_path)
     async with host.run_test(size=SIZE) as pilot:
         pane.focus_default()
-        await pilot.press("e", "down", "enter")
+        await pilot.press("e", "down", "down", "enter")  # past induction-key to "typed"
         for field, value in (("clean", "abcd" * 1250), ("corrupt", "abce" * 1250), ("answer", "a"), ("wrong", "b")):
             host.query_one(f"#patch-{field}").value = value
         await _patched(pilot, pane, "enter")

@@ -27,7 +27,11 @@ Ready-made pairs (``ready_pair``):
 - ``task``, for the lab's runs: a pair from the run's own task. Induction: a
   random block, then the start of its repeat; the corruption changes the first
   copy, so the answer (the repeated token) can no longer be read off it and the
-  wrong answer is the token the changed copy would predict. A decoder-only
+  wrong answer is the token the changed copy would predict (the answer and the
+  wrong one sit at the same position, so it tests what is copied, not where the
+  head looks). ``induction-key``: the same block, the corruption moving the
+  matching token's earlier copy two places on, so the head looks elsewhere and
+  every token it could copy stays put (it tests the keys). A decoder-only
   sequence task (copy, reverse, sort, addition): two inputs of one length whose
   answers start with different tokens.
 """
@@ -292,6 +296,32 @@ def induction_pair(model: ModelInHand, block: int = 8, shown: int = 3, seed: int
     )
 
 
+def induction_key_pair(model: ModelInHand, block: int = 8, shown: int = 3, seed: int = 0) -> PatchPair:
+    """The induction pair whose corruption moves where the induction head looks, not what it
+    copies: a block of ``block`` distinct tokens, then its first ``shown`` again (the answer:
+    the block's next token). In the corruption the last shown token's copy in the block moves
+    two places on (a token from outside the block takes its place), so the token after it
+    there is the wrong answer, and every token of the block stays where it was but those two.
+    The difference reaches the answer only through the keys: what a previous-token head
+    writes at the positions after the two changed ones, read by the induction head's key."""
+    vocab = _vocab(model)
+    letters = list(vocab.chars) if isinstance(vocab, Vocab) else []
+    moved_to = shown + 1  # the index the matching token moves to (two places on from shown - 1)
+    if len(letters) < block + 1 or not 1 <= shown < moved_to + 1 < block:
+        raise PatchError("the induction-key pair needs a vocabulary of letters (an induction run)")
+    rng = random.Random(f"induction-key-pair:{seed}")
+    picked = rng.sample(letters, block + 1)
+    first, outside = picked[:block], picked[block]
+    moved = list(first)
+    moved[shown - 1], moved[moved_to] = outside, first[shown - 1]
+    repeat = "".join(first[:shown])
+    return PatchPair(
+        encode_text(model, "".join(first) + repeat), encode_text(model, "".join(moved) + repeat),
+        single_token(model, first[shown]), single_token(model, first[moved_to + 1], "wrong answer"),
+        "induction-key",
+    )
+
+
 def sequence_task_pair(model: ModelInHand, seed: int = 0, tries: int = 2000) -> PatchPair:
     """Two inputs of the task with one token length whose answers start differently,
     as a decoder-only model reads them (input then SEP); the answer's first token."""
@@ -364,7 +394,7 @@ def ready_pairs(model: ModelInHand) -> list[str]:
         return ["ioi"]
     name = model.task.name
     if name == "induction":
-        return ["induction"]
+        return ["induction", "induction-key"]
     if not model.task.is_lm:
         return [name]
     return []
@@ -385,6 +415,8 @@ def ready_pair(model: ModelInHand, name: str | None = None) -> PatchPair:
         return ioi_pair(model)
     if name == "induction" and "induction" in names:
         return induction_pair(model)
+    if name == "induction-key" and "induction-key" in names:
+        return induction_key_pair(model)
     if name in names and model_shape(model) is Shape.ENCODER_DECODER:
         return encoder_decoder_pair(model, name)
     if name in names:

@@ -60,7 +60,7 @@ def summary_text(view: EdgesView) -> Text:
         return out
     f = view.result.faithful
     out.append(f"CPR {f.cpr:.3f} · CMD {f.cmd:.3f} · top 5% recover {f.at(5.0):+.2f}", style="bold")
-    out.append("  (k on the induction run checks the known circuit)\n", style="dim")
+    out.append("  (k on an induction run checks the known circuit over 8 induction-key pairs)\n", style="dim")
     if view.check is not None:
         out.append(view.check.line(), style="green" if view.check.found else "yellow")
     elif view.check_error is not None:

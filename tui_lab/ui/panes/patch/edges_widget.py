@@ -95,7 +95,8 @@ class EdgesPanel(Vertical):
         self._run(partial(workers.score, self.post_message, run, source, run_dir))
 
     def check(self) -> None:
-        """The known-circuit check on the scores on show (once scored, when scoring is under way)."""
+        """The known-circuit check on the model on show, over its own pairs (once the edges are
+        scored, when scoring is under way: the model in hand comes with them)."""
         if self.view.result is None or self.handle is None:
             if self.running:
                 self._check_next = True
@@ -103,7 +104,7 @@ class EdgesPanel(Vertical):
                 self._status(Text("g scores the edges first; then k checks the known circuit", style="yellow"))
             return
         self._begin("checking the known circuit")
-        self._run(partial(workers.check, self.post_message, self.handle, self.view.result))
+        self._run(partial(workers.check, self.post_message, self.handle))
 
     def cancel(self) -> bool:
         """Cancel the job under way; False when none was."""

@@ -107,14 +107,18 @@ def over_history(post: Post, handle: ModelInHand, run_dir: Path, result: Result)
         post(EdgesHistoryReady(found))
 
 
-def check(post: Post, handle: ModelInHand, result: Result) -> None:
-    """The known-circuit check on the scores (an induction run's)."""
-    from tui_lab.core.analysis.edges.known_circuit import induction_check
+def check(post: Post, handle: ModelInHand) -> None:
+    """The known-circuit check on the model in hand (an induction run's): its edges scored over
+    the induction-key pairs, whatever pair is on show."""
+    from tui_lab.core.analysis.edges.known_circuit import known_circuit
+    from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
 
-    post(EdgesProgress(0, 1, "the atlas's heads"))
     try:
-        found = induction_check(handle, result.scores)
+        found = known_circuit(handle, progress=reporter(post), cancelled=_cancelled)
+    except PatchingCancelled:
+        return
     except Exception as exc:  # noqa: BLE001 - shown under the list
         post(CheckDone(None, one_line(exc)))
         return
-    post(CheckDone(found, None))
+    if not _cancelled():
+        post(CheckDone(found, None))
