@@ -82,3 +82,11 @@ def test_a_mean_ablation_is_measured_from_its_empty_circuit(tiny: Any, pair: Pat
         empty, circuit = run(set()), run(kept)
     assert got.empty == pytest.approx(empty, abs=1e-5)
     assert got.at(20.0) == pytest.approx((circuit - empty) / (float(b.metric) - empty), abs=1e-4)
+
+
+def test_the_circuit_followed_over_training_is_the_smallest_that_recovers_the_share() -> None:
+    from tui_lab.core.analysis.edges.faithfulness import Faithfulness
+
+    f = Faithfulness([1.0, 5.0, 10.0, 20.0, 100.0], [0.0, 0.3, 0.79, 0.81, 1.0], [1, 4, 8, 16, 81],
+                     0.7, 0.3, 2.0, -1.0, -1.0)
+    assert f.smallest(0.8) == 20.0 and f.smallest(0.3) == 5.0 and f.smallest(1.01) == 100.0

@@ -62,6 +62,11 @@ class Faithfulness:
     def at(self, percent: float) -> float:
         return self.recovered[self.percents.index(percent)]
 
+    def smallest(self, share: float = 0.8) -> float:
+        """The smallest percent whose circuit recovers ``share`` of the logit difference (100 if none):
+        the circuit worth following over training."""
+        return next((p for p, r in zip(self.percents, self.recovered, strict=True) if r >= share), 100.0)
+
 
 def kept_count(percent: float, n_edges: int) -> int:
     """Edges in a top-``percent``% circuit: ``percent`` of ``n_edges``, rounded."""

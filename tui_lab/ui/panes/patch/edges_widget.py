@@ -126,7 +126,7 @@ class EdgesPanel(Vertical):
         self.query_one("#edges-curve", CurveChart).draw("faithfulness: top k% of edges kept",
                                                         "log10 k (%)", xs, ys)
         hx, hy = history_points(v.history)
-        title = ("the final circuit (top 10%) over training" if v.history is not None
+        title = (f"the final circuit (its top {v.history.percent:g}%) over training" if v.history is not None
                  else "over training: a run with history snapshots")
         self.query_one("#edges-history", CurveChart).draw(title, "step", hx, hy)
 

@@ -90,14 +90,15 @@ def score(post: Post, run: ModelHandle, source: PairSource, run_dir: Path | None
 
 
 def over_history(post: Post, handle: ModelInHand, run_dir: Path, result: Result) -> None:
-    """The final circuit's faithfulness at every snapshot of ``run_dir``."""
+    """The final circuit's faithfulness at every snapshot of ``run_dir``: its smallest top k% that
+    recovers 0.8 on the final weights (what explains the trained model), followed back."""
     from tui_lab.core.analysis.edges.edges_history import edges_history
     from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
 
     progress = reporter(post)
     try:
-        found = edges_history(handle, run_dir, result.pair, result.scores, progress=progress,
-                              cancelled=_cancelled)
+        found = edges_history(handle, run_dir, result.pair, result.scores, result.faithful.smallest(0.8),
+                              progress=progress, cancelled=_cancelled)
     except PatchingCancelled:
         return
     except Exception as exc:  # noqa: BLE001 - one line, the lab goes on
