@@ -56,3 +56,11 @@ def test_a_run_without_history_is_one_line() -> None:
     pair = ready_pair(lab)
     with pytest.raises(EdgeError, match="no history snapshots"):
         edges_history(lab, DATA / "induction-run", pair, edge_attribution(lab, pair, "eap"))
+
+
+def test_snapshots_that_do_not_tell_the_pair_apart_are_left_out_of_the_curve() -> None:
+    from tui_lab.core.analysis.edges.edges_history import EdgesHistory
+
+    h = EdgesHistory(20.0, [1, 50, 100, 2000], [-1.2, 0.7, 0.2, 0.9], [0.1] * 4, [0.2, -1.3, 2.0, 27.0], 27.0)
+    assert h.readable() == ([100, 2000], [0.2, 0.9])  # 5% of 27 is 1.35: steps 1 and 50 are noise
+    assert h.readable(0.0) == ([1, 50, 100, 2000], [-1.2, 0.7, 0.2, 0.9])

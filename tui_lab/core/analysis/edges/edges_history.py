@@ -24,17 +24,33 @@ if TYPE_CHECKING:
     from tui_lab.core.opening.in_hand import ModelInHand
 
 
+# A snapshot whose clean and corrupted runs differ by less than this share of the final model's
+# logit difference does not tell the pair apart yet: a fraction of that gap is noise there
+# (the induction run's first 64 steps: gaps of 0.1-0.8 against 27, fractions from -1.2 to +0.7).
+READABLE_GAP = 0.05
+
+
 @dataclass
 class EdgesHistory:
-    """Per snapshot, in step order: the final circuit's recovered fraction at ``percent`` and its CPR."""
+    """Per snapshot, in step order: the final circuit's recovered fraction at ``percent``, its
+    CPR and the snapshot's own logit difference between the clean and corrupted runs (``gap``);
+    ``final_gap``: the final model's."""
 
     percent: float
     steps: list[int] = field(default_factory=list)
     recovered: list[float] = field(default_factory=list)
     cpr: list[float] = field(default_factory=list)
+    gap: list[float] = field(default_factory=list)
+    final_gap: float = 0.0
+
+    def readable(self, share: float = READABLE_GAP) -> tuple[list[int], list[float]]:
+        """(steps, recovered fractions) of the snapshots whose gap is at least ``share`` of the final one."""
+        keep = [i for i, g in enumerate(self.gap) if abs(g) >= share * abs(self.final_gap)]
+        return [self.steps[i] for i in keep], [self.recovered[i] for i in keep]
 
     def to_dict(self) -> dict[str, object]:
-        return {"percent": self.percent, "steps": self.steps, "recovered": self.recovered, "cpr": self.cpr}
+        return {"percent": self.percent, "steps": self.steps, "recovered": self.recovered, "cpr": self.cpr,
+                "gap": self.gap, "final_gap": self.final_gap}
 
 
 def edges_history(model: ModelInHand, run_dir: str | Path, pair: PatchPair, final: EdgeScores,
@@ -48,7 +64,7 @@ def edges_history(model: ModelInHand, run_dir: str | Path, pair: PatchPair, fina
     chosen = sorted(found if steps is None else steps)
     percents = tuple(sorted({*PERCENTS, percent}))
     copy = model.private_copy()
-    out = EdgesHistory(percent)
+    out = EdgesHistory(percent, final_gap=final.clean - final.corrupt)
     for i, step in enumerate(chosen):
         stop_if(cancelled)
         load_snapshot(run_dir, step, copy.model)
@@ -56,6 +72,7 @@ def edges_history(model: ModelInHand, run_dir: str | Path, pair: PatchPair, fina
         out.steps.append(step)
         out.recovered.append(f.at(percent))
         out.cpr.append(f.cpr)
+        out.gap.append(f.clean - f.corrupt)
         if progress is not None:
             progress(i + 1, len(chosen), "snapshots")
     return out

@@ -65,18 +65,25 @@ class KnownCircuit:
                 "scored_over": self.pairs}
 
     def line(self) -> str:
-        heads = (f"previous-token heads {', '.join(self.previous)}; induction heads {', '.join(self.induction)}"
-                 f"; scored over {self.pairs}")
+        heads = f"previous-token heads {_names(self.previous)}, induction heads {_names(self.induction)}; over {self.pairs}"
         if self.edge is None:
-            return ("known circuit NOT found: no edge from a previous-token head into an induction head's key "
-                    "carries the answer here (the pair may not move where the heads look: induction-key does); "
-                    + heads)
+            return ("known circuit NOT found: no previous-token head's edge into an induction head's key carries "
+                    f"the answer (a pair that moves where the heads look does: induction-key); {heads}")
         verdict = "found" if self.found else "NOT found"
-        ends = (f"; the {self.ends_above} above it are its path's ends" if self.rank > 1
-                and self.ends_above == self.rank - 1 else f"; {self.ends_above} of the {self.rank - 1} above it "
-                "are its path's ends" if self.rank > 1 else "")
+        if self.rank == 1:
+            where = "first"
+        elif self.ends_above == self.rank - 1:
+            where = f"after only its path's {self.ends_above} ends"
+        else:
+            where = f"{self.ends_above} of the {self.rank - 1} above it its path's ends"
         return (f"known circuit {verdict}: {self.edge} ({self.score:+.3f}) ranks {self.rank} of {self.n_edges} "
-                f"edges (top {self.top} pass){ends}; {heads}")
+                f"(top {self.top} pass), {where}; {heads}")
+
+
+def _names(heads: list[str]) -> str:
+    """a0.h0, a0.h1, a0.h2 as a0.h0/h1/h2 (one layer's heads)."""
+    layer, _, first = heads[0].partition(".")
+    return heads[0] + "".join("/" + h.partition(".")[2] for h in heads[1:]) if layer and first else ", ".join(heads)
 
 
 def _heads(model: ModelInHand) -> tuple[list[int], list[int]]:

@@ -60,7 +60,7 @@ def summary_text(view: EdgesView) -> Text:
         return out
     f = view.result.faithful
     out.append(f"CPR {f.cpr:.3f} · CMD {f.cmd:.3f} · top 5% recover {f.at(5.0):+.2f}", style="bold")
-    out.append("  (k on an induction run checks the known circuit over 8 induction-key pairs)\n", style="dim")
+    out.append("  (k: the known-circuit check)\n", style="dim")
     if view.check is not None:
         out.append(view.check.line(), style="green" if view.check.found else "yellow")
     elif view.check_error is not None:
@@ -79,7 +79,9 @@ def curve_points(result: Result | None) -> tuple[list[float], list[float]]:
 
 
 def history_points(history: EdgesHistory | None) -> tuple[list[float], list[float]]:
-    """Each snapshot's step and the final circuit's recovered fraction there."""
+    """Each snapshot's step and the final circuit's recovered fraction there, from the first
+    snapshot that tells the pair apart (before it the fraction is noise)."""
     if history is None:
         return [], []
-    return [float(s) for s in history.steps], list(history.recovered)
+    steps, recovered = history.readable()
+    return [float(s) for s in steps], recovered
