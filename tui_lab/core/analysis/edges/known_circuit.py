@@ -28,12 +28,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from tui_lab.core.analysis.edges.component_graph import EdgeError
+from tui_lab.core.analysis.edges.component_graph import Cancelled, EdgeError, Progress, stop_if
 from tui_lab.core.analysis.edges.edge_scores import EdgeScores
 
 if TYPE_CHECKING:
     from tui_lab.core.opening.in_hand import ModelInHand
-    from tui_lab.core.verbs.verb import Cancelled, Progress
 
 KEY_PAIRS = 8  # induction-key pairs (seeds 0..7) the check averages the scores over
 
@@ -127,6 +126,7 @@ def key_path_scores(model: ModelInHand, pairs: int = KEY_PAIRS, method: str = "e
 
     found: list[EdgeScores] = []
     for seed in range(pairs):
+        stop_if(cancelled)
         if progress is not None:
             progress(seed, pairs, "induction-key pairs")
         found.append(edge_attribution(model, induction_key_pair(model, seed=seed), method, ig_steps,
