@@ -74,6 +74,24 @@ def test_the_check_on_the_key_pair() -> None:
     assert text.returncode == 0 and "known circuit found: " in text.stdout
 
 
+def test_history_follows_the_final_circuit_back_over_the_snapshots() -> None:
+    """``--history`` on induction-mlp (snapshots at 100, 400, 1,200; the last is the final model):
+    the smallest top k% recovering 0.8 at the end, measured at each; the last equals the curve's."""
+    result = tfx("circuit", "--run", str(Path(INDUCTION_RUN).parent / "induction-mlp-run"), "--pair",
+                 "induction-key", "--history", "--top", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    h, curve = out["history"], {p["percent"]: p["recovered"] for p in out["faithfulness"]}
+    assert h["percent"] == min(p for p, r in curve.items() if r >= 0.8)
+    assert h["steps"] == [100, 400, 1200] and h["recovered"][-1] == pytest.approx(curve[h["percent"]], abs=1e-5)
+    assert h["final_gap"] == pytest.approx(out["clean"] - out["corrupt"], abs=1e-4)
+    assert h["gap"][0] < 0.05 * h["final_gap"] < h["gap"][1]  # step 100 does not tell the pair apart yet
+
+
+def test_history_on_a_run_without_snapshots_is_one_line() -> None:
+    assert_one_line_error(tfx("circuit", "--run", INDUCTION_RUN, "--history"), "no history snapshots")
+
+
 def test_the_check_on_a_run_without_an_induction_head_is_one_line() -> None:
     control = str(Path(INDUCTION_RUN).parent / "induction-control")  # one layer
     assert_one_line_error(tfx("circuit", "--run", control, "--pair", "induction", "--check"), "two layers")

@@ -42,6 +42,9 @@ def add_parser(sub: Subparsers) -> None:
     s.add_argument("--check", action="store_true",
                    help="an induction run: also check the known circuit (previous-token heads into induction "
                         "heads' keys), its edges scored over 8 induction-key pairs")
+    s.add_argument("--history", action="store_true",
+                   help="a run with history: also the final circuit (its smallest top k%% that recovers 0.8) "
+                        "measured at every snapshot")
     add_at_step(s)
     add_json(s)
     s.set_defaults(handler=circuit)
@@ -53,7 +56,7 @@ def request_from_args(args: argparse.Namespace) -> Request:
 
     return Request(method=args.method, ig_steps=args.ig_steps, top=args.top, pair=args.pair, clean=args.clean,
                    corrupt=args.corrupt, answer=args.answer, wrong=args.wrong, path=args.path,
-                   mean=args.mean, check=args.check)
+                   mean=args.mean, check=args.check, history=args.history)
 
 
 def circuit(args: argparse.Namespace) -> int:
@@ -91,3 +94,10 @@ def print_result(name: str, result: Result) -> None:
               f"recovered {pp.recovered:+.3f}")
     if result.check is not None:
         print(result.check.line())
+    if result.history is not None:
+        h = result.history
+        print(f"the final circuit (top {h.percent:g}%) over training: recovered fraction at each snapshot "
+              "(* : the runs differ by under 5% of the final gap there: noise)")
+        readable = set(h.readable()[0])
+        for step, r in zip(h.steps, h.recovered, strict=True):
+            print(f"  step {step:>7} {r:+.3f}{'' if step in readable else ' *'}")

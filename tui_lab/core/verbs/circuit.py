@@ -23,6 +23,7 @@ from tui_lab.core.verbs.verb import JSON, Cancelled, Progress, never, no_progres
 if TYPE_CHECKING:
     from tui_lab.core.analysis.edges.edge_patching import PathPatch
     from tui_lab.core.analysis.edges.edge_scores import EdgeScores
+    from tui_lab.core.analysis.edges.edges_history import EdgesHistory
     from tui_lab.core.analysis.edges.faithfulness import Faithfulness
     from tui_lab.core.analysis.edges.known_circuit import KnownCircuit
     from tui_lab.core.analysis.patching.patch_pair import PatchPair
@@ -55,6 +56,7 @@ class Request:
     path: str | None = None  # a head pair to path-patch: a0.h1->a1.h3<k>
     mean: int = 0  # > 0: outside the circuit, the writers' mean over this many held-out inputs
     check: bool = False  # an induction run's known-circuit check (``known_circuit``) as well
+    history: bool = False  # the final circuit's faithfulness at every history snapshot as well
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -83,6 +85,7 @@ class Result:
     path: PathPatch | None = None
     mean: int = 0
     check: KnownCircuit | None = None
+    history: EdgesHistory | None = None
 
     def to_json(self) -> JSON:
         out: JSON = {
@@ -96,6 +99,8 @@ class Result:
             out["path"] = self.path.to_dict()
         if self.check is not None:
             out["known_circuit"] = self.check.to_dict()
+        if self.history is not None:
+            out["history"] = self.history.to_dict()
         return out
 
 
@@ -111,6 +116,7 @@ def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Prog
     from tui_lab.core.analysis.edges.edge_attribution import edge_attribution
     from tui_lab.core.analysis.edges.edge_forward import decoder_of, graph_of
     from tui_lab.core.analysis.edges.edge_patching import path_patch
+    from tui_lab.core.analysis.edges.edges_history import edges_history
     from tui_lab.core.analysis.edges.faithfulness import faithfulness
     from tui_lab.core.analysis.edges.known_circuit import known_circuit
 
@@ -126,7 +132,13 @@ def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Prog
     progress(1, 1, "faithfulness")
     found = None if where is None else path_patch(model, pair, *where)
     check = known_circuit(model, progress=progress, cancelled=cancelled) if request.check else None
-    return Result(pair, scores, request.top, faithful, found, request.mean, check)
+    history = None
+    if request.history:
+        if model.run_dir is None:
+            raise EdgeError("--history: the model was not opened from a run folder")
+        history = edges_history(model, model.run_dir, pair, scores, faithful.smallest(0.8), progress=progress,
+                                cancelled=cancelled)
+    return Result(pair, scores, request.top, faithful, found, request.mean, check, history)
 
 
 def held_out(model: ModelInHand, pair: PatchPair, n: int) -> list[list[int]]:
