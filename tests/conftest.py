@@ -16,6 +16,24 @@ import pytest
 # Tests of the thread settings themselves set counts explicitly.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+
+def _own_cache() -> None:
+    """The lab's cache folder (SAE activations and feature tables, the matmul peak's probe) in a
+    folder of the suite's own, removed at the end, so a test run neither reads what the user's
+    lab kept nor leaves anything there. The workers and the lab's subprocesses inherit it."""
+    if "TFX_LAB_CACHE" in os.environ:
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="tfx-lab-test-cache-")
+    os.environ["TFX_LAB_CACHE"] = folder
+    atexit.register(shutil.rmtree, folder, True)
+
+
+_own_cache()
+
 from tests.hf_fixtures.no_network import no_network  # noqa: F401  (any test may forbid sockets)
 from tui_lab.core.config.lab_config import LabConfig, from_dict
 
