@@ -37,7 +37,7 @@ from tui_lab.core.analysis.circuits.qk_components import (
     norm_bias,
     norm_linear,
 )
-from tui_lab.core.analysis.circuits.replacement_model import _blocks, check_replaceable
+from tui_lab.core.analysis.circuits.replacement_model import check_replaceable, decoder_blocks
 from tui_lab.core.errors import LabError
 from tui_lab.core.model.attention import MultiHeadAttention
 from tui_lab.core.model.layers import TransformerBlock
@@ -110,7 +110,7 @@ def _top(parts: list[Part], values: Tensor, n: int) -> list[tuple[Part, float]]:
 
 def check_head(model: ModelInHand, layer: int, head: int, query: int, key: int, n_pos: int) -> MultiHeadAttention:
     """The head's attention module, after refusing what QK tracing cannot decompose."""
-    blocks = _blocks(model)
+    blocks = decoder_blocks(model)
     if not 0 <= layer < len(blocks):
         raise QKError(f"layer {layer} out of range: the model has layers 0-{len(blocks) - 1}")
     attn = blocks[layer].self_attn
@@ -165,7 +165,7 @@ def capture(model: ModelInHand, ids: list[int], layer: int, transcoders: Transco
         mlp_in=[one[transcoders.input_hook(lay)] for lay in range(layer + 1)],
         mlp_out=[one[transcoders.output_hook(lay)] for lay in range(layer + 1)],
         mlp_norm_in=[one[f"blocks.{lay}.hook_resid_{'pre' if parallel else 'mid'}"] for lay in range(layer + 1)],
-        norm2=[_norm2(block) for block in _blocks(model)[: layer + 1]], parallel=parallel,
+        norm2=[_norm2(block) for block in decoder_blocks(model)[: layer + 1]], parallel=parallel,
         scores=one[f"blocks.{layer}.attn.hook_attn_scores"],
     )
 
@@ -201,7 +201,7 @@ def qk_trace(
     query = len(ids) - 1 if query is None else query
     attn = check_head(model, layer, head, query, 0 if key is None else key, len(ids))
     check_hops(hops, layer, attn.n_heads, len(ids))
-    blocks = _blocks(model)
+    blocks = decoder_blocks(model)
     cap = capture(model, ids, layer, transcoders)
     if key is None:
         key = int(cap.patterns[layer][head, query, : query + 1].argmax())

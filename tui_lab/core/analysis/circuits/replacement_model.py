@@ -134,7 +134,7 @@ def check_replaceable(model: ModelInHand, transcoders: TranscoderSet) -> None:
         raise ReplacementError("attribution graphs need linear logits: this model soft-caps them")
     if not c.d_ff:
         raise ReplacementError("this model has no MLPs for transcoders to replace (attention-only)")
-    n_layers = len(_blocks(model))
+    n_layers = len(decoder_blocks(model))
     known = set(model.hook_names())
     for hook in (transcoders.feature_input_hook, transcoders.feature_output_hook):
         if f"blocks.0.{hook}" not in known:
@@ -160,7 +160,8 @@ def decoder_only(model: ModelInHand) -> DecoderOnly:
     return module
 
 
-def _blocks(model: ModelInHand) -> list[TransformerBlock]:
+def decoder_blocks(model: ModelInHand) -> list[TransformerBlock]:
+    """The decoder-only stack's blocks, in order (QK tracing reads their attention and norms too)."""
     blocks = [b for b in decoder_only(model).decoder.layers if isinstance(b, TransformerBlock)]
     assert len(blocks) == len(decoder_only(model).decoder.layers)
     return blocks
@@ -275,7 +276,7 @@ def build_replacement(model: ModelInHand, ids: list[int], transcoders: Transcode
     norm scales frozen (checked replaceable first)."""
     check_replaceable(model, transcoders)
     c = model.config.model
-    blocks = _blocks(model)
+    blocks = decoder_blocks(model)
     names = [n for n in _captured_names(len(blocks), transcoders.feature_input_hook)
              if not (c.parallel_residual and n.endswith("hook_resid_mid"))]
     with torch.no_grad():
