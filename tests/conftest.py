@@ -16,6 +16,9 @@ import pytest
 # Tests of the thread settings themselves set counts explicitly.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from tests.hf_fixtures.no_network import no_network  # noqa: F401  (any test may forbid sockets)
+from tui_lab.core.config.lab_config import LabConfig, from_dict
+
 
 def _own_cache() -> None:
     """The lab's cache folder (SAE activations and feature tables, the matmul peak's probe) in a
@@ -33,9 +36,6 @@ def _own_cache() -> None:
 
 
 _own_cache()
-
-from tests.hf_fixtures.no_network import no_network  # noqa: F401  (any test may forbid sockets)
-from tui_lab.core.config.lab_config import LabConfig, from_dict
 
 
 def _finer_pilot_idle() -> None:
