@@ -27,7 +27,7 @@ def add_parser(sub: Subparsers) -> None:
     add_pair(s)
     s.add_argument("--pair", metavar="NAME",
                    help="a ready-made pair instead: ioi (opened models), translation (opened "
-                        "translators), the run's task (induction, copy, ...)")
+                        "translators), the run's task (induction, induction-key, copy, ...)")
     s.add_argument("--target", metavar="TEXT",
                    help="an encoder-decoder's decoder input after its start token, the same in both "
                         "runs (default: none); the answer is its next token")
