@@ -1,11 +1,11 @@
 """``screenshots/patch-edges.svg`` (and ``.png``): the Patch pane's edges view on the induction run.
 
-    python scripts/patch_edges_screenshot.py [--run RUN_DIR] [--first-pair] [--out screenshots/patch-edges.svg]
+    python scripts/patch_edges_screenshot.py [--run RUN_DIR] [--value-pair] [--out screenshots/patch-edges.svg]
 
 The run defaults to the shipped ``tests/data/induction-run`` (``screenshots/patch-edges-history.svg``
 is this script's picture of a run trained with ``tfx-lab train --preset induction``, which keeps
-history). It opens the lab on the run, shows the Patch pane (7), picks the induction-key pair
-(``e``, the second ready pair; ``--first-pair`` keeps the first, induction); then the edges view (``g``: every edge scored by EAP-IG on the pair, the
+history). It opens the lab on the run, shows the Patch pane (7) (``--value-pair`` picks the plain
+induction pair first: ``e``, the first ready pair; the edges' default is induction-key); then the edges view (``g``: every edge scored by EAP-IG on the pair, the
 top ones, the faithfulness curve and, on a run with history, the final circuit over it), then
 the known-circuit check (``k``), and saves the SVG. A PNG is written too when ``rsvg-convert``
 exists.
@@ -23,7 +23,7 @@ from shot_tools import SIZE, hold_run, print_with_png, save_svg, wait_for
 RUN = Path(__file__).resolve().parent.parent / "tests" / "data" / "induction-run"
 
 
-async def make(run: Path, out: Path, key_pair: bool = False) -> Path:
+async def make(run: Path, out: Path, value_pair: bool = False) -> Path:
     from tui_lab.ui import pane_registry
     from tui_lab.ui.app import LabApp
     from tui_lab.ui.panes.patch.edges_widget import EdgesPanel
@@ -38,8 +38,8 @@ async def make(run: Path, out: Path, key_pair: bool = False) -> Path:
         pane = app.query_one(PatchPane)
         await wait_for(pilot, lambda: pane.display, 30, "the Patch pane")
         edges = app.query_one(EdgesPanel)
-        if key_pair:  # the pair form: the second ready pair, induction-key
-            await pilot.press("e", "down", "enter")
+        if value_pair:  # the pair form: the first ready pair, induction
+            await pilot.press("e", "enter")
             await pilot.pause(0.5)
             await wait_for(pilot, lambda: not pane.running and pane.pair is not None, 600, "the pair")
         await pilot.press("g")
@@ -54,10 +54,10 @@ async def make(run: Path, out: Path, key_pair: bool = False) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, default=RUN, help="a trained induction run (default: the shipped one)")
-    parser.add_argument("--first-pair", action="store_true", help="score the first ready pair, not induction-key")
+    parser.add_argument("--value-pair", action="store_true", help="score the plain induction pair, not induction-key")
     parser.add_argument("--out", type=Path, default=Path("screenshots") / "patch-edges.svg")
     args = parser.parse_args(argv)
-    print_with_png(asyncio.run(make(args.run.resolve(), args.out.resolve(), not args.first_pair)))
+    print_with_png(asyncio.run(make(args.run.resolve(), args.out.resolve(), args.value_pair)))
     return 0
 
 

@@ -23,11 +23,11 @@ def _json(*args: str) -> dict:
 def test_json_has_the_issues_keys_and_the_functions_numbers() -> None:
     out = _json("--method", "eap", "--top", "5", "--path", "a0.h3->a1.h1<k>")
     assert {"edges", "faithfulness", "cpr", "cmd", "pair", "method", "n_edges", "path"} <= set(out)
-    assert out["pair"] == "induction" and out["method"] == "eap" and out["n_edges"] == 81
+    assert out["pair"] == "induction-key" and out["method"] == "eap" and out["n_edges"] == 81  # the default
     assert len(out["edges"]) == 5 and set(out["edges"][0]) == {"from", "to", "score"}
     assert [p["percent"] for p in out["faithfulness"]] == [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100]
     lab = open_model(INDUCTION_RUN)
-    pair = ready_pair(lab)
+    pair = ready_pair(lab, "induction-key")
     scores = edge_attribution(lab, pair, method="eap")
     want = [e.to_dict() for e in scores.top(5)]
     assert [(e["from"], e["to"]) for e in out["edges"]] == [(e["from"], e["to"]) for e in want]

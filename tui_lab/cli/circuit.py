@@ -27,7 +27,7 @@ def add_parser(sub: Subparsers) -> None:
     add_run_or_model(s)
     s.add_argument("--pair", metavar="NAME",
                    help="a ready-made pair: ioi (opened models), the run's task (induction, copy, ...); "
-                        "an induction run also takes induction-key (only where the heads look moves)")
+                        "an induction run's default is induction-key (only where the heads look moves)")
     add_pair(s)
     s.add_argument("--method", default="eap-ig",
                    help="eap (one backward), eap-ig (integrated gradients, default) or exact (one "

@@ -10,6 +10,7 @@ path's exact patch. ``tfx-lab circuit`` and the Patch pane's edges view run it h
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -104,10 +105,23 @@ class Result:
         return out
 
 
+def default_pair(model: ModelInHand) -> str | None:
+    """The ready pair edges are scored over when none is named: an induction run's induction-key
+    (it asks where the heads look, which the edges between heads carry; the plain induction pair
+    asks what they copy), else the model's first (None)."""
+    from tui_lab.core.analysis.patching.patch_pair import ready_pairs
+
+    return "induction-key" if "induction-key" in ready_pairs(model) else None
+
+
 def run(request: Request, model: ModelInHand, progress: Progress = no_progress,
         cancelled: Cancelled = never) -> Result:
-    """Score every edge over the request's pair, then measure the top circuits' faithfulness."""
-    return run_on(request, model, patch.pair_of(request.patch_request(), model), progress, cancelled)
+    """Score every edge over the request's pair (``default_pair`` when none is named or typed),
+    then measure the top circuits' faithfulness."""
+    asked = request.patch_request()
+    if asked.pair is None and not asked.typed():
+        asked = dataclasses.replace(asked, pair=default_pair(model))
+    return run_on(request, model, patch.pair_of(asked, model), progress, cancelled)
 
 
 def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Progress = no_progress,

@@ -36,7 +36,7 @@ def _reference(run_dir: Path) -> object:
     from tui_lab.core.verbs.circuit import Request, run_on
 
     lab = open_model(run_dir)
-    return run_on(Request(), lab, ready_pair(lab))
+    return run_on(Request(), lab, ready_pair(lab, "induction-key"))  # the edges' default on an induction run
 
 
 async def test_g_scores_the_edges_and_k_checks_the_known_circuit(tmp_path: Path) -> None:

@@ -72,12 +72,15 @@ def reporter(post: Post) -> ProgressReport:
 
 
 def score(post: Post, run: ModelHandle, source: PairSource, run_dir: Path | None) -> None:
-    """The pair's edges (EAP-IG, 5 steps) and their faithfulness, on a private copy."""
+    """The pair's edges (EAP-IG, 5 steps) and their faithfulness, on a private copy; with no pair
+    picked, the circuit verb's default (an induction run's induction-key)."""
     from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
-    from tui_lab.core.verbs.circuit import Request, run_on
+    from tui_lab.core.verbs.circuit import Request, default_pair, run_on
 
     try:
         handle = jobs.private_handle(run)
+        if not source.custom and source.name is None:  # no pair picked: the edges' own default
+            source = PairSource(default_pair(handle))
         pair = jobs.make_pair(handle, source)
         result = run_on(Request(), handle, pair, reporter(post), _cancelled)
     except PatchingCancelled:
