@@ -11,6 +11,12 @@ from tui_lab.core.sae.metrics import dead_fraction
 LOG_EPS = 1e-10
 
 
+def fired_counts(features: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """(how many tokens each feature fired on (d_sae,), the tokens) of ``features`` (..., d_sae)."""
+    fired = features.reshape(-1, features.shape[-1]) > 0
+    return fired.sum(dim=0), fired.shape[0]
+
+
 class FeatureActivity:
     """Counts, over the tokens seen in training, when and how often each feature fired."""
 
@@ -23,8 +29,7 @@ class FeatureActivity:
     @torch.no_grad()
     def update(self, features: torch.Tensor) -> None:
         """Count the tokens of ``features`` (..., d_sae)."""
-        fired = features.reshape(-1, features.shape[-1]) > 0  # (N, d_sae)
-        self.add(fired.sum(dim=0), fired.shape[0])
+        self.add(*fired_counts(features))
 
     @torch.no_grad()
     def add(self, counts: torch.Tensor, n: int) -> None:

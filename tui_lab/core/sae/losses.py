@@ -29,6 +29,7 @@ from tui_lab.core.sae.active_features import (
     decode,
     prefix_decodes,
 )
+from tui_lab.core.sae.activity import fired_counts
 from tui_lab.core.sae.config import WITH_K
 from tui_lab.core.sae.jumprelu import step
 from tui_lab.core.sae.matryoshka import inner_losses
@@ -65,8 +66,7 @@ class StepLoss:
         """(how many tokens each feature fired on (d_sae,), the tokens)."""
         if self.active is not None:
             return self.active.fired(), self.active.n_rows
-        fired = self.features.reshape(-1, self.features.shape[-1]) > 0
-        return fired.sum(dim=0), fired.shape[0]
+        return fired_counts(self.features)
 
     def kept_values(self) -> torch.Tensor:
         """The kept activations (detached): BatchTopK's running threshold averages their minimum."""
@@ -115,10 +115,8 @@ def active_loss(
     recon = (x_hat - x).pow(2).sum(dim=-1).mean()
     zero = recon.new_zeros(())
     aux = zero
-    if dead is not None and coefficients.aux_k > 0 and bool(dead.any()):
-        n_dead, k_aux = int(dead.sum()), x.shape[-1] // 2
-        error_hat = aux_reconstruction(sae, z, dead, min(k_aux, n_dead))
-        aux = coefficients.aux_k * min(n_dead / k_aux, 1.0) * (error_hat - (x - x_hat).detach()).pow(2).sum(-1).mean()
+    if dead is not None and coefficients.aux_k > 0:
+        aux = coefficients.aux_k * topk_aux_loss(sae, x, x_hat, z, dead, sparse=True)
     inner: tuple[torch.Tensor, ...] = ()
     if sae.cfg.architecture == "matryoshka_batchtopk":
         widths = list(sae.cfg.matryoshka_widths or [])[:-1]
@@ -128,12 +126,14 @@ def active_loss(
 
 
 def topk_aux_loss(
-    sae: SparseAutoencoder, x: torch.Tensor, x_hat: torch.Tensor, z: torch.Tensor, dead: torch.Tensor
+    sae: SparseAutoencoder, x: torch.Tensor, x_hat: torch.Tensor, z: torch.Tensor, dead: torch.Tensor,
+    sparse: bool = False,
 ) -> torch.Tensor:
     """Gao et al.'s AuxK: the dead features' top k_aux reconstruct the live ones' error.
 
     Scaled down while few features are dead (SAELens), so a handful of dead
-    features do not get a full-size gradient each.
+    features do not get a full-size gradient each. ``sparse``: ê through the chosen
+    entries' decoder rows only (``active_features.aux_reconstruction``), the same value.
     """
     n_dead = int(dead.sum())
     if n_dead == 0:
@@ -142,6 +142,8 @@ def topk_aux_loss(
     scale = min(n_dead / k_aux, 1.0)
     k_aux = min(k_aux, n_dead)
     error = (x - x_hat).detach()  # the target: what the live features missed
+    if sparse:
+        return scale * (aux_reconstruction(sae, z, dead, k_aux) - error).pow(2).sum(dim=-1).mean()
     dead_z = torch.where(dead, z, torch.full_like(z, -torch.inf))
     values, indices = dead_z.topk(k_aux, dim=-1, sorted=False)
     z_aux = torch.zeros_like(z).scatter(-1, indices, values.relu())

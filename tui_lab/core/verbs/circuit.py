@@ -118,10 +118,14 @@ def run(request: Request, model: ModelInHand, progress: Progress = no_progress,
         cancelled: Cancelled = never) -> Result:
     """Score every edge over the request's pair (``default_pair`` when none is named or typed),
     then measure the top circuits' faithfulness."""
-    asked = request.patch_request()
+    return run_on(request, model, edges_pair(request.patch_request(), model), progress, cancelled)
+
+
+def edges_pair(asked: patch.Request, model: ModelInHand) -> PatchPair:
+    """The pair ``asked`` names or types, as ``tfx-lab patch`` makes it; neither: ``default_pair``."""
     if asked.pair is None and not asked.typed():
         asked = dataclasses.replace(asked, pair=default_pair(model))
-    return run_on(request, model, patch.pair_of(asked, model), progress, cancelled)
+    return patch.pair_of(asked, model)
 
 
 def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Progress = no_progress,
@@ -150,7 +154,7 @@ def run_on(request: Request, model: ModelInHand, pair: PatchPair, progress: Prog
     if request.history:
         if model.run_dir is None:
             raise EdgeError("--history: the model was not opened from a run folder")
-        history = edges_history(model, model.run_dir, pair, scores, faithful.smallest(0.8), progress=progress,
+        history = edges_history(model, model.run_dir, pair, scores, faithful.smallest(), progress=progress,
                                 cancelled=cancelled)
     return Result(pair, scores, request.top, faithful, found, request.mean, check, history)
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from tui_lab.core.opening.in_hand import ModelInHand
 
 PERCENTS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+FOLLOWED_SHARE = 0.8  # over training, the final circuit followed is the smallest recovering this
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Faithfulness:
     def at(self, percent: float) -> float:
         return self.recovered[self.percents.index(percent)]
 
-    def smallest(self, share: float = 0.8) -> float:
+    def smallest(self, share: float = FOLLOWED_SHARE) -> float:
         """The smallest percent whose circuit recovers ``share`` of the logit difference (100 if none):
         the circuit worth following over training."""
         return next((p for p, r in zip(self.percents, self.recovered, strict=True) if r >= share), 100.0)

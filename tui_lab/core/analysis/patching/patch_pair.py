@@ -277,14 +277,20 @@ def ioi_pair(model: ModelInHand) -> PatchPair:
     return PatchPair(pair.clean, pair.corrupt, pair.answer, pair.wrong, "ioi")
 
 
+def _letters(model: ModelInHand, needed: int, pair: str) -> list[str]:
+    """The induction run's letters; PatchError when fewer than ``needed`` (the model reads no letters)."""
+    vocab = _vocab(model)
+    letters = list(vocab.chars) if isinstance(vocab, Vocab) else []
+    if len(letters) < needed:
+        raise PatchError(f"the {pair} pair needs a vocabulary of letters (an induction run)")
+    return letters
+
+
 def induction_pair(model: ModelInHand, block: int = 8, shown: int = 3, seed: int = 0) -> PatchPair:
     """A random block of ``block`` distinct tokens, then its first ``shown`` tokens
     again; the answer is the block's next token. The corruption replaces the first
     copy with other tokens, so the wrong answer is what that copy would predict."""
-    vocab = _vocab(model)
-    letters = list(vocab.chars) if isinstance(vocab, Vocab) else []
-    if len(letters) < 2 * block:
-        raise PatchError("the induction pair needs a vocabulary of letters (an induction run)")
+    letters = _letters(model, 2 * block, "induction")
     rng = random.Random(f"induction-pair:{seed}")
     picked = rng.sample(letters, 2 * block)
     first, other = picked[:block], picked[block:]
@@ -304,11 +310,10 @@ def induction_key_pair(model: ModelInHand, block: int = 8, shown: int = 3, seed:
     there is the wrong answer, and every token of the block stays where it was but those two.
     The difference reaches the answer only through the keys: what a previous-token head
     writes at the positions after the two changed ones, read by the induction head's key."""
-    vocab = _vocab(model)
-    letters = list(vocab.chars) if isinstance(vocab, Vocab) else []
     moved_to = shown + 1  # the index the matching token moves to (two places on from shown - 1)
-    if len(letters) < block + 1 or not 1 <= shown < moved_to + 1 < block:
-        raise PatchError("the induction-key pair needs a vocabulary of letters (an induction run)")
+    if not 1 <= shown < moved_to + 1 < block:
+        raise PatchError(f"the induction-key pair needs 1 <= shown < block - 2, got block {block}, shown {shown}")
+    letters = _letters(model, block + 1, "induction-key")
     rng = random.Random(f"induction-key-pair:{seed}")
     picked = rng.sample(letters, block + 1)
     first, outside = picked[:block], picked[block]

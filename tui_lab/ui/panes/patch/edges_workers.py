@@ -75,13 +75,11 @@ def score(post: Post, run: ModelHandle, source: PairSource, run_dir: Path | None
     """The pair's edges (EAP-IG, 5 steps) and their faithfulness, on a private copy; with no pair
     picked, the circuit verb's default (an induction run's induction-key)."""
     from tui_lab.core.analysis.patching.activation_patching import PatchingCancelled
-    from tui_lab.core.verbs.circuit import Request, default_pair, run_on
+    from tui_lab.core.verbs.circuit import Request, edges_pair, run_on
 
     try:
         handle = jobs.private_handle(run)
-        if not source.custom and source.name is None:  # no pair picked: the edges' own default
-            source = PairSource(default_pair(handle))
-        pair = jobs.make_pair(handle, source)
+        pair = edges_pair(jobs.request_of(source), handle)  # none picked: the edges' own default
         result = run_on(Request(), handle, pair, reporter(post), _cancelled)
     except PatchingCancelled:
         return
@@ -100,7 +98,7 @@ def over_history(post: Post, handle: ModelInHand, run_dir: Path, result: Result)
 
     progress = reporter(post)
     try:
-        found = edges_history(handle, run_dir, result.pair, result.scores, result.faithful.smallest(0.8),
+        found = edges_history(handle, run_dir, result.pair, result.scores, result.faithful.smallest(),
                               progress=progress, cancelled=_cancelled)
     except PatchingCancelled:
         return

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tui_lab.core.opening.model_handle import ModelHandle
     from tui_lab.core.opening.model_in_hand import ModelInHand
     from tui_lab.core.tasks.protocol import Task
+    from tui_lab.core.verbs.patch import Request as PatchRequest
 
 Progress = Callable[[int, int], None]
 Cancelled = Callable[[], bool]
@@ -74,17 +75,22 @@ def ready_names(handle: ModelInHand | ModelHandle) -> list[str]:
     return list(ready_pairs(cast("ModelInHand", facts)))  # ready_pairs reads only these three
 
 
+def request_of(source: PairSource) -> PatchRequest:
+    """``source`` as the patch verb's request (its pair fields only)."""
+    from tui_lab.core.verbs.patch import Request
+
+    if source.custom:
+        return Request(clean=source.clean, corrupt=source.corrupt, answer=source.answer, wrong=source.wrong,
+                       target=source.target or None)
+    return Request(pair=source.name)
+
+
 def make_pair(handle: ModelInHand, source: PairSource) -> PatchPair:
     """The ``PatchPair`` of ``source`` as ``tfx-lab patch`` makes it (``core/verbs/patch.py``):
     PatchError, one line, for bad input; typed text past the context refused before it is read."""
-    from tui_lab.core.verbs.patch import Request, pair_of
+    from tui_lab.core.verbs.patch import pair_of
 
-    if source.custom:
-        request = Request(clean=source.clean, corrupt=source.corrupt, answer=source.answer, wrong=source.wrong,
-                          target=source.target or None)
-    else:
-        request = Request(pair=source.name)
-    return pair_of(request, handle)
+    return pair_of(request_of(source), handle)
 
 
 def pair_texts(handle: ModelInHand, pair: PatchPair) -> PairSource:
