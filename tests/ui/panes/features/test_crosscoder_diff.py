@@ -43,6 +43,18 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def folder(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small crosscoder over the run's two snapshots, trained once by the command (the tests
+    only read it)."""
+    from tests.cli.helpers import tfx
+
+    out = tmp_path_factory.mktemp("xc-folder") / "xc"
+    assert tfx("crosscoder", "train", "--run", str(run_dir), "--d-sae", "32", "--train-steps", "40",
+               "--tokens", "1000", "--out", str(out)).returncode == 0
+    return out
+
+
 def _small(diff: CrosscoderDiff) -> None:
     diff.train_steps, diff.tokens, diff.d_sae, diff.table_tokens = 60, 1500, 32, 400
 
@@ -133,12 +145,7 @@ async def test_train_browse_and_cycle_by_keyboard(run_dir: Path, tmp_path: Path)
 
 
 async def test_a_crosscoder_folder_opens_in_the_view_and_bad_answers_are_one_line(
-        run_dir: Path, tmp_path: Path) -> None:
-    from tests.cli.helpers import tfx
-
-    folder = tmp_path / "xc"
-    assert tfx("crosscoder", "train", "--run", str(run_dir), "--d-sae", "32", "--train-steps", "40",
-               "--tokens", "1000", "--out", str(folder)).returncode == 0
+        run_dir: Path, folder: Path, tmp_path: Path) -> None:
     pane = FeaturesPane(id="features-pane")
     host = DiffHost(pane, tmp_path / "runs", run_dir)
     async with host.run_test(size=SIZE) as pilot:
@@ -170,15 +177,11 @@ async def test_a_crosscoder_folder_opens_in_the_view_and_bad_answers_are_one_lin
         assert not (tmp_path / "runs" / "crosscoders").exists()
 
 
-async def test_typed_text_lists_each_tokens_features_at_every_source(run_dir: Path, tmp_path: Path) -> None:
+async def test_typed_text_lists_each_tokens_features_at_every_source(run_dir: Path, folder: Path,
+                                                                    tmp_path: Path) -> None:
     """In the diff view / types into its own field (the SAE's is hidden): each token's features,
     the crosscoder's activation and each source's alone as a re-encoding here says; enter on one
     shows that feature in its list."""
-    from tests.cli.helpers import tfx
-
-    folder = tmp_path / "xc"
-    assert tfx("crosscoder", "train", "--run", str(run_dir), "--d-sae", "32", "--train-steps", "40",
-               "--tokens", "1000", "--out", str(folder)).returncode == 0
     pane = FeaturesPane(id="features-pane")
     host = DiffHost(pane, tmp_path / "runs", run_dir)
     async with host.run_test(size=SIZE) as pilot:
